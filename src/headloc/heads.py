@@ -1,0 +1,60 @@
+"""Head names and head sets.
+
+A head is written ``L{layer}H{head}``, zero-based, everywhere: files, JSON, tables and logs.
+A head set is the sorted ``+``-joined spelling of its heads (``L15H13+L16H21``), or ``none`` for
+the unablated model, so that every table asking for "model X, task T, heads H" shares one file.
+Inside the library a head is a flat index ``layer * n_heads + head`` into a mask row.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+HEAD_PATTERN = re.compile(r"L(\d+)H(\d+)")
+HEADSET_PATTERN = r"none|L\d+H\d+(\+L\d+H\d+)*"
+NO_HEADS = "none"
+
+
+def format_head(layer: int, head: int) -> str:
+    """``(15, 13) -> 'L15H13'``."""
+    return f"L{int(layer)}H{int(head)}"
+
+
+def parse_head(name: str) -> tuple[int, int]:
+    """``'L15H13' -> (15, 13)``; raises ValueError naming the bad spelling."""
+    match = HEAD_PATTERN.fullmatch(name.strip())
+    if match is None:
+        raise ValueError(f"bad head name {name!r}: expected L<layer>H<head>, e.g. 'L15H13'")
+    return int(match.group(1)), int(match.group(2))
+
+
+def head_name(index: int, n_heads: int) -> str:
+    """Flat index -> name, for a model with ``n_heads`` heads per layer."""
+    return format_head(*divmod(int(index), n_heads))
+
+
+def head_index(name: str, n_layers: int, n_heads: int) -> int:
+    """Name -> flat index; raises ValueError if the head is outside the model."""
+    layer, head = parse_head(name)
+    if layer >= n_layers or head >= n_heads:
+        raise ValueError(
+            f"head {name} is outside the model: layers 0..{n_layers - 1}, heads 0..{n_heads - 1}"
+        )
+    return layer * n_heads + head
+
+
+def format_headset(heads: Iterable[str]) -> str:
+    """Canonical spelling of a set of heads: sorted by (layer, head), '+'-joined, 'none' if empty."""
+    unique = sorted(set(heads), key=parse_head)
+    return "+".join(unique) if unique else NO_HEADS
+
+
+def parse_headset(spelling: str) -> list[str]:
+    """Inverse of :func:`format_headset`; ``'none' -> []``."""
+    if spelling == NO_HEADS:
+        return []
+    heads = spelling.split("+")
+    for head in heads:
+        parse_head(head)
+    return heads

