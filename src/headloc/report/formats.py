@@ -1,0 +1,194 @@
+"""Render a table DataFrame as Markdown, LaTeX or CSV text.
+
+Markdown and LaTeX are for reading, so floats are shown to one decimal and missing values as
+``-``; CSV is for machines and keeps full precision. Every rendered table carries a footer naming
+the rule and script that made it (the caller passes the text). Nothing here writes files.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import pandas as pd
+
+MISSING = "-"
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+}
+
+
+def format_cell(value, decimals: int = 1) -> str:
+    """One cell as display text: floats rounded, missing values as ``-``, lists comma-joined.
+
+    Parameters
+    ----------
+    value : object
+        The cell value.
+    decimals : int, default 1
+        Digits after the decimal point for floats.
+
+    Returns
+    -------
+    str
+        The display text; ``-0.0`` is shown as ``0.0``.
+
+    Examples
+    --------
+    >>> [format_cell(v) for v in (-48.44, float("nan"), -0.04, 5, "BL", ["L1H2", "L3H4"])]
+    ['-48.4', '-', '0.0', '5', 'BL', 'L1H2, L3H4']
+    """
+    if isinstance(value, (list, tuple)):
+        return ", ".join(str(item) for item in value)
+    if value is None or value is pd.NA or value is pd.NaT:
+        return MISSING
+    if isinstance(value, numbers.Integral):
+        return str(value)
+    if isinstance(value, numbers.Real):
+        if math.isnan(value):
+            return MISSING
+        text = f"{value:.{decimals}f}"
+        return text[1:] if text.startswith("-") and float(text) == 0 else text
+    return str(value)
+
+
+def _is_numeric(column: pd.Series) -> bool:
+    return pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column)
+
+
+def to_markdown(df: pd.DataFrame, *, title: str, footer: str) -> str:
+    """A GitHub pipe table with a bold title line above and the footer line below.
+
+    Parameters
+    ----------
+    df : DataFrame
+        The table; its index is not shown.
+    title : str
+        Shown as ``**title**`` above the table.
+    footer : str
+        Provenance line shown below the table, e.g.
+        ``"made by rule render_table2 (scripts/render_table.py)"``.
+
+    Returns
+    -------
+    str
+        Markdown text ending in a newline. Numeric columns are right-aligned.
+
+    Examples
+    --------
+    >>> df = pd.DataFrame({"task": ["gsm8k"], "delta_task": [-48.44]})
+    >>> print(to_markdown(df, title="Table 2", footer="made by rule r (s.py)"))
+    **Table 2**
+    <BLANKLINE>
+    | task | delta_task |
+    | --- | ---: |
+    | gsm8k | -48.4 |
+    <BLANKLINE>
+    made by rule r (s.py)
+    <BLANKLINE>
+    """
+
+    def row(cells) -> str:
+        return "| " + " | ".join(str(cell).replace("|", r"\|") for cell in cells) + " |"
+
+    align = ["---:" if _is_numeric(df[column]) else "---" for column in df.columns]
+    body = [row(format_cell(value) for value in values) for values in df.itertuples(index=False)]
+    header = [row(df.columns), "| " + " | ".join(align) + " |"]
+    lines = [f"**{title}**", "", *header, *body, "", footer]
+    return "\n".join(lines) + "\n"
+
+
+def escape_latex(text: str) -> str:
+    r"""Escape LaTeX's special characters (``\ & % $ # _ { } ~ ^``) in plain text.
+
+    Examples
+    --------
+    >>> print(escape_latex("cs_stratified 5% & more"))
+    cs\_stratified 5\% \& more
+    """
+    return "".join(_LATEX_SPECIAL.get(char, char) for char in str(text))
+
+
+def to_latex(df: pd.DataFrame, *, caption: str, footer: str, label: str | None = None) -> str:
+    r"""A complete LaTeX ``table`` environment with booktabs rules (``\usepackage{booktabs}``).
+
+    Parameters
+    ----------
+    df : DataFrame
+        The table; its index is not shown.
+    caption : str
+        Plain-text caption, placed above the table as in the paper; special characters are
+        escaped, so it cannot carry LaTeX markup.
+    footer : str
+        Provenance note, set in ``\footnotesize`` below the tabular.
+    label : str, optional
+        ``\label`` for cross references.
+
+    Returns
+    -------
+    str
+        LaTeX text ending in a newline. Cells and headers are escaped; numeric columns are
+        right-aligned; floats show one decimal and missing values ``-``.
+
+    Examples
+    --------
+    >>> df = pd.DataFrame({"method": ["cs_stratified"], "delta_task": [-48.44]})
+    >>> print(to_latex(df, caption="Table 2", footer="made by rule r (s.py)"))
+    \begin{table}[htbp]
+    \centering
+    \caption{Table 2}
+    \begin{tabular}{lr}
+    \toprule
+    method & delta\_task \\
+    \midrule
+    cs\_stratified & -48.4 \\
+    \bottomrule
+    \end{tabular}
+    \par\smallskip{\footnotesize made by rule r (s.py)}
+    \end{table}
+    <BLANKLINE>
+    """
+
+    def row(cells) -> str:
+        return " & ".join(escape_latex(cell) for cell in cells) + r" \\"
+
+    spec = "".join("r" if _is_numeric(df[column]) else "l" for column in df.columns)
+    body = [row(format_cell(value) for value in values) for values in df.itertuples(index=False)]
+    lines = [r"\begin{table}[htbp]", r"\centering", rf"\caption{{{escape_latex(caption)}}}"]
+    if label:
+        lines.append(rf"\label{{{label}}}")
+    lines += [rf"\begin{{tabular}}{{{spec}}}", r"\toprule", row(df.columns), r"\midrule", *body]
+    note = rf"\par\smallskip{{\footnotesize {escape_latex(footer)}}}"
+    lines += [r"\bottomrule", r"\end{tabular}", note, r"\end{table}"]
+    return "\n".join(lines) + "\n"
+
+
+def to_csv(df: pd.DataFrame) -> str:
+    """The table as CSV text at full precision (no index), for machines.
+
+    Parameters
+    ----------
+    df : DataFrame
+        The table.
+
+    Returns
+    -------
+    str
+        CSV text with ``\\n`` line endings; missing values are empty fields.
+
+    Examples
+    --------
+    >>> print(to_csv(pd.DataFrame({"k": [5], "delta_task": [-48.4375]})), end="")
+    k,delta_task
+    5,-48.4375
+    """
+    return df.to_csv(index=False, lineterminator="\n")
