@@ -1,8 +1,8 @@
 """headloc: compressed-sensing localization of capability heads (Bair et al., 2026).
 
-    snakemake --cores 2 --configfile config/demo.yaml      # embedded demo model, CPU
-    snakemake all --cores 1 --resources gpu=1               # the paper grid on a GPU box
-    snakemake results/tables/table2.md --cores 1 --resources gpu=1
+snakemake --cores 2 --configfile config/demo.yaml      # embedded demo model, CPU
+snakemake all --cores 1 --resources gpu=1               # the paper grid on a GPU box
+snakemake results/tables/table2.md --cores 1 --resources gpu=1
 """
 
 from snakemake.utils import min_version

@@ -8,7 +8,6 @@ from snakemake.utils import validate
 from headloc.heads import HEADSET_PATTERN, format_headset
 from headloc.models import resolve_source
 
-
 validate(config, schema="../config/schema.yaml", set_default=True)
 
 MODELS = list(config["models"])
@@ -74,7 +73,11 @@ def gguf_file(wildcards):
 def model_location(wildcards):
     """What transformers loads: the prepared folder, a local directory or a hub id."""
     source = SOURCES[wildcards.model]
-    return f"results/models/{wildcards.model}" if source.needs_preparation else source.location
+    return (
+        f"results/models/{wildcards.model}"
+        if source.needs_preparation
+        else source.location
+    )
 
 
 def model_options(wildcards):
@@ -139,7 +142,9 @@ def recovery_files():
 
 def top_heads(model, task, search):
     """Recovered ranking of a finished search (waits for the recover_heads checkpoint)."""
-    recovery = checkpoints.recover_heads.get(model=model, task=task, search=search).output[0]
+    recovery = checkpoints.recover_heads.get(
+        model=model, task=task, search=search
+    ).output[0]
     with open(recovery) as handle:
         return json.load(handle)["top_heads"]
 
@@ -175,6 +180,10 @@ FIGURES = ["fig2"]
 
 
 def report_targets():
-    tables = expand("results/tables/{table}.{ext}", table=TABLES, ext=["md", "csv", "tex"])
-    figures = expand("results/figures/{figure}.{ext}", figure=FIGURES, ext=["png", "pdf"])
+    tables = expand(
+        "results/tables/{table}.{ext}", table=TABLES, ext=["md", "csv", "tex"]
+    )
+    figures = expand(
+        "results/figures/{figure}.{ext}", figure=FIGURES, ext=["png", "pdf"]
+    )
     return tables + figures

@@ -4,6 +4,8 @@ rule materialize_dataset:
         "results/data/{task}/test.jsonl",
     log:
         "results/logs/materialize_dataset/{task}.log",
+    conda:
+        "../envs/headloc.yaml"
     params:
         options=dataset_options,
     script:
@@ -18,5 +20,7 @@ rule subset_dataset:
         "results/data/{task}/id_{n}_seed{seed}.jsonl",
     log:
         "results/logs/subset_dataset/{task}/id_{n}_seed{seed}.log",
+    conda:
+        "../envs/headloc.yaml"
     script:
         "../scripts/subset_dataset.py"

@@ -4,6 +4,8 @@ rule prepare_model:
         directory("results/models/{model}"),
     log:
         "results/logs/prepare_model/{model}.log",
+    conda:
+        "../envs/headloc.yaml"
     params:
         gguf=gguf_file,
     script:

@@ -8,6 +8,8 @@ checkpoint recover_heads:
         "results/{model}/{task}/{search}/recovery.json",
     log:
         "results/logs/recover_heads/{model}/{task}/{search}.log",
+    conda:
+        "../envs/headloc.yaml"
     params:
         location=model_location,
         method=search_method,

@@ -14,6 +14,8 @@ rule collect_results:
         recoveries="results/tables/recoveries.tsv",
     log:
         "results/logs/collect_results.log",
+    conda:
+        "../envs/headloc.yaml"
     params:
         relative=[task for task in TASKS if config["tasks"][task]["relative"]],
         top_k=TOP_K,
@@ -34,6 +36,8 @@ rule render_table:
         "results/logs/render_table/{table}.log",
     wildcard_constraints:
         table=alternatives(TABLES),
+    conda:
+        "../envs/headloc.yaml"
     params:
         top_k=TOP_K,
         gen_tasks=GEN_TASKS,
@@ -52,6 +56,8 @@ rule render_figure:
         "results/logs/render_figure/{figure}.log",
     wildcard_constraints:
         figure=alternatives(FIGURES),
+    conda:
+        "../envs/headloc.yaml"
     params:
         gen_tasks=GEN_TASKS,
     script:

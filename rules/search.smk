@@ -6,6 +6,8 @@ rule make_masks:
         "results/{model}/{task}/{search}/masks.npy",
     log:
         "results/logs/make_masks/{model}/{task}/{search}.log",
+    conda:
+        "../envs/headloc.yaml"
     params:
         location=model_location,
         method=search_method,
@@ -29,6 +31,8 @@ rule score_masks:
         "results/logs/score_masks/{model}/{task}/{search}/{chunk}.log",
     benchmark:
         "results/benchmarks/score_masks/{model}/{task}/{search}/{chunk}.tsv"
+    conda:
+        "../envs/headloc.yaml"
     threads: 1
     resources:
         gpu=1,

@@ -9,6 +9,8 @@ rule validate_headset:
         "results/logs/validate_headset/{model}/{task}/{headset}.log",
     benchmark:
         "results/benchmarks/validate_headset/{model}/{task}/{headset}.tsv"
+    conda:
+        "../envs/headloc.yaml"
     threads: 1
     resources:
         gpu=1,

@@ -165,3 +165,11 @@ def test_bad_config_fails_before_any_job(tmp_path):
     (tmp_path / "bad.yaml").write_text(yaml.safe_dump(config))
     result = snakemake("-n", "--configfile", str(tmp_path / "bad.yaml"), check=False)
     assert "models.smollm2-135m.source" in result.stdout + result.stderr
+
+
+def test_lint_and_format_are_clean():
+    lint = snakemake("--lint", "--configfile", "config/demo.yaml")
+    assert "Congratulations" in lint.stdout + lint.stderr
+    fmt = subprocess.run([str(Path(sys.executable).parent / "snakefmt"), "--check", "Snakefile", "rules/"],
+                         cwd=REPO, capture_output=True, text=True)
+    assert fmt.returncode == 0, fmt.stderr
