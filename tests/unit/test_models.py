@@ -1,0 +1,47 @@
+import json
+
+import pytest
+
+from headloc.models import check_checkpoint_dir, resolve_source
+
+
+def test_embedded_model_is_a_packaged_gguf():
+    source = resolve_source("smollm2-135m-instruct")
+    assert source.kind == "gguf" and source.needs_preparation
+    assert source.location.endswith("SmolLM2-135M-Instruct.Q4_1.gguf")
+
+
+def test_hub_ids_and_directories(tmp_path):
+    assert resolve_source("meta-llama/Llama-3.2-1B-Instruct").kind == "hub"
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama"}))
+    (tmp_path / "model.safetensors").write_bytes(b"")
+    source = resolve_source(str(tmp_path))
+    assert source.kind == "directory" and not source.needs_preparation
+
+
+@pytest.mark.parametrize("name,message", [
+    ("smollm3", "unknown model 'smollm3': expected an embedded model"),
+    ("./missing/dir", "model path './missing/dir' does not exist"),
+    ("/no/such/file.gguf", "model file '/no/such/file.gguf' does not exist"),
+])
+def test_bad_names_raise_clearly(name, message):
+    with pytest.raises(ValueError, match=message):
+        resolve_source(name)
+
+
+def test_directory_without_config_or_weights(tmp_path):
+    with pytest.raises(ValueError, match="has no config.json"):
+        check_checkpoint_dir(tmp_path)
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(ValueError, match=r"has no weights \(expected \*.safetensors"):
+        resolve_source(str(tmp_path))
+
+
+@pytest.mark.slow
+def test_converted_gguf_is_an_ordinary_checkpoint(smollm2_dir):
+    from transformers import AutoConfig
+
+    config = AutoConfig.from_pretrained(smollm2_dir)
+    assert (config.model_type, config.num_hidden_layers, config.num_attention_heads) == ("llama", 30, 9)
+    assert not hasattr(config, "quantization_config")
+    assert resolve_source(str(smollm2_dir)).kind == "directory"
