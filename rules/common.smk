@@ -31,15 +31,24 @@ def model_sources():
 SOURCES = model_sources()
 
 
-def search_id(method):
+def id_docs(task):
+    """Identification subset size: the task's own, or the search default."""
+    return config["tasks"][task]["id_docs"] or SEARCH["id_docs"]
+
+
+def search_id(task, method):
     """Directory name of a search: the method and every parameter that changes its result."""
-    tail = f"n{SEARCH['id_docs']}_s{SEARCH['seed']}"
+    tail = f"n{id_docs(task)}_s{SEARCH['seed']}"
     if method == "greedy1s":
         return f"greedy1s_{tail}"
     return f"{method}_m{SEARCH['n_masks']}_p{SEARCH['sparsity']:g}_{tail}"
 
 
-SEARCHES = {search_id(method): method for method in SEARCH["methods"]}
+# task -> {search id: method}
+SEARCHES = {
+    task: {search_id(task, method): method for method in SEARCH["methods"]}
+    for task in TASKS
+}
 
 
 def alternatives(names):
@@ -49,7 +58,7 @@ def alternatives(names):
 wildcard_constraints:
     model=alternatives(MODELS),
     task=alternatives(TASKS),
-    search=alternatives(SEARCHES),
+    search=alternatives(set().union(*SEARCHES.values())),
     chunk=r"\d+",
     n=r"\d+",
     seed=r"\d+",
@@ -110,14 +119,14 @@ def task_options(wildcards):
 
 
 def get_id_subset(wildcards):
-    return f"results/data/{wildcards.task}/id_{SEARCH['id_docs']}_seed{SEARCH['seed']}.jsonl"
+    return f"results/data/{wildcards.task}/id_{id_docs(wildcards.task)}_seed{SEARCH['seed']}.jsonl"
 
 
 # ---------------------------------------------------------------- search
 
 
 def search_method(wildcards):
-    return SEARCHES[wildcards.search]
+    return SEARCHES[wildcards.task][wildcards.search]
 
 
 def get_chunk_scores(wildcards):
@@ -129,12 +138,12 @@ def get_chunk_scores(wildcards):
 
 
 def recovery_files():
-    return expand(
-        "results/{model}/{task}/{search}/recovery.json",
-        model=MODELS,
-        task=TASKS,
-        search=SEARCHES,
-    )
+    return [
+        f"results/{model}/{task}/{search}/recovery.json"
+        for model in MODELS
+        for task in TASKS
+        for search in SEARCHES[task]
+    ]
 
 
 # ---------------------------------------------------------------- validation
@@ -153,7 +162,7 @@ def headsets(model):
     """Every head set a model's tables need: none, and the top 1..k of every search."""
     sets = {"none"}
     for task in TASKS:
-        for search in SEARCHES:
+        for search in SEARCHES[task]:
             heads = top_heads(model, task, search)
             sets.update(format_headset(heads[:k]) for k in range(1, len(heads) + 1))
     return sorted(sets)

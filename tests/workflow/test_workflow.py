@@ -31,7 +31,7 @@ def tiny_config(model_dir):
         "models": {"tiny": {"source": str(model_dir), "batch_size": 8}},
         "tasks": {
             "ioi": {"lm_eval_task": "headloc_ioi", "n_docs": 10},
-            "swear": {"lm_eval_task": "headloc_swear", "n_docs": 3, "chat": True, "relative": True,
+            "swear": {"lm_eval_task": "headloc_swear", "n_docs": 3, "id_docs": 2, "chat": True, "relative": True,
                       "metric": "profane_words", "dataset_kwargs": {"profanity": str(PROFANITY_CSV)}},
         },
         "search": {"methods": ["cs_stratified", "greedy1s"], "n_masks": 6, "sparsity": 0.25,
@@ -48,7 +48,8 @@ def tiny_run(tmp_path_factory, tiny_model_dir):
     return work / "results"
 
 
-SEARCHES = {"cs_stratified": "cs_stratified_m6_p0.25_n4_s0", "greedy1s": "greedy1s_n4_s0"}
+SEARCHES = {"cs_stratified": "cs_stratified_m6_p0.25_n{}_s0", "greedy1s": "greedy1s_n{}_s0"}
+ID_DOCS = {"ioi": 4, "swear": 2}
 
 
 @pytest.mark.slow
@@ -62,7 +63,7 @@ def test_data_and_subsets(tiny_run):
 @pytest.mark.slow
 @pytest.mark.parametrize("method", sorted(SEARCHES))
 def test_masks_scores_and_recovery(tiny_run, method):
-    search = tiny_run / "tiny" / "ioi" / SEARCHES[method]
+    search = tiny_run / "tiny" / "ioi" / SEARCHES[method].format(4)
     masks = np.load(search / "masks.npy")
     n_heads = 2 * 4  # the tiny model: 2 layers x 4 heads
     assert masks.shape == ((6, n_heads) if method == "cs_stratified" else (n_heads + 1, n_heads))
@@ -86,8 +87,9 @@ def test_masks_scores_and_recovery(tiny_run, method):
 @pytest.mark.slow
 def test_validation_covers_every_headset_on_every_task(tiny_run):
     evals = pd.read_csv(tiny_run / "tables/evals.tsv", sep="\t")
-    for method, search in SEARCHES.items():
+    for method, pattern in SEARCHES.items():
         for task in ("ioi", "swear"):
+            search = pattern.format(ID_DOCS[task])
             top = json.loads((tiny_run / "tiny" / task / search / "recovery.json").read_text())["top_heads"]
             for k in range(TOP_K + 1):
                 headset = "+".join(sorted(top[:k], key=lambda h: tuple(int(x) for x in h[1:].split("H")))) or "none"
