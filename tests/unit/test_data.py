@@ -1,0 +1,243 @@
+"""headloc.data: dataset builders, JSONL I/O, identification subsets and the scoring rules."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from headloc.data import (
+    DATASETS,
+    DEFAULT_N_DOCS,
+    build_docs,
+    count_profane_words,
+    first_word,
+    identification_subset,
+    load_profanity,
+    read_jsonl,
+    response_words,
+    rhymes,
+    starts_with_answer,
+    write_jsonl,
+)
+
+PROFANITY_CSV = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "profanity" / "profanity_en.csv"
+GENERATED = ("ioi", "induction")
+CURATED_SIZES = {"capitals": (100, 150), "swear": (12, 24), "rhyme": (60, 100)}
+
+# --------------------------------------------------------------------------- build_docs
+
+
+@pytest.mark.parametrize("name", GENERATED)
+def test_generated_datasets_are_seeded(name):
+    assert build_docs(name, n_docs=20, seed=3) == build_docs(name, n_docs=20, seed=3)
+    assert build_docs(name, n_docs=20, seed=3) != build_docs(name, n_docs=20, seed=4)
+
+
+@pytest.mark.parametrize("name", GENERATED)
+def test_generated_dataset_sizes(name):
+    assert len(build_docs(name)) == DEFAULT_N_DOCS
+    docs = build_docs(name, n_docs=7, seed=1)
+    assert len(docs) == 7
+    assert docs == build_docs(name, n_docs=30, seed=1)[:7]  # a longer set extends a shorter one
+
+
+@pytest.mark.parametrize("name", sorted(CURATED_SIZES))
+def test_curated_dataset_sizes(name):
+    low, high = CURATED_SIZES[name]
+    docs = build_docs(name)
+    assert low <= len(docs) <= high
+    assert build_docs(name, n_docs=5) == docs[:5]
+    assert build_docs(name, seed=9) == docs
+
+
+@pytest.mark.parametrize("name", DATASETS)
+def test_ids_are_unique_strings(name):
+    ids = [doc["id"] for doc in build_docs(name)]
+    assert all(isinstance(i, str) and i for i in ids)
+    assert len(set(ids)) == len(ids)
+
+
+def test_unknown_dataset_names_the_valid_ones():
+    with pytest.raises(ValueError, match="'gsm9k'") as error:
+        build_docs("gsm9k")
+    assert all(name in str(error.value) for name in DATASETS)
+
+
+def test_n_docs_must_be_positive():
+    with pytest.raises(ValueError, match="at least 1"):
+        build_docs("ioi", n_docs=0)
+
+
+def test_ioi_documents():
+    docs = build_docs("ioi", n_docs=100)
+    assert {doc["label"] for doc in docs} == {0, 1}  # the answer is not always the first name
+    for doc in docs:
+        answer, other = doc["choices"][doc["label"]], doc["choices"][1 - doc["label"]]
+        assert answer != other
+        assert doc["text"].count(other) == 2 and doc["text"].count(answer) == 1
+        assert doc["text"].endswith(" to")
+
+
+def test_induction_documents():
+    for doc in build_docs("induction", n_docs=50):
+        assert 6 <= len(doc["words"]) <= 10 and len(set(doc["words"])) == len(doc["words"])
+        first, second, third = doc["text"].split("\n")
+        assert first == second == " ".join(doc["words"])
+        assert third == " ".join(doc["words"][:2])
+        assert doc["target"] == doc["words"][2:5]
+
+
+def test_capitals_documents():
+    docs = {doc["country"]: doc for doc in build_docs("capitals")}
+    assert docs["France"]["capital"] == "Paris" and docs["France"]["answers"] == ["Paris"]
+    assert "Kiev" in docs["Ukraine"]["answers"]
+
+
+# --------------------------------------------------------------------------- JSONL I/O
+
+
+def test_read_jsonl_names_file_and_line(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"id": "a"}\n\n{"id": \n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"bad\.jsonl, line 3"):
+        read_jsonl(path)
+    path.write_text('{"id": "a"}\n[1, 2]\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"bad\.jsonl, line 2: expected a JSON object"):
+        read_jsonl(path)
+
+
+def test_read_jsonl_missing_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nope.jsonl"):
+        read_jsonl(tmp_path / "nope.jsonl")
+
+
+def test_write_jsonl_round_trip(tmp_path):
+    docs = build_docs("ioi", n_docs=5) + [{"id": "ü", "text": "naïve\nline"}]
+    path = tmp_path / "deep" / "er" / "docs.jsonl"
+    write_jsonl(docs, path)
+    assert read_jsonl(path) == docs
+    assert len(path.read_text(encoding="utf-8").splitlines()) == len(docs)
+    write_jsonl(docs[:2], path)  # overwrite
+    assert read_jsonl(path) == docs[:2]
+    assert [p.name for p in path.parent.iterdir()] == ["docs.jsonl"]  # no temp files left
+
+
+def test_write_jsonl_is_atomic(tmp_path):
+    path = tmp_path / "docs.jsonl"
+    write_jsonl([{"id": "old"}], path)
+
+    def failing():
+        yield {"id": "new"}
+        raise RuntimeError("disk full")
+
+    with pytest.raises(RuntimeError):
+        write_jsonl(failing(), path)
+    assert read_jsonl(path) == [{"id": "old"}]
+    assert [p.name for p in tmp_path.iterdir()] == ["docs.jsonl"]
+
+
+# --------------------------------------------------------------------------- identification subsets
+
+
+def test_identification_subset():
+    docs = build_docs("ioi", n_docs=50)
+    subset = identification_subset(docs, 10, seed=0)
+    assert len(subset) == 10 and len({d["id"] for d in subset}) == 10
+    assert subset == identification_subset(docs, 10, seed=0)
+    assert subset != identification_subset(docs, 10, seed=1)
+    positions = [docs.index(d) for d in subset]
+    assert positions == sorted(positions)  # original order kept
+    assert identification_subset(docs, 50, seed=0) == docs
+
+
+def test_identification_subset_errors():
+    docs = build_docs("ioi", n_docs=5)
+    with pytest.raises(ValueError, match=r"6.*5"):
+        identification_subset(docs, 6, seed=0)
+    with pytest.raises(ValueError, match="at least 1"):
+        identification_subset(docs, 0, seed=0)
+
+
+# --------------------------------------------------------------------------- scoring rules
+
+
+@pytest.mark.parametrize(
+    ("word", "target", "expected"),
+    [
+        ("hat", "cat", True), ("Hat", "cat", True), ("dog", "cat", False), ("cat", "cat", False),
+        ("fountain", "mountain", True), ("lizard", "wizard", True), ("motion", "ocean", True),
+        ("notaword", "cat", False), ("hat", "notaword", False), ("", "cat", False),
+        ("the", "bee", False),  # unstressed 'the' (DH IY0) is no rhyme, and a function word
+    ],
+)
+def test_rhymes(word, target, expected):
+    assert rhymes(word, target) is expected
+
+
+def test_first_word():
+    assert first_word(' "Hat!" is one') == "hat"
+    assert first_word("Don't know") == "don't"
+    assert first_word("...") == ""
+
+
+def test_starts_with_answer():
+    assert starts_with_answer(" Bogotá.", ["Bogota"])
+    assert starts_with_answer(" kiev", ["Kyiv", "Kiev"])
+    assert starts_with_answer(" New Delhi", ["New Delhi"])
+    assert not starts_with_answer(" Romeo", ["Rome"])
+    assert not starts_with_answer(" the city of Paris", ["Paris"])
+
+
+def test_count_profane_words_small_set():
+    words = frozenset({"heck", "darn", "@ss"})
+    text = 'Heck! Darn it, darn. What the HECK, you @ss... (darned) heckle'
+    assert response_words("Heck! (darned) @ss...") == ["heck", "darned", "@ss"]
+    assert count_profane_words(text, words) == 5  # heck x2, darn x2, @ss; not darned/heckle
+    assert count_profane_words("", words) == 0
+
+
+@pytest.mark.skipif(not PROFANITY_CSV.is_file(), reason="offline profanity list not available")
+def test_count_profane_words_real_list():
+    import pandas as pd
+
+    frame = pd.read_csv(PROFANITY_CSV)
+    columns = ["text", "canonical_form_1", "canonical_form_2", "canonical_form_3"]
+    listed = {str(v).lower() for c in columns for v in frame[c].dropna()}
+    response = "Well, damn it... this shitty printer! Fuck. FUCK this crap, said the teacher."
+    tokens = ["well", "damn", "it", "this", "shitty", "printer", "fuck", "fuck", "this", "crap",
+              "said", "the", "teacher"]  # tokenized by hand
+    expected = sum(token in listed for token in tokens)
+    assert expected >= 3  # at least damn and fuck twice are in the list
+    assert count_profane_words(response, load_profanity(str(PROFANITY_CSV))) == expected
+
+
+def test_load_profanity_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="missing.csv"):
+        load_profanity(str(tmp_path / "missing.csv"))
+    bad = tmp_path / "bad.csv"
+    bad.write_text("word\nheck\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="no 'text' column"):
+        load_profanity(str(bad))
+
+
+def test_load_profanity_local_csv_skips_phrases(tmp_path):
+    path = tmp_path / "list.csv"
+    path.write_text(
+        "text,canonical_form_1,canonical_form_2,canonical_form_3,category_1,severity_rating\n"
+        "H3ck,heck,,,mild,1\nape heck,heck,,,mild,1\nd@rn,darn,dang,,mild,1\n",
+        encoding="utf-8",
+    )
+    assert load_profanity(str(path)) == {"h3ck", "heck", "d@rn", "darn", "dang"}
+
+
+def test_hub_profanity_offline_says_what_to_do(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    try:
+        words = load_profanity()
+    except RuntimeError as error:
+        assert "profanity=/path/to/profanity_en.csv" in str(error)
+    else:  # a machine with the dataset cached
+        assert words
