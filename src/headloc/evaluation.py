@@ -21,6 +21,7 @@ from lm_eval.api.registry import register_model
 from lm_eval.evaluator import evaluate
 from lm_eval.models.huggingface import HFLM
 from lm_eval.tasks import TaskManager
+from lm_eval.tasks._yaml_loader import load_yaml
 from tqdm.auto import tqdm
 
 from headloc.ablation import HeadGeometry, ablate_heads, masks_to_gate
@@ -79,6 +80,21 @@ class AblatedLM(HFLM):
             return super()._model_generate(context, max_length, stop, **generation_kwargs)
 
 
+def task_config(manager: TaskManager, task: TaskSpec) -> dict:
+    """The registered task's YAML config with ``task.dataset_kwargs`` merged into its own.
+
+    lm-eval 0.4.13 treats a dict passed to ``TaskManager.load`` as a complete inline task, not as
+    overrides of a registered one, so the registered YAML is loaded (includes resolved) here.
+    """
+    entry = manager.task_index.get(task.lm_eval_task)
+    if entry is None or entry.yaml_path is None:
+        known = ", ".join(manager.all_subtasks) or "none"
+        raise ValueError(f"unknown lm-eval task {task.lm_eval_task!r}; the include path has: {known}")
+    config = load_yaml(entry.yaml_path, resolve_func=True)
+    config["dataset_kwargs"] = {**(config.get("dataset_kwargs") or {}), **task.dataset_kwargs}
+    return config
+
+
 def require_chat_template(tokenizer, task: TaskSpec) -> None:
     if task.chat and not getattr(tokenizer, "chat_template", None):
         raise ValueError(
@@ -107,10 +123,7 @@ class MaskEvaluator:
                               device=str(model.device))
         manager = TaskManager(include_path=[str(p) for p in np.atleast_1d(include_path)],
                               include_defaults=False)
-        override = {"task": task.lm_eval_task}
-        if task.dataset_kwargs:
-            override["dataset_kwargs"] = dict(task.dataset_kwargs)
-        self.task_dict = manager.load([override])
+        self.task_dict = manager.load([task_config(manager, task)])
 
     def evaluate(self, gate=None) -> MaskResult:
         """Score the task with ``gate`` ([layers, heads], 1 keeps a head) or unablated."""

@@ -1,0 +1,90 @@
+"""The evaluation engine: real lm-eval over a tiny random model with gates installed."""
+
+import copy
+
+import numpy as np
+import pytest
+from transformers import AutoModelForCausalLM
+
+from headloc.ablation import HeadGeometry, hook_module_path
+from headloc.data import build_docs, write_jsonl
+from headloc.evaluation import AblatedLM, MaskEvaluator, TaskSpec
+
+
+@pytest.fixture(scope="module")
+def model(tiny_model_dir):
+    return AutoModelForCausalLM.from_pretrained(tiny_model_dir).eval()
+
+
+@pytest.fixture(scope="module")
+def ioi_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("data") / "ioi.jsonl"
+    write_jsonl(build_docs("ioi", n_docs=6, seed=0), path)
+    return path
+
+
+def ioi(path, **extra):
+    return TaskSpec("headloc_ioi", dataset_kwargs={"data_file": str(path)}, **{"metric": "acc", **extra})
+
+
+def zeroed_copy(model, mask):
+    """Reference model: the ablated heads' input columns of o_proj set to zero."""
+    reference = copy.deepcopy(model)
+    n_heads = HeadGeometry.of(model.config).n_heads
+    for index in np.flatnonzero(mask):
+        layer, head = divmod(int(index), n_heads)
+        weight = reference.get_submodule(hook_module_path(reference, layer)).weight.data
+        d = weight.shape[1] // n_heads
+        weight[:, head * d:(head + 1) * d] = 0
+    return reference
+
+
+def loglikelihoods(result):
+    return np.array([[choice[0] for choice in sample["response"]] for sample in result.samples])
+
+
+def test_scores_many_masks_with_one_model_and_one_task(model, tokenizer, ioi_file):
+    evaluator = MaskEvaluator(model, tokenizer, ioi(ioi_file), batch_size=4)
+    geometry = evaluator.geometry
+    masks = np.zeros((3, geometry.total), dtype=int)
+    masks[1, [0, 5]] = 1
+    results = evaluator.evaluate_masks(masks, progress=False)
+    assert len(results) == 3
+    assert all(len(r.samples) == 6 and 0 <= r.score <= 1 for r in results)
+    assert {"doc_id", "target", "response", "acc"} <= set(results[0].samples[0])
+    np.testing.assert_array_equal(loglikelihoods(results[0]), loglikelihoods(results[2]))
+    assert not np.allclose(loglikelihoods(results[0]), loglikelihoods(results[1]))
+    assert evaluator.lm.gate is None, "the gate is cleared after each evaluation"
+
+
+def test_ablated_scores_equal_a_model_with_zeroed_heads(model, tokenizer, ioi_file):
+    mask = np.zeros(HeadGeometry.of(model.config).total, dtype=int)
+    mask[[1, 6]] = 1
+    ablated = MaskEvaluator(model, tokenizer, ioi(ioi_file), batch_size=4).evaluate_mask(mask)
+    reference = MaskEvaluator(zeroed_copy(model, mask), tokenizer, ioi(ioi_file), batch_size=4).evaluate_mask(0 * mask)
+    np.testing.assert_allclose(loglikelihoods(ablated), loglikelihoods(reference), atol=1e-4)
+    assert ablated.score == reference.score
+
+
+def test_lm_is_registered_with_lm_eval():
+    from lm_eval.api.registry import get_model
+
+    assert get_model("headloc") is AblatedLM
+
+
+def test_unknown_metric_lists_the_known_ones(model, tokenizer, ioi_file):
+    evaluator = MaskEvaluator(model, tokenizer, ioi(ioi_file, metric="f1"), batch_size=4)
+    with pytest.raises(ValueError, match=r"no metric 'f1,none'; it reports \['acc,none'"):
+        evaluator.evaluate()
+
+
+def test_chat_task_needs_a_chat_template(model, tokenizer, ioi_file):
+    plain = copy.copy(tokenizer)
+    plain.chat_template = None
+    with pytest.raises(ValueError, match="chat task but the tokenizer .* has no chat template"):
+        MaskEvaluator(model, plain, ioi(ioi_file, chat=True))
+
+
+def test_unknown_task_names_what_exists(model, tokenizer, ioi_file):
+    with pytest.raises(ValueError, match="unknown lm-eval task 'headloc_nope'; the include path has: .*headloc_ioi"):
+        MaskEvaluator(model, tokenizer, TaskSpec("headloc_nope"))
