@@ -74,6 +74,7 @@ def write_jsonl(docs: Iterable[dict], path) -> None:
         with handle:
             for doc in docs:
                 handle.write(json.dumps(doc, ensure_ascii=False) + "\n")
+        os.chmod(handle.name, 0o644)  # temp files are private (0600); data files need not be
         os.replace(handle.name, path)
     except BaseException:
         Path(handle.name).unlink(missing_ok=True)
