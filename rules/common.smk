@@ -107,15 +107,24 @@ def dataset_options(wildcards):
     }
 
 
-def task_options(wildcards):
+def options_of_task(task):
     """Everything an evaluation job needs to build the lm-eval task (data file added by the job)."""
-    spec = config["tasks"][wildcards.task]
+    spec = config["tasks"][task]
     return {
         "lm_eval_task": spec["lm_eval_task"],
         "metric": spec["metric"],
         "chat": spec["chat"],
         "dataset_kwargs": dict(spec["dataset_kwargs"]),
     }
+
+
+def task_options(wildcards):
+    return options_of_task(wildcards.task)
+
+
+def all_task_options(wildcards):
+    """Task options of every task, in the order of TASKS (and of validate_headset's outputs)."""
+    return [options_of_task(task) for task in TASKS]
 
 
 def get_id_subset(wildcards):

@@ -13,7 +13,7 @@ rule collect_results:
         evals="results/tables/evals.tsv",
         recoveries="results/tables/recoveries.tsv",
     log:
-        "results/logs/collect_results.log",
+        "results/logs/collect_results/all.log",
     conda:
         "../envs/headloc.yaml"
     params:

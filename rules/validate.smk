@@ -1,14 +1,15 @@
 rule validate_headset:
-    """Evaluate one task on its full data with one head set ablated ('none' = the baseline)."""
+    """Evaluate every task on its full data with one head set ablated ('none' = the baseline):
+    one model load for all tasks, one result file per task."""
     input:
         model=get_model_input,
-        docs="results/data/{task}/test.jsonl",
+        docs=expand("results/data/{task}/test.jsonl", task=TASKS),
     output:
-        "results/{model}/evals/{task}/{headset}.json",
+        expand("results/{{model}}/evals/{task}/{{headset}}.json", task=TASKS),
     log:
-        "results/logs/validate_headset/{model}/{task}/{headset}.log",
+        "results/logs/validate_headset/{model}/{headset}.log",
     benchmark:
-        "results/benchmarks/validate_headset/{model}/{task}/{headset}.tsv"
+        "results/benchmarks/validate_headset/{model}/{headset}.tsv"
     conda:
         "../envs/headloc.yaml"
     threads: 1
@@ -17,6 +18,7 @@ rule validate_headset:
     params:
         location=model_location,
         model=model_options,
-        task=task_options,
+        names=TASKS,
+        tasks=all_task_options,
     script:
         "../scripts/validate_headset.py"
