@@ -10,7 +10,11 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
-configfile: "config/config.yaml"
+# The paper grid is the default; a --configfile replaces it (Snakemake would otherwise merge the
+# two, e.g. adding the paper's models to the demo's).
+if not config:
+
+    configfile: "config/config.yaml"
 
 
 include: "rules/common.smk"
