@@ -19,14 +19,14 @@ from __future__ import annotations
 import csv
 import functools
 import json
-import os
 import re
-import tempfile
 import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
+
+from headloc.io import atomic_path
 
 DATA_DIR = Path(__file__).parent / "tasks" / "data"
 DATASETS = ("ioi", "capitals", "induction", "swear", "rhyme")
@@ -63,22 +63,10 @@ def read_jsonl(path) -> list[dict]:
 
 
 def write_jsonl(docs: Iterable[dict], path) -> None:
-    """Write one JSON object per line, atomically (temp file in the same folder, then os.replace)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle = tempfile.NamedTemporaryFile(
-        "w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp",
-        delete=False,
-    )
-    try:
-        with handle:
-            for doc in docs:
-                handle.write(json.dumps(doc, ensure_ascii=False) + "\n")
-        os.chmod(handle.name, 0o644)  # temp files are private (0600); data files need not be
-        os.replace(handle.name, path)
-    except BaseException:
-        Path(handle.name).unlink(missing_ok=True)
-        raise
+    """Write one JSON object per line, atomically (see :func:`headloc.io.atomic_path`)."""
+    with atomic_path(path) as tmp, tmp.open("w", encoding="utf-8") as handle:
+        for doc in docs:
+            handle.write(json.dumps(doc, ensure_ascii=False) + "\n")
 
 
 def identification_subset(docs: list[dict], n: int, seed: int) -> list[dict]:
