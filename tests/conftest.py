@@ -7,6 +7,8 @@ by git), so only the first test session pays the ~40 s GGUF conversion.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -61,3 +63,15 @@ def tiny_model_dir(tmp_path_factory, tokenizer) -> Path:
     tiny_llama(len(tokenizer)).save_pretrained(out)
     tokenizer.save_pretrained(out)
     return out
+
+
+def snakemake(*args, cwd=REPO, check=True, timeout=1200):
+    """Run the workflow's Snakefile in a subprocess (offline); raise with its output on failure."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), *args]
+    result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    if check and result.returncode != 0:
+        raise AssertionError(
+            f"snakemake {' '.join(args)} failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
+        )
+    return result

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from test_workflow import snakemake
+from conftest import snakemake
 
 
 @pytest.mark.slow

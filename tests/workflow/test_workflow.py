@@ -1,7 +1,6 @@
 """The whole DAG, for real, on a tiny random model and tiny data; dry runs of the documented CLI."""
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,19 +10,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import PROFANITY_CSV, REPO
+from conftest import PROFANITY_CSV, REPO, snakemake
 
-SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 TOP_K = 2
-
-
-def snakemake(*args, cwd=REPO, check=True, timeout=900):
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    result = subprocess.run([*SNAKEMAKE, "-s", str(REPO / "Snakefile"), *args], cwd=cwd, env=env,
-                            capture_output=True, text=True, timeout=timeout)
-    if check and result.returncode != 0:
-        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}")
-    return result
 
 
 def tiny_config(model_dir):
