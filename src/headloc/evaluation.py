@@ -12,7 +12,6 @@ group them without changing its callers.
 from __future__ import annotations
 
 import contextlib
-import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,9 +24,9 @@ from lm_eval.tasks._yaml_loader import load_yaml
 from tqdm.auto import tqdm
 
 from headloc.ablation import HeadGeometry, ablate_heads, masks_to_gate
+from headloc.models import load_model
 
 TASKS_DIR = Path(__file__).parent / "tasks"
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -120,9 +119,9 @@ class MaskEvaluator:
         self.task = task
         self.geometry = HeadGeometry.of(model.config)
         self.lm = AblatedLM(pretrained=model, tokenizer=tokenizer, batch_size=batch_size,
-                              device=str(model.device))
-        manager = TaskManager(include_path=[str(p) for p in np.atleast_1d(include_path)],
-                              include_defaults=False)
+                            device=str(model.device))
+        paths = include_path if isinstance(include_path, (list, tuple)) else [include_path]
+        manager = TaskManager(include_path=[str(p) for p in paths], include_defaults=False)
         self.task_dict = manager.load([task_config(manager, task)])
 
     def evaluate(self, gate=None) -> MaskResult:
@@ -162,18 +161,13 @@ def _compact_sample(sample: dict, metric: str) -> dict:
     response = sample.get("filtered_resps", sample.get("resps"))
     while isinstance(response, list) and len(response) == 1:
         response = response[0]
-    return {
-        "doc_id": sample["doc_id"],
-        "target": sample.get("target"),
-        "response": response,
-        metric.split(",")[0]: sample.get(metric.split(",")[0]),
-    }
+    name = metric.split(",")[0]
+    return {"doc_id": sample["doc_id"], "target": sample.get("target"), "response": response,
+            name: sample.get(name)}
 
 
 def load_evaluator(location: str, task: TaskSpec, *, dtype="float32", device="cpu",
                    batch_size=16, include_path=TASKS_DIR) -> MaskEvaluator:
     """Load the model at ``location`` once and build an evaluator for ``task``."""
-    from headloc.models import load_model
-
     model, tokenizer = load_model(location, dtype=dtype, device=device)
     return MaskEvaluator(model, tokenizer, task, batch_size=batch_size, include_path=include_path)
