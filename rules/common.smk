@@ -58,7 +58,7 @@ def alternatives(names):
 wildcard_constraints:
     model=alternatives(MODELS),
     task=alternatives(TASKS),
-    search=alternatives(set().union(*SEARCHES.values())),
+    search=alternatives(sorted(set().union(*SEARCHES.values()))),
     chunk=r"\d+",
     n=r"\d+",
     seed=r"\d+",
