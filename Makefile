@@ -24,6 +24,8 @@ $(STAMP): pyproject.toml Makefile
 
 demo: venv
 	$(VENV)/bin/snakemake --cores $(CORES) --configfile config/demo.yaml
+	@cat results/tables/table2.md
+	@echo "More: results/tables/ (table6, table10; md, csv, tex) and results/figures/fig2.png"
 
 test: venv
 	$(VENV)/bin/pytest
