@@ -14,6 +14,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.linear_model import Lasso, LassoCV
 from sklearn.model_selection import KFold
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 
 def marginal_effects(phi: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -81,13 +82,12 @@ class LassoRecovery(RegressorMixin, BaseEstimator):
         self.random_state = random_state
 
     def fit(self, phi, y):
-        phi = np.asarray(phi, dtype=float)
-        y = np.asarray(y, dtype=float)
-        if phi.ndim != 2 or y.shape != (phi.shape[0],):
-            raise ValueError(f"Phi must be (M, N) and y (M,); got {phi.shape} and {y.shape}")
+        phi, y = validate_data(self, phi, y, dtype=float, y_numeric=True)
         options = dict(fit_intercept=self.fit_intercept, positive=self.positive,
                        random_state=self.random_state, max_iter=100_000)
         if self.alpha == "cv":
+            if len(y) < 2:
+                raise ValueError(f"alpha='cv' needs at least 2 masks to cross-validate (n_samples = {len(y)})")
             folds = KFold(min(self.cv, len(y)), shuffle=True, random_state=self.random_state)
             model = LassoCV(cv=folds, **options).fit(phi, y)
             self.alpha_ = float(model.alpha_)
@@ -104,7 +104,9 @@ class LassoRecovery(RegressorMixin, BaseEstimator):
         return self
 
     def predict(self, phi):
-        return np.asarray(phi, dtype=float) @ self.coef_ + self.intercept_
+        check_is_fitted(self)
+        phi = validate_data(self, phi, dtype=float, reset=False)
+        return phi @ self.coef_ + self.intercept_
 
     def top_k(self, k: int) -> np.ndarray:
         """The ``k`` most damaging heads (flat indices)."""
@@ -123,8 +125,7 @@ class SingleHeadRecovery(LassoRecovery):
         super().__init__(alpha=0.0)
 
     def fit(self, phi, y):
-        phi = np.asarray(phi)
-        y = np.asarray(y, dtype=float)
+        phi, y = validate_data(self, phi, y, dtype=float, y_numeric=True)
         n_heads = phi.shape[1]
         if phi.shape != (n_heads + 1, n_heads) or phi[0].any() or not np.array_equal(phi[1:], np.eye(n_heads)):
             raise ValueError("one-shot greedy expects a zero row followed by the identity matrix")

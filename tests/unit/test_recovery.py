@@ -1,6 +1,8 @@
 import numpy as np
 import pytest
 
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
 from headloc.masks import make_masks
 from headloc.recovery import LassoRecovery, SingleHeadRecovery, marginal_effects, recovery_for
 
@@ -72,8 +74,14 @@ def test_single_head_recovery_is_the_drop_from_baseline():
 def test_bad_inputs_raise():
     with pytest.raises(ValueError, match="alpha must be"):
         LassoRecovery(alpha="big").fit(np.eye(3), np.ones(3))
-    with pytest.raises(ValueError, match=r"Phi must be \(M, N\)"):
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
         LassoRecovery(alpha=0.1).fit(np.eye(3), np.ones(4))
     fit = LassoRecovery(alpha=0.1).fit(np.eye(3), np.ones(3))
     with pytest.raises(ValueError, match=r"k must lie in 1..3"):
         fit.top_k(4)
+
+
+@parametrize_with_checks([LassoRecovery(alpha=0.01), LassoRecovery(alpha="cv", random_state=0)])
+def test_follows_the_scikit_learn_estimator_contract(estimator, check):
+    """No deliberate deviations: every check of check_estimator passes."""
+    check(estimator)
