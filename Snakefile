@@ -36,22 +36,22 @@ rule all:
 rule table2:
     """Delta Task and Delta Gen of the top-k heads per task (paper Table 2)."""
     input:
-        expand("results/tables/table2.{ext}", ext=["md", "csv", "tex"]),
+        table_files("table2"),
 
 
 rule table6:
     """Degradation against the number of heads ablated (paper Table 6)."""
     input:
-        expand("results/tables/table6.{ext}", ext=["md", "csv", "tex"]),
+        table_files("table6"),
 
 
 rule table10:
     """Recovered heads per task (paper Table 10)."""
     input:
-        expand("results/tables/table10.{ext}", ext=["md", "csv", "tex"]),
+        table_files("table10"),
 
 
 rule fig2:
     """Degradation against the number of heads ablated, as a plot (paper Figure 2)."""
     input:
-        expand("results/figures/fig2.{ext}", ext=["png", "pdf"]),
+        figure_files("fig2"),

@@ -197,11 +197,15 @@ TABLES = ["table2", "table6", "table10"]
 FIGURES = ["fig2"]
 
 
+def table_files(tables):
+    return expand(
+        "results/tables/{table}.{ext}", table=tables, ext=["md", "csv", "tex"]
+    )
+
+
+def figure_files(figures):
+    return expand("results/figures/{figure}.{ext}", figure=figures, ext=["png", "pdf"])
+
+
 def report_targets():
-    tables = expand(
-        "results/tables/{table}.{ext}", table=TABLES, ext=["md", "csv", "tex"]
-    )
-    figures = expand(
-        "results/figures/{figure}.{ext}", figure=FIGURES, ext=["png", "pdf"]
-    )
-    return tables + figures
+    return table_files(TABLES) + figure_files(FIGURES)

@@ -18,7 +18,6 @@ rule collect_results:
         "../envs/headloc.yaml"
     params:
         relative=[task for task in TASKS if config["tasks"][task]["relative"]],
-        top_k=TOP_K,
     script:
         "../scripts/collect_results.py"
 

@@ -6,8 +6,6 @@ from headloc.results import evals_frame, recoveries_frame
 log = log_to_file(snakemake.log[0])
 recoveries = [read_json(path) for path in snakemake.input.recoveries]
 evals = [read_json(path) for path in snakemake.input.evals]
-for record in recoveries:
-    record["top_heads"] = record["top_heads"][: snakemake.params.top_k]
 frame = evals_frame(recoveries, evals, relative_tasks=snakemake.params.relative)
 table = recoveries_frame(recoveries)
 table["top_heads"] = table["top_heads"].str.join(",")

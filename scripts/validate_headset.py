@@ -1,11 +1,10 @@
 """Evaluate every task on its full data with one head set ablated (rule validate_headset)."""
 
-import numpy as np
 import torch
 
 from headloc.ablation import HeadGeometry
 from headloc.evaluation import MaskEvaluator, TaskSpec
-from headloc.heads import head_index, parse_headset
+from headloc.heads import headset_mask, parse_headset
 from headloc.io import log_to_file, write_json
 from headloc.models import load_model
 
@@ -15,13 +14,11 @@ model, tokenizer = load_model(snakemake.params.location, dtype=snakemake.params.
                               device=snakemake.params.model["device"])
 geometry = HeadGeometry.of(model.config)
 heads = parse_headset(snakemake.wildcards.headset)
-mask = np.zeros(geometry.total, dtype=np.int8)
-for head in heads:
-    mask[head_index(head, geometry.n_layers, geometry.n_heads)] = 1
+mask = headset_mask(heads, geometry.n_layers, geometry.n_heads)
 
 p = snakemake.params
 for name, options, docs, output in zip(p.names, p.tasks, snakemake.input.docs, snakemake.output):
-    task = TaskSpec(**{**options, "dataset_kwargs": {**options["dataset_kwargs"], "data_file": docs}})
+    task = TaskSpec(**options).with_data_file(docs)
     evaluator = MaskEvaluator(model, tokenizer, task, batch_size=snakemake.params.model["batch_size"])
     result = evaluator.evaluate_mask(mask)
     log.info("%s with %s ablated: %s = %.4f on %d documents",

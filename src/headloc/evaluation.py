@@ -12,7 +12,7 @@ group them without changing its callers.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -49,6 +49,10 @@ class TaskSpec:
     @property
     def metric_key(self) -> str:
         return self.metric if "," in self.metric else f"{self.metric},none"
+
+    def with_data_file(self, path) -> "TaskSpec":
+        """The same task reading its documents from the JSONL file ``path``."""
+        return replace(self, dataset_kwargs={**self.dataset_kwargs, "data_file": str(path)})
 
 
 @dataclass

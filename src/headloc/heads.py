@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+import numpy as np
+
 HEAD_PATTERN = re.compile(r"L(\d+)H(\d+)")
 HEADSET_PATTERN = r"none|L\d+H\d+(\+L\d+H\d+)*"
 NO_HEADS = "none"
@@ -42,6 +44,14 @@ def head_index(name: str, n_layers: int, n_heads: int) -> int:
             f"head {name} is outside the model: layers 0..{n_layers - 1}, heads 0..{n_heads - 1}"
         )
     return layer * n_heads + head
+
+
+def headset_mask(heads: Iterable[str], n_layers: int, n_heads: int) -> np.ndarray:
+    """A mask over all heads (1 = ablated) with exactly ``heads`` set; raises for heads outside the model."""
+    mask = np.zeros(n_layers * n_heads, dtype=np.int8)
+    for head in heads:
+        mask[head_index(head, n_layers, n_heads)] = 1
+    return mask
 
 
 def format_headset(heads: Iterable[str]) -> str:
