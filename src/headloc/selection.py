@@ -1,0 +1,68 @@
+"""Which heads a table reports: task-specific top-k, universal heads and knowledge heads.
+
+Pure functions of the recovered rankings (``recovery.json["ranking"]``, most damaging first), so the
+workflow's input functions (which head sets to evaluate) and its collection step (which rows the
+tables show) apply one rule.
+
+* **Universal heads** (paper section 6.1) show up at the top of many unrelated tasks. The rule: a
+  head *hits* a task when it is among the ``top_n`` of the task's ranking; it is universal when the
+  tasks it hits span at least ``min_capabilities`` distinct capabilities.
+* **Task-specific heads** are a task's ranking with the universal heads left out, cut at ``k``.
+* **Knowledge heads** (paper section 6.2) are shared by several knowledge tasks: among the
+  task-specific ``top_n`` of at least ``min_tasks`` of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from headloc.heads import parse_head
+
+
+def universal_heads(rankings: Mapping[str, Sequence[str]], capabilities: Mapping[str, str], *,
+                    top_n: int = 5, min_capabilities: int = 2) -> dict[str, list[str]]:
+    """Universal heads mapped to the tasks they hit, ordered by (layer, head).
+
+    >>> rankings = {"gsm8k": ["L1H2", "L5H0"], "mbpp": ["L1H2", "L7H3"], "arith": ["L5H0", "L1H2"]}
+    >>> caps = {"gsm8k": "math", "mbpp": "code", "arith": "math"}
+    >>> universal_heads(rankings, caps, top_n=2, min_capabilities=2)
+    {'L1H2': ['gsm8k', 'mbpp', 'arith']}
+    """
+    hits: dict[str, list[str]] = {}
+    for task, ranking in rankings.items():
+        for head in ranking[:top_n]:
+            hits.setdefault(head, []).append(task)
+    universal = {head: tasks for head, tasks in hits.items()
+                 if len({capabilities[task] for task in tasks}) >= min_capabilities}
+    return dict(sorted(universal.items(), key=lambda item: parse_head(item[0])))
+
+
+def task_heads(ranking: Sequence[str], k: int, exclude: Iterable[str] = ()) -> list[str]:
+    """The top ``k`` of ``ranking`` without the heads in ``exclude``.
+
+    >>> task_heads(["L1H2", "L3H0", "L4H4", "L0H1"], 2, exclude=["L1H2"])
+    ['L3H0', 'L4H4']
+    """
+    excluded = set(exclude)
+    return [head for head in ranking if head not in excluded][:k]
+
+
+def knowledge_heads(rankings: Mapping[str, Sequence[str]], tasks: Sequence[str], *, top_n: int = 5,
+                    min_tasks: int | None = None, exclude: Iterable[str] = ()) -> dict[str, list[str]]:
+    """Heads in the filtered ``top_n`` of at least ``min_tasks`` (default: all) of ``tasks``.
+
+    Returns each head with the tasks it is shared by, ordered by (layer, head); no tasks, no heads.
+
+    >>> rankings = {"bio": ["L0H22", "L3H1"], "chem": ["L0H22", "L9H9"], "cyber": ["L2H2", "L0H22"]}
+    >>> knowledge_heads(rankings, ["bio", "chem", "cyber"], top_n=2)
+    {'L0H22': ['bio', 'chem', 'cyber']}
+    """
+    if not tasks:
+        return {}
+    needed = len(tasks) if min_tasks is None else min_tasks
+    counts: dict[str, list[str]] = {}
+    for task in tasks:
+        for head in task_heads(rankings[task], top_n, exclude):
+            counts.setdefault(head, []).append(task)
+    shared = {head: hit for head, hit in counts.items() if len(hit) >= needed}
+    return dict(sorted(shared.items(), key=lambda item: parse_head(item[0])))
