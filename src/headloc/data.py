@@ -1,7 +1,9 @@
 """Built-in datasets, JSONL I/O, identification subsets and the scoring rules of headloc's tasks.
 
 The five built-in datasets feed the lm-eval tasks in ``headloc/tasks`` (one ``headloc_<name>``
-task each). Two are generated from curated lists with a seed (``ioi``, ``induction``); three are
+task each). The paper's benchmark datasets (``PAPER_DATASETS``: gsm8k, mmlu, ...) come from the
+Hugging Face Hub or a local mirror through :mod:`headloc.paper_data`; :func:`build_docs` serves
+both kinds. Two are generated from curated lists with a seed (``ioi``, ``induction``); three are
 curated lists shipped in ``tasks/data`` (``capitals``, ``swear``, ``rhyme``). Every document has
 a stable string ``id``.
 
@@ -27,9 +29,11 @@ from pathlib import Path
 import numpy as np
 
 from headloc.io import atomic_path
+from headloc.paper_data import PAPER_DATASETS, load_docs
 
 DATA_DIR = Path(__file__).parent / "tasks" / "data"
-DATASETS = ("ioi", "capitals", "induction", "swear", "rhyme")
+BUILTIN_DATASETS = ("ioi", "capitals", "induction", "swear", "rhyme")
+DATASETS = BUILTIN_DATASETS + PAPER_DATASETS
 DEFAULT_N_DOCS = 200  # documents of a generated dataset when n_docs is None
 PROFANITY_HUB_ID = "mmathys/profanity"
 
@@ -88,8 +92,14 @@ def identification_subset(docs: list[dict], n: int, seed: int) -> list[dict]:
 # --------------------------------------------------------------------------- dataset builders
 
 
-def build_docs(name: str, *, n_docs: int | None = None, seed: int = 0) -> list[dict]:
-    """The documents of built-in dataset ``name``; deterministic for a given (name, n_docs, seed).
+def build_docs(name: str, *, n_docs: int | None = None, seed: int = 0, mirror=None) -> list[dict]:
+    """The documents of dataset ``name``; deterministic for a given (name, n_docs, seed, mirror).
+
+    Paper datasets (``PAPER_DATASETS``) are the scored split of
+    :func:`headloc.paper_data.load_docs` from ``mirror`` (a directory in the ``../shared/data``
+    layout) or, with ``mirror=None``, from the Hugging Face Hub; ``n_docs`` keeps the first
+    ``n_docs`` documents and ``seed`` does not change them. ``mirror`` is ignored for the
+    built-in datasets.
 
     Generated datasets (``ioi``, ``induction``) produce ``n_docs`` documents (default
     ``DEFAULT_N_DOCS``); the first k documents do not depend on ``n_docs``. Curated datasets
@@ -99,10 +109,13 @@ def build_docs(name: str, *, n_docs: int | None = None, seed: int = 0) -> list[d
     >>> [doc["id"] for doc in build_docs("ioi", n_docs=2)]
     ['ioi-0000', 'ioi-0001']
     """
-    if name not in _BUILDERS:
+    if name not in DATASETS:
         raise ValueError(f"unknown dataset {name!r}: expected one of {', '.join(DATASETS)}")
     if n_docs is not None and n_docs < 1:
         raise ValueError(f"n_docs must be at least 1, got {n_docs}")
+    if name in PAPER_DATASETS:
+        docs = load_docs(name, "test", mirror=mirror)
+        return docs if n_docs is None else docs[:n_docs]
     builder, generated = _BUILDERS[name]
     if generated:
         return builder(DEFAULT_N_DOCS if n_docs is None else n_docs, seed)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from headloc.data import (
+    BUILTIN_DATASETS,
     DATASETS,
     DEFAULT_N_DOCS,
     build_docs,
@@ -22,7 +23,8 @@ from headloc.data import (
     write_jsonl,
 )
 
-PROFANITY_CSV = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "profanity" / "profanity_en.csv"
+SHARED_DATA = (Path(__file__).resolve().parents[2] / ".." / "shared" / "data").resolve()
+PROFANITY_CSV = SHARED_DATA / "profanity" / "profanity_en.csv"
 GENERATED = ("ioi", "induction")
 CURATED_SIZES = {"capitals": (100, 150), "swear": (12, 24), "rhyme": (60, 100)}
 
@@ -54,9 +56,28 @@ def test_curated_dataset_sizes(name):
 
 @pytest.mark.parametrize("name", DATASETS)
 def test_ids_are_unique_strings(name):
-    ids = [doc["id"] for doc in build_docs(name)]
+    if name not in BUILTIN_DATASETS and not SHARED_DATA.is_dir():
+        pytest.skip("offline data mirror not available")
+    ids = [doc["id"] for doc in build_docs(name, mirror=SHARED_DATA)]
     assert all(isinstance(i, str) and i for i in ids)
     assert len(set(ids)) == len(ids)
+
+
+def test_paper_dataset_first_n_docs_from_the_mirror():
+    if not SHARED_DATA.is_dir():
+        pytest.skip("offline data mirror not available")
+    docs = build_docs("gsm8k", n_docs=3, mirror=SHARED_DATA)
+    assert [d["id"] for d in docs] == ["gsm8k-0000", "gsm8k-0001", "gsm8k-0002"]
+    first = json.loads((SHARED_DATA / "gsm8k" / "test.jsonl").read_text().split("\n")[0])
+    assert docs[0] == {"id": "gsm8k-0000", **first}
+    assert build_docs("gsm8k", n_docs=3, seed=7, mirror=SHARED_DATA) == docs
+    assert len(build_docs("mmlu", mirror=SHARED_DATA)) == 14042
+
+
+def test_datasets_lists_builtin_and_paper_names():
+    assert DATASETS[:5] == BUILTIN_DATASETS == ("ioi", "capitals", "induction", "swear", "rhyme")
+    assert set(DATASETS[5:]) == {"gsm8k", "arithmetic", "mbpp", "humaneval", "hellaswag", "boolq",
+                                 "arc_challenge", "mmlu", "wmdp_bio", "wmdp_chem", "wmdp_cyber"}
 
 
 def test_unknown_dataset_names_the_valid_ones():
