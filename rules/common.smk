@@ -5,10 +5,12 @@ import re
 
 from snakemake.utils import validate
 
+from headloc.config import check_config, model_geometries
 from headloc.heads import HEADSET_PATTERN, format_headset
 from headloc.models import resolve_source
 
 validate(config, schema="../config/schema.yaml", set_default=True)
+check_config(config, model_geometries(config))
 
 MODELS = list(config["models"])
 TASKS = list(config["tasks"])

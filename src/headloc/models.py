@@ -15,6 +15,7 @@ import importlib.util
 import json
 import re
 import shutil
+import struct
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,8 +128,88 @@ def load_model(location: str, *, dtype: str = "float32", device: str = "cpu"):
     return model, tokenizer
 
 
-def load_config(location: str):
-    """The transformers config of a checkpoint folder or hub id (cheap: no weights)."""
+def load_config(location: str, gguf_file: str | None = None):
+    """The transformers config of a checkpoint folder, hub id or GGUF file (no weights loaded)."""
     from transformers import AutoConfig
 
-    return AutoConfig.from_pretrained(location)
+    if gguf_file is None and str(location).endswith(".gguf"):
+        location, gguf_file = str(Path(location).parent), Path(location).name
+    return AutoConfig.from_pretrained(location, gguf_file=gguf_file)
+
+
+# ------------------------------------------------------------------ geometry without torch
+
+LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers")
+HEAD_KEYS = ("num_attention_heads", "n_head", "num_heads")
+
+
+def geometry_of(config: dict) -> tuple[int, int] | None:
+    """(layers, query heads per layer) from a config.json dict; None if it does not say."""
+    config = config.get("text_config") or config
+    layers = next((config[k] for k in LAYER_KEYS if isinstance(config.get(k), int)), None)
+    heads = next((config[k] for k in HEAD_KEYS if isinstance(config.get(k), int)), None)
+    return (layers, heads) if layers and heads else None
+
+
+def source_geometry(source: ModelSource) -> tuple[int, int] | None:
+    """(layers, heads per layer) of a model, read offline and cheaply (no torch, no weights).
+
+    A checkpoint folder's config.json, a GGUF file's metadata, or a hub model's config.json
+    when it is in the local Hugging Face cache; None when it cannot be known offline.
+    """
+    if source.kind == "directory":
+        return geometry_of(json.loads((Path(source.location) / "config.json").read_text()))
+    if source.kind == "gguf":
+        meta = read_gguf_metadata(source.location)
+        arch = meta.get("general.architecture")
+        layers, heads = meta.get(f"{arch}.block_count"), meta.get(f"{arch}.attention.head_count")
+        return (int(layers), int(heads)) if isinstance(layers, int) and isinstance(heads, int) else None
+    from huggingface_hub import try_to_load_from_cache
+
+    cached = try_to_load_from_cache(source.location, "config.json")
+    if isinstance(cached, str) and Path(cached).is_file():
+        return geometry_of(json.loads(Path(cached).read_text()))
+    return None
+
+
+# GGUF value types: https://github.com/ggml-org/ggml/blob/master/docs/gguf.md
+_GGUF_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?",
+                 10: "<Q", 11: "<q", 12: "<d"}
+_GGUF_STRING, _GGUF_ARRAY = 8, 9
+
+
+def read_gguf_metadata(path) -> dict:
+    """The key-value header of a GGUF file (array values are skipped: None). Reads only the header."""
+    with open(path, "rb") as handle:
+        if handle.read(4) != b"GGUF":
+            raise ValueError(f"{path} is not a GGUF file (no GGUF magic number)")
+        version, _tensors, n_kv = struct.unpack("<IQQ", handle.read(20))
+        if version < 2:
+            raise ValueError(f"{path}: GGUF version {version} is not supported (expected 2 or 3)")
+
+        def read(fmt):
+            return struct.unpack(fmt, handle.read(struct.calcsize(fmt)))[0]
+
+        def string():
+            return handle.read(read("<Q")).decode("utf-8", errors="replace")
+
+        def value(kind):
+            if kind in _GGUF_SCALARS:
+                return read(_GGUF_SCALARS[kind])
+            if kind == _GGUF_STRING:
+                return string()
+            if kind == _GGUF_ARRAY:
+                item_kind, count = read("<I"), read("<Q")
+                if item_kind in _GGUF_SCALARS:
+                    handle.seek(count * struct.calcsize(_GGUF_SCALARS[item_kind]), 1)
+                else:
+                    for _ in range(count):
+                        value(item_kind)
+                return None
+            raise ValueError(f"{path}: unknown GGUF value type {kind}")
+
+        metadata = {}
+        for _ in range(n_kv):
+            key = string()
+            metadata[key] = value(read("<I"))
+        return metadata

@@ -1,0 +1,260 @@
+"""Config checks that run before any job: the JSON schema, then every rule across keys.
+
+``validate_config`` checks the config against ``config/schema.yaml`` (filling in defaults) and
+words each error as ``config <key.path>: <bad value> ...; expected ...``; ``check_config`` checks
+what the schema cannot express: names that must refer to configured tasks or models, head names
+inside each model, top-k against the number of heads, subset sizes against dataset sizes.
+Both raise ValueError listing every problem found, one per line.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import NamedTuple
+
+import yaml
+
+from headloc.heads import parse_head
+from headloc.models import resolve_source, source_geometry
+
+TASKS_DIR = Path(__file__).parent / "tasks"
+
+
+class Geometry(NamedTuple):
+    """Layers and query heads per layer (the fields of headloc.ablation.HeadGeometry, without torch)."""
+
+    n_layers: int
+    n_heads: int
+
+    @property
+    def total(self) -> int:
+        return self.n_layers * self.n_heads
+
+
+# ------------------------------------------------------------------ schema
+
+
+def validate_config(config: dict, schema_path) -> None:
+    """Validate ``config`` against the JSON schema at ``schema_path``, setting defaults in place."""
+    from jsonschema import Draft202012Validator, validators
+
+    schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
+    base = Draft202012Validator
+    properties = base.VALIDATORS["properties"]
+
+    def set_defaults(validator, props, instance, schema):
+        if isinstance(instance, dict):
+            for name, subschema in props.items():
+                if "default" in subschema:
+                    instance.setdefault(name, _copy(subschema["default"]))
+        yield from properties(validator, props, instance, schema)
+
+    validator = validators.extend(base, {"properties": set_defaults})(schema)
+    errors = sorted(validator.iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path])
+    if errors:
+        raise ValueError("\n".join(dict.fromkeys(_describe(error) for error in errors)))
+
+
+def _copy(value):
+    return yaml.safe_load(yaml.safe_dump(value)) if isinstance(value, (dict, list)) else value
+
+
+def key_path(parts) -> str:
+    """``['models', 'x', 'dtype'] -> 'models.x.dtype'``; list indices as ``[0]``."""
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def _describe(error) -> str:
+    key = key_path(error.absolute_path)
+    where = f"config {key}" if key else "config"
+    value, schema, kind = error.instance, error.schema, error.validator
+    if kind == "additionalProperties":
+        allowed = sorted(schema.get("properties", {}))
+        unknown = sorted(set(value) - set(allowed))
+        return (f"{where}: unknown key{'s' if len(unknown) > 1 else ''} "
+                f"{', '.join(map(repr, unknown))}; valid keys: {', '.join(allowed)}")
+    if kind == "required":
+        missing = [name for name in error.validator_value if name not in value]
+        return f"{where}: missing key {', '.join(map(repr, missing))}; required: {', '.join(schema['required'])}"
+    if kind in ("minProperties", "minItems"):
+        return f"{where}: {value!r} is empty; expected at least {error.validator_value} entr" + (
+            "y" if error.validator_value == 1 else "ies")
+    if kind == "uniqueItems":
+        return f"{where}: {value!r} repeats an item; expected each item at most once"
+    if kind == "propertyNames":
+        return f"{where}: bad name ({error.message}); expected names matching {schema['propertyNames']['pattern']}"
+    bound = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<=", "exclusiveMaximum": "<"}
+    if kind in bound:
+        return f"{where}: {value!r} is not {bound[kind]} {error.validator_value}; expected {expected(schema)}"
+    if kind in ("enum", "type", "anyOf", "oneOf", "pattern", "const"):
+        return f"{where}: {value!r} is not valid; expected {expected(schema)}"
+    return f"{where}: {error.message}"
+
+
+_ARTICLE = {"integer": "an integer", "number": "a number", "string": "a string", "boolean": "true or false",
+            "array": "a list", "object": "a mapping", "null": "null"}
+
+
+def expected(schema: dict) -> str:
+    """What a schema accepts, in words: 'a number in (0, 1)', 'one of: cv', 'an integer >= 1 or null'."""
+    if "anyOf" in schema or "oneOf" in schema:
+        return " or ".join(expected(sub) for sub in schema.get("anyOf", schema.get("oneOf")))
+    if "enum" in schema:
+        return "one of: " + ", ".join(str(v) for v in schema["enum"])
+    if "pattern" in schema:
+        return f"a string matching {schema['pattern']}"
+    types = schema.get("type", [])
+    types = [types] if isinstance(types, str) else list(types)
+    words = []
+    for kind in types:
+        word = _ARTICLE.get(kind, kind)
+        if kind in ("integer", "number"):
+            word += _range(schema)
+        elif kind == "array" and isinstance(schema.get("items"), dict):
+            items = expected(schema["items"])
+            word += f" (items: {items})" if items else ""
+        words.append(word)
+    return " or ".join(words)
+
+
+def _range(schema: dict) -> str:
+    low = ("(", schema["exclusiveMinimum"]) if "exclusiveMinimum" in schema else (
+        ("[", schema["minimum"]) if "minimum" in schema else None)
+    high = (")", schema["exclusiveMaximum"]) if "exclusiveMaximum" in schema else (
+        ("]", schema["maximum"]) if "maximum" in schema else None)
+    if low and high:
+        return f" in {low[0]}{low[1]}, {high[1]}{high[0]}"
+    if low:
+        return f" {'>' if low[0] == '(' else '>='} {low[1]}"
+    if high:
+        return f" {'<' if high[0] == ')' else '<='} {high[1]}"
+    return ""
+
+
+# ------------------------------------------------------------------ geometries
+
+
+def model_geometries(config: dict) -> dict:
+    """model name -> Geometry, read offline without loading weights; None where unknown (uncached hub ids).
+
+    Raises ValueError "config models.<name>.source: ..." for a model name that does not resolve.
+    """
+    geometries = {}
+    for name, spec in config["models"].items():
+        try:
+            source = resolve_source(spec["source"])
+        except ValueError as error:
+            raise ValueError(f"config models.{name}.source: {error}") from None
+        found = source_geometry(source)
+        geometries[name] = Geometry(*found) if found else None
+    return geometries
+
+
+def lm_eval_tasks(tasks_dir=TASKS_DIR) -> list[str]:
+    """Names of the lm-eval tasks headloc ships (the ``task:`` of every YAML under ``tasks_dir``)."""
+    names = set()
+    for path in Path(tasks_dir).rglob("*.yaml"):
+        match = re.search(r"^task:\s*['\"]?([\w.-]+)", path.read_text(encoding="utf-8"), re.MULTILINE)
+        if match:
+            names.add(match.group(1))
+    return sorted(names)
+
+
+# ------------------------------------------------------------------ cross-key rules
+
+
+def check_config(config: dict, geometries: dict) -> None:
+    """Every rule of a validated config (defaults filled in) that the JSON schema cannot express.
+
+    ``geometries`` maps each model to an object with ``n_layers`` and ``n_heads`` (Geometry or
+    headloc.ablation.HeadGeometry), or None when it is unknown offline (such models skip the
+    head checks; their jobs check heads when they load the model).
+    """
+    problems = []
+
+    def problem(key, text):
+        problems.append(f"config {key}: {text}")
+
+    tasks = config["tasks"]
+    models = config["models"]
+    search = config["search"]
+    validation = config["validation"]
+    names = list(tasks)
+    localized = [t for t in names if tasks[t].get("localize", True)]
+    if not localized:
+        problem("tasks", f"no task has localize: true ({', '.join(names)} are all evaluation-only); "
+                         "expected at least one task to search heads on")
+
+    def task_names(key, value, pool, what):
+        for i, name in enumerate(value or []):
+            if name not in pool:
+                problem(f"{key}[{i}]", f"{name!r} is not {what}; valid: {', '.join(pool) or '(none)'}")
+
+    task_names("validation.gen_tasks", validation.get("gen_tasks"), names, "a configured task")
+    knowledge = config.get("knowledge", {})
+    task_names("knowledge.tasks", knowledge.get("tasks"), localized, "a searched task (localize: true)")
+    task_names("knowledge.eval_tasks", knowledge.get("eval_tasks"), names, "a configured task")
+    tuning = config.get("tuning", {})
+    task_names("tuning.tasks", tuning.get("tasks"), localized, "a searched task (localize: true)")
+    min_tasks = knowledge.get("min_tasks")
+    if min_tasks is not None and min_tasks > len(knowledge.get("tasks") or []):
+        problem("knowledge.min_tasks", f"{min_tasks} is larger than the {len(knowledge.get('tasks') or [])} "
+                                       f"knowledge.tasks; expected 1..{len(knowledge.get('tasks') or [])} or null")
+
+    report = config.get("report", {})
+    if report.get("model") is not None and report["model"] not in models:
+        problem("report.model", f"{report['model']!r} is not a configured model; valid: {', '.join(models)} or null")
+    capabilities = list(dict.fromkeys(tasks[t].get("capability") or t for t in localized))
+    if report.get("capability") is not None and report["capability"] not in capabilities:
+        problem("report.capability", f"{report['capability']!r} is not the capability of a searched task; "
+                                     f"valid: {', '.join(capabilities) or '(none)'} or null")
+
+    known = lm_eval_tasks()
+    for name, spec in tasks.items():
+        if spec["lm_eval_task"] not in known:
+            problem(f"tasks.{name}.lm_eval_task", f"{spec['lm_eval_task']!r} is not a task headloc knows; "
+                                                  f"valid: {', '.join(known)}")
+        if spec.get("data_file") and not Path(spec["data_file"]).expanduser().is_file():
+            problem(f"tasks.{name}.data_file", f"{spec['data_file']!r} does not exist; expected a JSONL file")
+        subset = spec.get("id_docs") or search["id_docs"]
+        key = f"tasks.{name}.id_docs" if spec.get("id_docs") else "search.id_docs"
+        if name in localized and spec.get("n_docs") is not None and subset > spec["n_docs"]:
+            problem(key, f"{subset} is larger than tasks.{name}.n_docs = {spec['n_docs']}; expected an "
+                         f"identification subset of at most {spec['n_docs']} documents")
+        overrides = spec.get("search") or {}
+        methods = overrides.get("methods") or search["methods"]
+        n_masks = overrides.get("n_masks") or search["n_masks"]
+        mkey = f"tasks.{name}.search.methods" if overrides.get("methods") else "search.methods"
+        if name in localized and "method" in validation and validation["method"] not in methods:
+            problem(mkey, f"{methods} lacks validation.method {validation['method']!r}, whose heads every "
+                          f"table uses; expected the methods of task {name} to include it")
+        if name in localized and any(m.startswith("cs_") for m in methods) and search["chunks"] > n_masks:
+            problem("search.chunks", f"{search['chunks']} is larger than the {n_masks} masks of task {name}; "
+                                     f"expected at most {n_masks} scoring jobs per search")
+
+    mirror = config.get("data", {}).get("mirror")
+    if mirror and not Path(mirror).expanduser().is_dir():
+        problem("data.mirror", f"{mirror!r} is not a directory; expected a local data mirror or null (the hub)")
+
+    for model, geometry in geometries.items():
+        if geometry is None:
+            continue
+        total = geometry.n_layers * geometry.n_heads
+        inside = f"model {model} has layers 0..{geometry.n_layers - 1} and heads 0..{geometry.n_heads - 1}"
+        for i, headset in enumerate(validation.get("headsets") or []):
+            for head in headset.split("+"):
+                layer, index = parse_head(head)
+                if layer >= geometry.n_layers or index >= geometry.n_heads:
+                    problem(f"validation.headsets[{i}]", f"head {head} is outside the model: {inside}")
+        for key, value in (("validation.top_k", validation["top_k"]),
+                           ("universal.top_n", config.get("universal", {}).get("top_n")),
+                           ("knowledge.top_n", knowledge.get("top_n"))):
+            if value is not None and value > total:
+                problem(key, f"{value} is larger than the {total} heads of model {model} "
+                             f"({geometry.n_layers} layers x {geometry.n_heads}); expected 1..{total}")
+    if problems:
+        raise ValueError("\n".join(dict.fromkeys(problems)))
