@@ -12,13 +12,24 @@ from matplotlib.figure import Figure
 
 from headloc.report import (
     add_footer,
+    figure1,
     figure2,
+    figure3,
+    figure4,
+    table1,
     table2,
+    table3,
+    table4,
+    table5,
     table6,
+    table7,
+    table8,
+    table9,
     table10,
     to_csv,
     to_latex,
     to_markdown,
+    tuning_table,
 )
 
 BASELINE = {
@@ -56,13 +67,16 @@ def evals() -> pd.DataFrame:
 
 def test_table2_deltas_match_hand_values_and_order(evals):
     t2 = table2(evals, k=3)
-    assert list(t2.columns) == ["model", "task", "method", "search", "k", "delta_task", "delta_gen"]
-    # grouped by task, then model, in order of first appearance; searches in order of appearance
-    assert list(zip(t2["model"], t2["task"], t2["method"])) == [
-        ("llama", "swear", "cs_stratified"),
-        ("llama", "gsm8k", "cs_stratified"),
-        ("llama", "gsm8k", "greedy"),
-        ("qwen", "gsm8k", "cs_stratified"),
+    assert list(t2.columns) == [
+        "capability", "model", "task", "search", "k", "delta_task", "delta_gen"
+    ]
+    # grouped by capability (here each task is its own), model, task, in order of first
+    # appearance; searches in order of appearance
+    assert list(zip(t2["capability"], t2["model"], t2["task"], t2["search"])) == [
+        ("swear", "llama", "swear", "cs_s0"),
+        ("gsm8k", "llama", "gsm8k", "cs_s0"),
+        ("gsm8k", "llama", "gsm8k", "greedy"),
+        ("gsm8k", "qwen", "gsm8k", "cs_s0"),
     ]
     # qwen's run has only two heads evaluated: its largest k is used and shown
     assert t2["k"].tolist() == [3, 3, 3, 2]
@@ -86,9 +100,9 @@ def test_table2_delta_gen_is_nan_without_other_tasks(evals):
 def test_table6_rows_and_baseline(evals):
     t6 = table6(evals)
     assert list(t6.columns) == [
-        "model", "task", "method", "search", "n_heads", "score", "delta_task", "delta_gen"
+        "capability", "model", "task", "search", "n_heads", "score", "delta_task", "delta_gen"
     ]
-    run = t6[(t6["model"] == "llama") & (t6["task"] == "gsm8k") & (t6["method"] == "cs_stratified")]
+    run = t6[(t6["model"] == "llama") & (t6["task"] == "gsm8k") & (t6["search"] == "cs_s0")]
     assert run["n_heads"].tolist() == ["BL", 1, 2, 3]
     np.testing.assert_allclose(run["score"], [80, 50, 45, 40])
     assert math.isnan(run["delta_task"].iloc[0]) and math.isnan(run["delta_gen"].iloc[0])
@@ -136,17 +150,17 @@ def test_markdown(evals):
     text = to_markdown(table2(evals, k=3), title="Table 2", footer=FOOTER)
     lines = text.splitlines()
     assert lines[0] == "**Table 2**"
-    assert "| model | task | method | search | k | delta_task | delta_gen |" in lines
-    assert "| llama | gsm8k | cs_stratified | cs_s0 | 3 | -40.0 | -2.0 |" in lines
+    assert "| capability | model | task | search | k | delta_task | delta_gen |" in lines
+    assert "| gsm8k | llama | gsm8k | cs_s0 | 3 | -40.0 | -2.0 |" in lines
     assert lines[-1] == FOOTER
     baseline_row = to_markdown(table6(evals), title="Table 6", footer=FOOTER).splitlines()[4]
-    assert baseline_row == "| llama | swear | cs_stratified | cs_s0 | BL | 100.0 | - | - |"
+    assert baseline_row == "| swear | llama | swear | cs_s0 | BL | 100.0 | - | - |"
 
 
 def test_latex(evals):
     text = to_latex(table2(evals, k=3), caption="Table 2: deltas in % points", footer=FOOTER)
     assert text.startswith(r"\begin{table}") and text.rstrip().endswith(r"\end{table}")
-    for piece in (r"\toprule", r"\midrule", r"\bottomrule", r"cs\_stratified", r"delta\_task",
+    for piece in (r"\toprule", r"\midrule", r"\bottomrule", r"cs\_s0", r"delta\_task",
                   r"\caption{Table 2: deltas in \% points}", r"render\_table2", "-40.0"):
         assert piece in text
 
@@ -159,15 +173,20 @@ def test_csv_round_trips_at_full_precision(evals):
 
 
 def test_figure2_panels_lines_and_saving(evals, tmp_path):
-    fig = figure2(evals, footer="made by rule render_figure2 (scripts/render_figure.py)")
+    fig = figure2(evals, model="llama", capability="gsm8k",
+                  footer="made by rule render_figure2 (scripts/render_figure.py)")
     assert isinstance(fig, Figure)
-    assert len(fig.axes) == 4  # one panel per run; unused grid cells removed
-    assert [len(ax.lines) for ax in fig.axes] == [3, 3, 3, 3]  # task, gen, zero line
-    assert fig.axes[0].get_title() == "llama / swear (cs_stratified)"
+    assert len(fig.axes) == 2  # one panel per gsm8k search of llama; unused grid cells removed
+    assert [len(ax.lines) for ax in fig.axes] == [3, 3]  # task, gen, zero line
+    assert fig.axes[0].get_title() == "llama / gsm8k (cs_stratified)"
+    assert fig.axes[1].get_title() == "llama / gsm8k (greedy)"
     assert fig.axes[0].get_legend() is not None
-    task_line = fig.axes[1].lines[0]
+    task_line = fig.axes[0].lines[0]
     np.testing.assert_allclose(task_line.get_xdata(), [0, 1, 2, 3])
     np.testing.assert_allclose(task_line.get_ydata(), [0, -30, -35, -40])
+    # defaults: the first model, the capability of its first searched task (swear)
+    default = figure2(evals)
+    assert [ax.get_title() for ax in default.axes] == ["llama / swear (cs_stratified)"]
     assert any("render_figure2" in t.get_text() for t in fig.texts)
     for suffix in ("png", "pdf"):
         fig.savefig(tmp_path / f"figure2.{suffix}")

@@ -1,24 +1,44 @@
-"""The paper's figures as matplotlib Figures (Figure 2: deltas against heads ablated).
+"""The paper's figures as matplotlib Figures (Figures 1-4).
 
 Figures are built with :class:`matplotlib.figure.Figure` on an Agg canvas, never through
 ``pyplot``: nothing is shown, no global figure registry fills up, and the code runs headless
 whatever backend the caller has configured. Saving is the caller's job (``fig.savefig``).
+
+Input is the long evaluations frame described in :mod:`headloc.report.tables`. When a figure's
+input is legitimately empty (no task searches yet, no knowledge heads found, no knowledge tasks
+configured) the figure is a single axes with a centred ``"no data: <why>"`` note instead of an
+error, so the workflow can render every figure on small runs. Malformed input (missing columns
+or baselines, a model or capability the data does not have) raises ValueError.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
+import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine, TightLayoutEngine
 from matplotlib.ticker import MaxNLocator
 
-from headloc.report.tables import deltas
+from headloc.report.tables import (
+    _capability_map,
+    _shared_heads,
+    _task_runs,
+    _with_delta,
+    baselines,
+    check_columns,
+    deltas,
+    kind_rows,
+)
 
 FOOTER_HEIGHT_IN = 0.25
+CHANCE = 25.0  # percent: random choice among four options (MMLU, WMDP)
+HIGHLIGHT = "C3"
+MUTED = "0.6"
+GEN_LABEL = "gen (mean)"
 
 
 def add_footer(fig: Figure, text: str) -> Figure:
@@ -54,10 +74,164 @@ def add_footer(fig: Figure, text: str) -> Figure:
     return fig
 
 
-def _plot_run(ax, run: pd.DataFrame, title: str) -> None:
-    """One panel: Delta Task and Delta Gen against the number of heads ablated."""
-    ax.plot(run["k"], run["delta_task"], marker="o", label=r"$\Delta$ Task")
-    ax.plot(run["k"], run["delta_gen"], marker="s", label=r"$\Delta$ Gen")
+def _figure(n_panels: int, ncols: int, size: tuple[float, float]):
+    """A constrained-layout Figure on an Agg canvas with ``n_panels`` axes in a grid."""
+    ncols = max(1, min(ncols, n_panels))
+    nrows = math.ceil(n_panels / ncols)
+    fig = Figure(figsize=(size[0] * ncols, size[1] * nrows), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+    for ax in axes[n_panels:]:
+        fig.delaxes(ax)
+    return fig, list(axes[:n_panels])
+
+
+def no_data_figure(why: str, *, title: str | None = None, footer: str | None = None) -> Figure:
+    """One empty axes with a centred ``"no data: <why>"`` note (for legitimately empty input).
+
+    Examples
+    --------
+    >>> fig = no_data_figure("no knowledge heads in evals")
+    >>> len(fig.axes), fig.axes[0].texts[0].get_text()
+    (1, 'no data: no knowledge heads in evals')
+    """
+    fig, (ax,) = _figure(1, 1, (5.0, 3.0))
+    ax.text(0.5, 0.5, f"no data: {why}", ha="center", va="center", transform=ax.transAxes,
+            fontsize=10, color="0.3", wrap=True)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    if title:
+        ax.set_title(title, fontsize=9)
+    if footer:
+        add_footer(fig, footer)
+    return fig
+
+
+def _pick_model(rows: pd.DataFrame, model: str | None, name: str) -> str:
+    """``model`` checked against the models in ``rows``; the first one when None."""
+    present = list(pd.unique(rows["model"]))
+    if model is None:
+        return present[0]
+    if model not in present:
+        raise ValueError(f"{name}: model {model!r} has no rows in evals; models present: "
+                         f"{', '.join(map(str, present))}")
+    return model
+
+
+def _select(evals, model, capability, method, name):
+    """(model, capability, that model's task rows, task -> capability) or a no-data reason."""
+    rows = _task_runs(evals, method, name)
+    if rows.empty:
+        return "no task-specific searches in evals (kind == 'task')"
+    model = _pick_model(rows, model, name)
+    rows = rows[rows["model"] == model]
+    mapping = _capability_map(evals)
+    searched = list(pd.unique(rows["task"]))
+    caps = list(dict.fromkeys(mapping.get(task, task) for task in searched))
+    if capability is None:
+        capability = caps[0]
+    elif capability not in caps:
+        raise ValueError(f"{name}: model {model!r} has no searched task of capability "
+                         f"{capability!r}; capabilities searched: {', '.join(map(str, caps))}")
+    return model, capability, rows, mapping
+
+
+def figure1(
+    evals: pd.DataFrame,
+    *,
+    model: str | None = None,
+    capability: str | None = None,
+    k: int = 5,
+    gen_tasks: Iterable[str] | None = None,
+    method: str | None = None,
+    footer: str | None = None,
+) -> Figure:
+    """Paper Figure 1: every eval task's score unablated and with one task's top-k heads ablated.
+
+    Parameters
+    ----------
+    evals : DataFrame
+        Long evaluations frame (see :mod:`headloc.report.tables`).
+    model : str, optional
+        The model (default: the first with task searches).
+    capability : str, optional
+        The capability; its first searched task (of ``method``) supplies the heads (default:
+        the capability of the model's first searched task).
+    k : int, default 5
+        Heads ablated (the run's largest k if it evaluated fewer).
+    gen_tasks : iterable of str, optional
+        Eval tasks averaged into the ``gen (mean)`` bar pair; default: every eval task other
+        than the searched one.
+    method : str, optional
+        The main method; default: the first search of the task, whatever its method.
+    footer : str, optional
+        Provenance line added with :func:`add_footer`.
+
+    Returns
+    -------
+    Figure
+        One axes with two bars per eval task plus a ``gen (mean)`` pair: unablated (grey) and
+        ablated (coloured; red for the tasks of ``capability``, whose tick labels are bold).
+        A "no data" figure when ``evals`` has no task searches.
+
+    Examples
+    --------
+    >>> evals = pd.DataFrame({
+    ...     "model": "m", "task": "gsm8k", "method": "cs", "search": "s0",
+    ...     "k": [0, 0, 1, 1], "eval_task": ["gsm8k", "boolq"] * 2,
+    ...     "score": [80.0, 70.0, 50.0, 69.0]})
+    >>> ax = figure1(evals).axes[0]
+    >>> len(ax.patches), [t.get_text() for t in ax.get_xticklabels()]
+    (6, ['gsm8k', 'boolq', 'gen (mean)'])
+    """
+    if k < 0:
+        raise ValueError(f"k must be >= 0, got {k}")
+    picked = _select(evals, model, capability, method, "figure1")
+    if isinstance(picked, str):
+        return no_data_figure(picked, title="Figure 1", footer=footer)
+    model, capability, rows, mapping = picked
+    task = next(t for t in pd.unique(rows["task"]) if mapping.get(t, t) == capability)
+    run = rows[rows["task"] == task]
+    run = run[run["search"] == run["search"].iloc[0]]
+    k_used = int(min(k, run["k"].max()))
+    base = baselines(rows)
+    _with_delta(run, base)  # raises naming a missing baseline
+    ablated = run[run["k"] == k_used].groupby("eval_task", sort=False)["score"].mean()
+    eval_tasks = list(ablated.index)
+    before = [base.loc[(model, t)] for t in eval_tasks]
+    after = list(ablated.to_numpy())
+    gen = [t for t in eval_tasks if t != task and (gen_tasks is None or t in set(gen_tasks))]
+    if gen:
+        before.append(float(np.mean([base.loc[(model, t)] for t in gen])))
+        after.append(float(ablated[gen].mean()))
+    labels = eval_tasks + ([GEN_LABEL] if gen else [])
+    mine = [mapping.get(t, t) == capability for t in eval_tasks] + [False] * bool(gen)
+
+    fig, (ax,) = _figure(1, 1, (max(5.0, 0.75 * len(labels) + 1.5), 3.4))
+    x = np.arange(len(labels))
+    width = 0.38
+    ax.bar(x - width / 2, before, width, color=MUTED, label="unablated")
+    ax.bar(x + width / 2, after, width, color=[HIGHLIGHT if m else "C0" for m in mine],
+           label=f"top {k_used} {task} heads ablated")
+    ax.set_xticks(x, labels, rotation=30, ha="right")
+    for label, highlighted in zip(ax.get_xticklabels(), mine):
+        if highlighted:
+            label.set_fontweight("bold")
+            label.set_color(HIGHLIGHT)
+    ax.set_ylabel("score (%)")
+    ax.set_title(f"{model}: top {k_used} {task} heads ({run['method'].iloc[0]}) ablated",
+                 fontsize=9)
+    ax.legend(fontsize=8)
+    if footer:
+        add_footer(fig, footer)
+    return fig
+
+
+def _plot_run(ax, lines: dict, title: str) -> None:
+    """One panel: one line per label (k on x, delta on y) and a dashed zero line."""
+    markers = iter("osD^v<>px*")
+    for label, series in lines.items():
+        ax.plot(series.index, series.to_numpy(), marker=next(markers, "o"), label=label)
     ax.axhline(0, color="0.5", linewidth=0.8, linestyle="--")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_title(title, fontsize=9)
@@ -68,18 +242,28 @@ def _plot_run(ax, run: pd.DataFrame, title: str) -> None:
 def figure2(
     evals: pd.DataFrame,
     *,
+    model: str | None = None,
+    capability: str | None = None,
     gen_tasks: Iterable[str] | None = None,
+    method: str | None = None,
     ncols: int = 3,
     footer: str | None = None,
 ) -> Figure:
-    """Paper Figure 2: Delta Task and Delta Gen as more top heads are ablated, one panel per run.
+    """Paper Figure 2: deltas as more top heads are ablated, one panel per searched task.
 
     Parameters
     ----------
     evals : DataFrame
         Long evaluations frame (see :func:`headloc.report.deltas`).
+    model : str, optional
+        The model (default: the first with task searches).
+    capability : str, optional
+        Plot the searches of this capability's tasks (default: the capability of the model's
+        first searched task).
     gen_tasks : iterable of str, optional
         Eval tasks averaged into Delta Gen. Default: every eval task other than the run's own.
+    method : str, optional
+        The main method; default: every method.
     ncols : int, default 3
         Panels per row of the grid.
     footer : str, optional
@@ -88,14 +272,10 @@ def figure2(
     Returns
     -------
     Figure
-        One axes per (model, task, search), titled ``"model / task (method)"``, ordered by
-        task then model; each holds a Delta Task line, a Delta Gen line and a dashed zero line.
-        The legend is on the first panel.
-
-    Raises
-    ------
-    ValueError
-        If ``evals`` has no rows, or as :func:`headloc.report.deltas` does.
+        One axes per (task, search) of the capability, titled ``"model / task (method)"``.
+        Each holds the change on its own task, on each other eval task of the capability
+        (e.g. Arithmetic under GSM8K heads), Delta Gen, and a dashed zero line; the legend is
+        on the first panel. A "no data" figure when ``evals`` has no task searches.
 
     Examples
     --------
@@ -107,18 +287,183 @@ def figure2(
     >>> len(fig.axes), len(fig.axes[0].lines)
     (1, 3)
     """
-    runs = list(deltas(evals, gen_tasks=gen_tasks).groupby(["model", "task", "search"], sort=False))
-    if not runs:
-        raise ValueError("evals has no rows to plot")
-    ncols = max(1, min(ncols, len(runs)))
-    nrows = math.ceil(len(runs) / ncols)
-    fig = Figure(figsize=(3.4 * ncols, 2.8 * nrows), layout="constrained")
-    FigureCanvasAgg(fig)
-    axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
-    for ax, ((model, task, search), run) in zip(axes, runs):
-        _plot_run(ax, run, f"{model} / {task} ({run['method'].iloc[0]})")
-    for ax in axes[len(runs):]:
-        fig.delaxes(ax)
+    picked = _select(evals, model, capability, method, "figure2")
+    if isinstance(picked, str):
+        return no_data_figure(picked, title="Figure 2", footer=footer)
+    model, capability, rows, mapping = picked
+    rows = rows[[mapping.get(t, t) == capability for t in rows["task"]]]
+    d = deltas(rows, gen_tasks=gen_tasks)
+    long = _with_delta(rows, baselines(rows))
+    runs = list(d.groupby(["task", "search"], sort=False))
+    fig, axes = _figure(len(runs), ncols, (3.4, 2.8))
+    for ax, ((task, search), run) in zip(axes, runs):
+        mine = long[(long["task"] == task) & (long["search"] == search)]
+        lines = {rf"$\Delta$ {task} (own)": run.set_index("k")["delta_task"]}
+        for other in pd.unique(mine["eval_task"]):
+            if other != task and mapping.get(other, other) == capability:
+                sel = mine[mine["eval_task"] == other]
+                lines[rf"$\Delta$ {other}"] = sel.groupby("k")["delta"].mean()
+        lines[r"$\Delta$ Gen"] = run.set_index("k")["delta_gen"]
+        _plot_run(ax, lines, f"{model} / {task} ({run['method'].iloc[0]})")
+    axes[0].legend(fontsize=8)
+    if footer:
+        add_footer(fig, footer)
+    return fig
+
+
+def figure3(
+    evals: pd.DataFrame,
+    knowledge_eval_tasks: Sequence[str] = (),
+    *,
+    gen_tasks: Iterable[str] | None = None,
+    ncols: int = 2,
+    footer: str | None = None,
+) -> Figure:
+    """Paper Figure 3: knowledge multiple-choice heads push MMLU and WMDP to chance.
+
+    Parameters
+    ----------
+    evals : DataFrame
+        Long evaluations frame; ``kind == "knowledge"`` rows (one head per ``headset``).
+    knowledge_eval_tasks : sequence of str
+        The knowledge multiple-choice eval tasks (one bar group each).
+    gen_tasks : iterable of str, optional
+        Eval tasks averaged into the ``gen (mean)`` group; default: every evaluated task that
+        is not a knowledge eval task.
+    ncols : int, default 2
+        Panels per row.
+    footer : str, optional
+        Provenance line added with :func:`add_footer`.
+
+    Returns
+    -------
+    Figure
+        One axes per model with knowledge heads; per bar group (knowledge eval tasks, then
+        ``gen (mean)``) one bar unablated and one per knowledge head ablated, and a dashed
+        line at 25% (random chance). A "no data" figure when there are no knowledge heads.
+
+    Examples
+    --------
+    >>> evals = pd.DataFrame({
+    ...     "model": "m", "kind": "knowledge", "k": [0, 0, 0, 1, 1, 1],
+    ...     "headset": ["none"] * 3 + ["L0H22"] * 3,
+    ...     "eval_task": ["mmlu", "wmdp_bio", "boolq"] * 2,
+    ...     "score": [46.0, 56.0, 70.0, 25.0, 26.0, 69.0]})
+    >>> ax = figure3(evals, ["mmlu", "wmdp_bio"]).axes[0]
+    >>> len(ax.patches), ax.lines[0].get_ydata()[0]
+    (6, 25.0)
+    """
+    rows, pairs = _shared_heads(evals, "knowledge")
+    if not pairs:
+        return no_data_figure("no knowledge heads in evals (kind == 'knowledge')",
+                              title="Figure 3", footer=footer)
+    knowledge = list(knowledge_eval_tasks)
+    present = list(pd.unique(kind_rows(evals, "knowledge")["eval_task"]))
+    unknown = [task for task in knowledge if task not in present]
+    if unknown:
+        raise ValueError(f"figure3: knowledge eval task(s) {', '.join(unknown)} not evaluated "
+                         f"with the knowledge heads; evaluated: {', '.join(present)}")
+    gen = [t for t in present if t not in knowledge and (gen_tasks is None or t in set(gen_tasks))]
+    labels = knowledge + ([GEN_LABEL] if gen else [])
+    base = baselines(evals)
+    models = list(dict.fromkeys(model for model, _ in pairs))
+    fig, axes = _figure(len(models), ncols, (max(4.0, 1.1 * len(labels) + 1.5), 3.2))
+    for ax, model in zip(axes, models):
+        heads = [head for m, head in pairs if m == model]
+        series = {"unablated": [base.loc[(model, t)] for t in knowledge]}
+        if gen:
+            series["unablated"].append(float(np.mean([base.loc[(model, t)] for t in gen])))
+        for head in heads:
+            mine = rows[(rows["model"] == model) & (rows["headset"] == head)]
+            score = mine.groupby("eval_task")["score"].mean()
+            series[f"{head} ablated"] = [score[t] for t in knowledge] + (
+                [float(score[gen].mean())] if gen else [])
+        x = np.arange(len(labels))
+        width = 0.8 / len(series)
+        for i, (label, values) in enumerate(series.items()):
+            ax.bar(x + (i - (len(series) - 1) / 2) * width, values, width, label=label,
+                   color=MUTED if i == 0 else f"C{i - 1}")
+        ax.axhline(CHANCE, color="0.2", linewidth=0.9, linestyle="--", label="chance (25%)")
+        ax.set_xticks(x, labels, rotation=30, ha="right")
+        ax.set_ylabel("score (%)")
+        ax.set_title(f"{model}: knowledge MC heads", fontsize=9)
+        ax.legend(fontsize=7)
+    if footer:
+        add_footer(fig, footer)
+    return fig
+
+
+def figure4(
+    evals: pd.DataFrame,
+    *,
+    model: str | None = None,
+    knowledge_tasks: Sequence[str] = (),
+    method: str | None = None,
+    ncols: int = 3,
+    footer: str | None = None,
+) -> Figure:
+    """Paper Figure 4: WMDP localization, each knowledge task's heads ablated 0..K at a time.
+
+    Parameters
+    ----------
+    evals : DataFrame
+        Long evaluations frame (``kind == "task"`` rows).
+    model : str, optional
+        The model (default: the first with task searches).
+    knowledge_tasks : sequence of str
+        The searched knowledge tasks (WMDP bio, chem, cyber in the paper).
+    method : str, optional
+        The main method; default: the first search of each task, whatever its method.
+    ncols : int, default 3
+        Panels per row.
+    footer : str, optional
+        Provenance line added with :func:`add_footer`.
+
+    Returns
+    -------
+    Figure
+        One axes per knowledge task the model searched, titled ``"model / heads of task"``:
+        one line per knowledge task evaluated (the change on it against the number of heads
+        ablated) and a dashed zero line. A "no data" figure when no knowledge task is
+        configured or searched.
+
+    Examples
+    --------
+    >>> evals = pd.DataFrame({
+    ...     "model": "m", "task": "wmdp_bio", "method": "cs", "search": "s0",
+    ...     "k": [0, 0, 1, 1], "eval_task": ["wmdp_bio", "wmdp_chem"] * 2,
+    ...     "score": [72.0, 53.0, 71.0, 52.0]})
+    >>> ax = figure4(evals, knowledge_tasks=["wmdp_bio", "wmdp_chem"]).axes[0]
+    >>> len(ax.lines), ax.lines[1].get_ydata().tolist()
+    (3, [0.0, -1.0])
+    """
+    check_columns(evals, ["model", "task", "search", "k", "eval_task", "score"], "evals")
+    knowledge = list(knowledge_tasks)
+    if not knowledge:
+        return no_data_figure("no knowledge tasks configured (knowledge.tasks is empty)",
+                              title="Figure 4", footer=footer)
+    rows = _task_runs(evals, method, "figure4")
+    if rows.empty:
+        return no_data_figure("no task-specific searches in evals (kind == 'task')",
+                              title="Figure 4", footer=footer)
+    model = _pick_model(rows, model, "figure4")
+    rows = rows[rows["model"] == model]
+    searched = [t for t in knowledge if t in set(rows["task"])]
+    if not searched:
+        return no_data_figure(f"model {model} searched none of {', '.join(knowledge)}",
+                              title="Figure 4", footer=footer)
+    long = _with_delta(rows, baselines(rows))
+    fig, axes = _figure(len(searched), ncols, (3.4, 2.8))
+    for ax, task in zip(axes, searched):
+        mine = long[long["task"] == task]
+        mine = mine[mine["search"] == mine["search"].iloc[0]]
+        lines = {}
+        for other in knowledge:
+            sel = mine[mine["eval_task"] == other]
+            if len(sel):
+                label = rf"$\Delta$ {other}" + (" (own)" if other == task else "")
+                lines[label] = sel.groupby("k")["delta"].mean()
+        _plot_run(ax, lines, f"{model} / heads of {task} ({mine['method'].iloc[0]})")
     axes[0].legend(fontsize=8)
     if footer:
         add_footer(fig, footer)

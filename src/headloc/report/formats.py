@@ -3,6 +3,10 @@
 Markdown and LaTeX are for reading, so floats are shown to one decimal and missing values as
 ``-``; CSV is for machines and keeps full precision. Every rendered table carries a footer naming
 the rule and script that made it (the caller passes the text). Nothing here writes files.
+
+A table may carry ``df.attrs["note"]``: the report functions set it on a legitimately empty
+table to say why it is empty. Markdown and LaTeX show it in italics under the header row; CSV
+stays a plain header line, so machines see an ordinary empty table.
 """
 
 from __future__ import annotations
@@ -103,6 +107,10 @@ def to_markdown(df: pd.DataFrame, *, title: str, footer: str) -> str:
     align = ["---:" if _is_numeric(df[column]) else "---" for column in df.columns]
     body = [row(format_cell(value) for value in values) for values in df.itertuples(index=False)]
     header = [row(df.columns), "| " + " | ".join(align) + " |"]
+    note = df.attrs.get("note")
+    if note:
+        body.append("")
+        body.append(f"*{note}*")
     lines = [f"**{title}**", "", *header, *body, "", footer]
     return "\n".join(lines) + "\n"
 
@@ -166,6 +174,10 @@ def to_latex(df: pd.DataFrame, *, caption: str, footer: str, label: str | None =
     lines = [r"\begin{table}[htbp]", r"\centering", rf"\caption{{{escape_latex(caption)}}}"]
     if label:
         lines.append(rf"\label{{{label}}}")
+    if df.attrs.get("note"):
+        width, text = max(len(df.columns), 1), escape_latex(df.attrs["note"])
+        body.append(rf"\multicolumn{{{width}}}{{l}}{{\emph{{{text}}}}} \\")
+    spec = spec or "l"
     lines += [rf"\begin{{tabular}}{{{spec}}}", r"\toprule", row(df.columns), r"\midrule", *body]
     note = rf"\par\smallskip{{\footnotesize {escape_latex(footer)}}}"
     lines += [r"\bottomrule", r"\end{tabular}", note, r"\end{table}"]
