@@ -198,3 +198,280 @@ def test_add_footer_returns_figure():
     fig.add_subplot()
     assert add_footer(fig, "made by rule x (y.py)") is fig
     assert fig.texts[-1].get_text() == "made by rule x (y.py)"
+
+
+# ---------------------------------------------------------------- paper-shaped evals (with kind)
+
+CAPS = {"gsm8k": "math", "arith": "math", "mbpp": "code", "boolq": "general",
+        "mmlu": "knowledge", "wmdp_bio": "knowledge"}
+TASKS = list(CAPS)
+BASE = (80, 90, 50, 70, 46, 56)  # m1's unablated scores, in TASKS order
+# searched task -> scores for k = 1, 2, ... (TASKS order); method cs_stratified
+TASK_RUNS = {
+    "gsm8k": [(60, 70, 50, 69, 46, 56), (40, 60, 48, 68, 45, 55)],
+    "arith": [(70, 30, 50, 70, 46, 55)],
+    "wmdp_bio": [(80, 90, 50, 70, 45, 50)],
+}
+UNIVERSAL = {"L1H2": (20, 10, 30, 40, 30, 35), "L0H3": (78, 90, 20, 65, 46, 56)}
+KNOWLEDGE = {"L0H22": (81, 89, 50, 69, 25, 26)}
+GEN = ["boolq", "mmlu"]
+
+
+def paper_evals(model: str = "m1") -> pd.DataFrame:
+    rows = []
+
+    def add(kind, task, k, headset, scores):
+        for eval_task, score in zip(TASKS, scores):
+            rows.append(dict(
+                model=model, kind=kind, task=task, capability=CAPS.get(task, ""),
+                method="cs_stratified" if task else "", search="cs" if task else "", k=k,
+                headset=headset, eval_task=eval_task, eval_capability=CAPS[eval_task],
+                score=float(score)))
+
+    for task, by_k in TASK_RUNS.items():
+        for k, scores in enumerate([BASE, *by_k]):
+            add("task", task, k, "none" if k == 0 else "+".join(f"L9H{i}" for i in range(k)),
+                scores)
+    for kind, heads in (("universal", UNIVERSAL), ("knowledge", KNOWLEDGE)):
+        add(kind, "", 0, "none", BASE)
+        for head, scores in heads.items():
+            add(kind, "", 1, head, scores)
+    add("extra", "", 2, "L5H5+L6H6", (0,) * len(TASKS))  # user head sets: never in paper tables
+    return pd.DataFrame(rows)
+
+
+@pytest.fixture
+def pevals() -> pd.DataFrame:
+    return paper_evals()
+
+
+def tsv_round_trip(df: pd.DataFrame) -> pd.DataFrame:
+    """As the scripts read it: empty task/method/search cells come back as NaN."""
+    return pd.read_csv(io.StringIO(df.to_csv(sep="\t", index=False)), sep="\t")
+
+
+def test_table2_main_method_and_capability_groups(pevals):
+    t2 = table2(tsv_round_trip(pevals), k=5, gen_tasks=GEN, method="cs_stratified")
+    assert list(zip(t2["capability"], t2["task"], t2["k"])) == [
+        ("math", "gsm8k", 2), ("math", "arith", 1), ("knowledge", "wmdp_bio", 1)]
+    np.testing.assert_allclose(t2["delta_task"], [40 - 80, 30 - 90, 50 - 56])
+    # gsm8k: mean(boolq 68-70, mmlu 45-46); arith: mean(0, 0); wmdp_bio: mean(0, 45-46)
+    np.testing.assert_allclose(t2["delta_gen"], [-1.5, 0.0, -0.5])
+    with pytest.raises(ValueError, match=r"'greedy'.*methods present: cs_stratified"):
+        table2(pevals, method="greedy")
+
+
+def test_table3_cross_dataset_deltas(pevals):
+    t3 = table3(tsv_round_trip(pevals), k=5, gen_tasks=GEN, method="cs_stratified")
+    assert list(t3.columns) == [
+        "capability", "model", "id_on", "eval_on", "search", "k", "delta_task", "delta_gen"]
+    assert list(zip(t3["id_on"], t3["eval_on"])) == [
+        ("gsm8k", "gsm8k"), ("gsm8k", "arith"), ("arith", "arith"), ("arith", "gsm8k"),
+        ("wmdp_bio", "wmdp_bio"), ("wmdp_bio", "mmlu")]
+    # gsm8k heads (k=2): gsm8k 40-80, arith 60-90; arith heads (k=1): arith 30-90, gsm8k 70-80;
+    # wmdp_bio heads: wmdp_bio 50-56, mmlu 45-46
+    np.testing.assert_allclose(t3["delta_task"], [-40, -30, -60, -10, -6, -1])
+    np.testing.assert_allclose(t3["delta_gen"], [-1.5, -1.5, 0, 0, -0.5, -0.5])
+    assert t3["k"].tolist() == [2, 2, 1, 1, 1, 1]
+    # k = 1 picks the first head's row of the gsm8k run: arith 70-90
+    assert table3(pevals, k=1).loc[1, "delta_task"] == pytest.approx(-20)
+
+
+def test_table4_every_method_with_n_evals(pevals):
+    greedy = pevals[(pevals["kind"] == "task") & (pevals["task"] == "gsm8k")].copy()
+    greedy["method"], greedy["search"] = "greedy", "g"
+    greedy.loc[greedy["k"] > 0, "score"] -= 5  # every ablated score 5 points lower
+    evals = pd.concat([pevals, greedy], ignore_index=True)
+    recoveries = pd.DataFrame({
+        "model": "m1", "task": ["gsm8k", "gsm8k", "arith"], "capability": "math",
+        "method": ["cs_stratified", "greedy", "cs_stratified"], "search": ["cs", "g", "cs"],
+        "top_heads": ["L9H0,L9H1", "L9H0,L9H1", "L9H0"], "n_evals": [100, 5120, 200],
+        "r2": 0.5, "alpha": 0.01})
+    t4 = table4(evals, recoveries, k=2, gen_tasks=GEN)
+    assert list(zip(t4["task"], t4["method"])) == [
+        ("gsm8k", "cs_stratified"), ("gsm8k", "greedy"), ("arith", "cs_stratified"),
+        ("wmdp_bio", "cs_stratified")]
+    np.testing.assert_allclose(t4["delta_task"], [-40, -45, -60, -6])
+    np.testing.assert_allclose(t4["delta_gen"], [-1.5, -6.5, 0, -0.5])
+    assert t4["n_evals"].tolist()[:3] == [100, 5120, 200]
+    assert math.isnan(t4["n_evals"].iloc[3])  # no recovery row for wmdp_bio
+
+
+def test_table5_capability_means(pevals):
+    t5 = table5(tsv_round_trip(pevals), gen_tasks=["boolq"], capabilities=CAPS)
+    # general is all in gen_tasks, so it is Delta Gen and gets no column of its own
+    assert list(t5.columns) == [
+        "model", "head", "delta_math", "delta_code", "delta_knowledge", "delta_gen"]
+    assert t5["head"].tolist() == ["L0H3", "L1H2"]  # sorted by (layer, head)
+    # L0H3: math mean(78-80, 90-90), code 20-50, knowledge mean(0, 0), gen 65-70
+    # L1H2: math mean(20-80, 10-90), code 30-50, knowledge mean(30-46, 35-56), gen 40-70
+    np.testing.assert_allclose(t5.iloc[0, 2:].astype(float), [-1, -30, 0, -5])
+    np.testing.assert_allclose(t5.iloc[1, 2:].astype(float), [-70, -20, -18.5, -30])
+
+
+def test_table7_baseline_and_per_task_deltas(pevals):
+    t7 = table7(tsv_round_trip(pevals))
+    assert list(t7.columns) == ["model", "head", *TASKS, "avg"]
+    assert t7["head"].tolist() == ["BL", "L0H3", "L1H2"]
+    np.testing.assert_allclose(t7.iloc[0, 2:].astype(float), [*BASE, 392 / 6])
+    np.testing.assert_allclose(t7.iloc[1, 2:].astype(float), [-2, 0, -30, -5, 0, 0, -37 / 6])
+    np.testing.assert_allclose(t7.iloc[2, 2:].astype(float),
+                               [-60, -80, -20, -30, -16, -21, -227 / 6])
+
+
+def test_table8_groups_knowledge_mc(pevals):
+    t8 = table8(tsv_round_trip(pevals), ["mmlu", "wmdp_bio"])
+    assert list(t8.columns) == ["model", "head", "mmlu", "wmdp_bio", "knowledge_mc_avg",
+                                "gsm8k", "arith", "mbpp", "boolq", "other_avg"]
+    np.testing.assert_allclose(t8.iloc[0, 2:].astype(float), [46, 56, 51, 80, 90, 50, 70, 72.5])
+    np.testing.assert_allclose(t8.iloc[1, 2:].astype(float),
+                               [-21, -30, -25.5, 1, -1, 0, -1, -0.25])
+    with pytest.raises(ValueError, match=r"wmdp_chem.*evaluated: gsm8k"):
+        table8(pevals, ["mmlu", "wmdp_chem"])
+
+
+def test_table1_models_and_bad_total():
+    models = pd.DataFrame({"model": ["a", "b"], "source": "x", "n_layers": [30, 16],
+                           "n_heads": [9, 32], "n_kv_heads": [3, 8], "total": [270, 512]})
+    t1 = table1(models)
+    assert t1.values.tolist() == [["a", 30, 9, 270], ["b", 16, 32, 512]]
+    models.loc[1, "total"] = 500
+    with pytest.raises(ValueError, match=r"500.*'b'.*16 x 32"):
+        table1(models)
+
+
+def test_table9_every_method_table10_main_method():
+    recoveries = pd.DataFrame({
+        "model": ["m1", "m1", "m2", "m1"], "task": ["gsm8k", "gsm8k", "gsm8k", "swear"],
+        "capability": ["math", "math", "math", "language"],
+        "method": ["greedy", "cs_stratified", "cs_stratified", "cs_stratified"],
+        "search": ["g", "cs", "cs", "cs"],
+        "top_heads": ["L16H21,L15H13,L18H18", "L15H13,L16H2", "L27H6", np.nan],
+        "n_evals": [5120, 100, 100, 200], "r2": 0.5, "alpha": 0.01})
+    t9 = table9(recoveries, k=2)
+    assert list(zip(t9["model"], t9["task"], t9["method"], t9["heads"])) == [
+        ("m1", "gsm8k", "greedy", "L16H21, L15H13"), ("m1", "gsm8k", "cs_stratified",
+                                                      "L15H13, L16H2"),
+        ("m1", "swear", "cs_stratified", ""), ("m2", "gsm8k", "cs_stratified", "L27H6")]
+    t10 = table10(recoveries, k=2, method="cs_stratified")
+    assert t10["heads"].tolist() == ["L15H13, L16H2", "", "L27H6"]
+    with pytest.raises(ValueError, match="'cs_bernoulli'"):
+        table10(recoveries, method="cs_bernoulli")
+
+
+def test_tuning_table_marks_chosen():
+    tuning = pd.DataFrame({
+        "model": "m1", "task": "gsm8k", "method": "cs_stratified",
+        "n_masks": [400, 100, 100], "sparsity": [0.01, 0.05, 0.01], "search": ["a", "b", "c"],
+        "top_heads": ["L1H2,L3H4", "L1H2", "L5H5"], "baseline": 80.0,
+        "ablated": [30.0, 50.0, 70.0], "degradation": [-50.0, -30.0, -10.0],
+        "chosen": ["True", "False", "False"]})
+    t = tuning_table(tuning)
+    assert list(zip(t["n_masks"], t["sparsity"])) == [(100, 0.01), (100, 0.05), (400, 0.01)]
+    assert t["chosen"].tolist() == ["", "", "yes"]
+    assert t["top_heads"].tolist() == ["L5H5", "L1H2", "L1H2, L3H4"]
+
+
+def test_empty_but_valid_inputs_render_with_a_note(pevals):
+    task_only = pevals[pevals["kind"] == "task"]
+    no_tasks = pevals[pevals["kind"] != "task"]
+    empties = {
+        "table2": table2(no_tasks, method="cs_stratified"),
+        "table3": table3(no_tasks),
+        "table5": table5(task_only, capabilities=CAPS),
+        "table7": table7(task_only),
+        "table8": table8(task_only, ["mmlu"]),
+        "table9": table9(pd.DataFrame(columns=["model", "task", "method", "search",
+                                               "top_heads", "n_evals"])),
+        "tuning": tuning_table(pd.DataFrame(columns=["model", "task", "method", "n_masks",
+                                                     "sparsity", "search", "top_heads",
+                                                     "baseline", "ablated", "degradation",
+                                                     "chosen"])),
+    }
+    for name, table in empties.items():
+        assert table.empty and table.attrs["note"], name
+    assert "kind == 'universal'" in empties["table5"].attrs["note"]
+    assert list(empties["table5"].columns) == [
+        "model", "head", "delta_math", "delta_code", "delta_general", "delta_knowledge",
+        "delta_gen"]  # capabilities in config order
+    md = to_markdown(empties["table7"], title="Table 7", footer=FOOTER)
+    assert "| model | head | avg |" in md
+    assert "*no universal heads in evals (kind == 'universal')*" in md
+    tex = to_latex(empties["table7"], caption="Table 7", footer=FOOTER)
+    assert r"\multicolumn{3}{l}{\emph{no universal heads in evals (kind == 'universal')}}" in tex
+    assert to_csv(empties["table7"]) == "model,head,avg\n"
+
+
+def test_malformed_shared_head_input_raises(pevals):
+    no_base = pevals[~((pevals["kind"] == "universal") & (pevals["k"] == 0))
+                     & ~((pevals["eval_task"] == "mbpp") & (pevals["k"] == 0))]
+    with pytest.raises(ValueError, match=r"'m1'.*'mbpp'"):
+        table7(no_base)
+    with pytest.raises(ValueError, match="headset"):
+        table5(pevals.drop(columns="headset"))
+
+
+def test_figure1_bars_and_highlight(pevals):
+    fig = figure1(tsv_round_trip(pevals), model="m1", capability="math", k=5, gen_tasks=GEN,
+                  method="cs_stratified", footer="made by rule render_figure (fig1)")
+    (ax,) = fig.axes
+    assert len(ax.patches) == 2 * (len(TASKS) + 1)  # unablated + ablated per task, + gen pair
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert labels == [*TASKS, "gen (mean)"]
+    heights = [p.get_height() for p in ax.patches]
+    # first math task searched is gsm8k; its run has two heads, so k = 2
+    np.testing.assert_allclose(heights[:7], [*BASE, (70 + 46) / 2])
+    np.testing.assert_allclose(heights[7:], [40, 60, 48, 68, 45, 55, (68 + 45) / 2])
+    bold = [t.get_text() for t in ax.get_xticklabels() if t.get_fontweight() == "bold"]
+    assert bold == ["gsm8k", "arith"]
+    assert "top 2 gsm8k heads" in ax.get_title()
+    with pytest.raises(ValueError, match=r"'nope'.*models present: m1"):
+        figure1(pevals, model="nope")
+
+
+def test_figure2_capability_panels(pevals):
+    fig = figure2(pevals, model="m1", capability="math", gen_tasks=GEN, method="cs_stratified")
+    assert [ax.get_title() for ax in fig.axes] == [
+        "m1 / gsm8k (cs_stratified)", "m1 / arith (cs_stratified)"]
+    assert [len(ax.lines) for ax in fig.axes] == [4, 4]  # own, other math task, gen, zero
+    own, other, gen, _ = fig.axes[0].lines
+    np.testing.assert_allclose(own.get_ydata(), [0, -20, -40])
+    np.testing.assert_allclose(other.get_ydata(), [0, -20, -30])  # arith under gsm8k heads
+    np.testing.assert_allclose(gen.get_ydata(), [0, -0.5, -1.5])
+    with pytest.raises(ValueError, match=r"'code'.*math, knowledge"):
+        figure2(pevals, capability="code")
+
+
+def test_figure3_one_panel_per_model_with_chance_line(pevals):
+    evals = pd.concat([pevals, paper_evals("m2")], ignore_index=True)
+    fig = figure3(evals, ["mmlu", "wmdp_bio"], gen_tasks=["boolq"])
+    assert len(fig.axes) == 2
+    ax = fig.axes[0]
+    assert len(ax.patches) == 3 * 2  # (mmlu, wmdp_bio, gen) x (unablated, L0H22)
+    np.testing.assert_allclose([p.get_height() for p in ax.patches], [46, 56, 70, 25, 26, 69])
+    (chance,) = ax.lines
+    assert chance.get_linestyle() == "--" and list(chance.get_ydata()) == [25, 25]
+
+
+def test_figure4_one_panel_per_searched_knowledge_task(pevals):
+    fig = figure4(pevals, model="m1", knowledge_tasks=["wmdp_bio", "mmlu"],
+                  method="cs_stratified")
+    (ax,) = fig.axes  # mmlu was not searched
+    assert len(ax.lines) == 3  # wmdp_bio, mmlu, zero
+    np.testing.assert_allclose(ax.lines[0].get_ydata(), [0, -6])
+    np.testing.assert_allclose(ax.lines[1].get_ydata(), [0, -1])
+
+
+def test_figures_with_nothing_to_plot_show_a_note(pevals):
+    task_only = pevals[pevals["kind"] == "task"]
+    cases = {
+        "fig1": figure1(pevals[pevals["kind"] != "task"]),
+        "fig2": figure2(pevals[pevals["kind"] != "task"]),
+        "fig3": figure3(task_only, ["mmlu"]),
+        "fig4": figure4(pevals, knowledge_tasks=[]),
+        "fig4 unsearched": figure4(pevals, knowledge_tasks=["mmlu"]),
+    }
+    for name, fig in cases.items():
+        (ax,) = fig.axes
+        assert ax.texts[0].get_text().startswith("no data: "), name
+    assert "knowledge.tasks is empty" in cases["fig4"].axes[0].texts[0].get_text()

@@ -548,7 +548,8 @@ def table5(
     rows, pairs = _shared_heads(evals, "universal")
     mapping = _capability_map(evals, capabilities)
     gen = None if gen_tasks is None else set(gen_tasks)
-    eval_tasks = list(pd.unique(rows["eval_task"])) if len(rows) else []
+    # the columns of an empty table come from the configured capabilities
+    eval_tasks = list(pd.unique(rows["eval_task"])) if len(rows) else list(capabilities or {})
     caps: list[str] = []
     for cap in [*(capabilities or {}).values(), *_capability_of(eval_tasks, mapping)]:
         members = [t for t in eval_tasks if mapping.get(t, t) == cap]
