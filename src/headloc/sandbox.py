@@ -21,8 +21,9 @@ task's config opts in with ``allow_code_execution: true``. The layers, and why e
 6. **An audit-hook guard** (``sys.addaudithook``, PEP 578), installed before the program's first
    line; an audit hook cannot be removed. It refuses: file writes, removals, renames, ``chmod`` and
    friends outside the directory; ``chdir`` out of it; symlinks and hard links; processes
-   (``fork``, ``exec``, ``subprocess``, ``os.system``, ``posix_spawn``, signals to other processes,
-   and importing ``_posixsubprocess``, whose ``fork_exec`` raises no event); network sockets,
+   (``fork``, ``exec``, ``subprocess``, ``os.system``, ``posix_spawn``, signals to other processes;
+   ``_posixsubprocess.fork_exec``, which raises no event, is replaced by a refusal and a fresh
+   import of that module is refused); network sockets,
    name lookups and any ``connect``/``bind``/``sendto``; ``ctypes`` beyond loading the interpreter
    itself (numpy does that on import); other processes' ``/proc`` entries (their environment);
    ``gc`` object walks; raising resource limits; sub-interpreters. On a refusal the hook writes
@@ -34,8 +35,9 @@ task's config opts in with ``allow_code_execution: true``. The layers, and why e
 
 What it does NOT protect against: it is not a VM, container or seccomp filter, and it runs as the
 same user (dropping to ``nobody`` needs an interpreter that user can read; ours is under /root).
-A program determined to escape can: import a native extension it writes into its directory (no
-audit event covers loading it); swap a path between the check and the system call with a
+A program determined to escape can: import a native extension it writes into its directory, or
+load a second copy of ``_posixsubprocess`` with ``importlib.util.module_from_spec`` (no audit
+event covers either); swap a path between the check and the system call with a
 ``__fspath__`` that answers differently each time; read any file the user can read (keys on disk);
 exhaust the machine's disk below ``file_mb`` per file by writing many files; use CPU across its
 wall-clock budget; or exploit a CPython/kernel bug. It contains the accidents model-written code
@@ -318,8 +320,14 @@ def _make_guard(root: str):
     return hook
 
 
+def _fork_exec_refused(*args, **kwargs):
+    os.write(2, f"{BLOCKED_MARKER}_posixsubprocess.fork_exec {args[:1]!r}\n".encode())
+    os._exit(BLOCKED_EXIT)
+
+
 def _child_main(argv: list[str]) -> None:
     import resource
+    import traceback
     import types
 
     root, mem, cpu, fsize = argv[0], int(argv[1]), int(argv[2]), int(argv[3])
@@ -335,10 +343,21 @@ def _child_main(argv: list[str]) -> None:
     main = types.ModuleType("__main__")
     main.__file__ = os.path.join(root, "program.py")
     sys.argv = ["program.py"]
-    code = compile(source, "program.py", "exec")  # a SyntaxError exits 1 with its traceback
-    sys.addaudithook(_make_guard(root))
-    sys.modules["__main__"] = main
-    exec(code, main.__dict__)
+    # _posixsubprocess.fork_exec starts processes without an audit event (subprocess.Popen has
+    # one), so it is replaced before the program runs; a re-import raises "import" and is refused.
+    import _posixsubprocess
+
+    _posixsubprocess.fork_exec = _fork_exec_refused
+    try:
+        code = compile(source, "program.py", "exec")
+        sys.addaudithook(_make_guard(root))
+        sys.modules["__main__"] = main
+        exec(code, main.__dict__)
+    except SystemExit:
+        raise
+    except BaseException as error:  # the program's traceback, without this function's frame
+        traceback.print_exception(error.with_traceback(error.__traceback__.tb_next))
+        raise SystemExit(1) from None
 
 
 if __name__ == "__main__":
