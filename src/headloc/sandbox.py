@@ -255,8 +255,12 @@ def _make_guard(root: str):
             base = _getcwd()
         return realpath(p, base)
 
+    # Besides the directory: /dev/null, and the program's own stdout/stderr (/dev/stdout, ...).
+    writable = frozenset({"/dev/null", realpath(fd_path(1), "/"), realpath(fd_path(2), "/")})
+
     def inside(real):
-        return real is not None and (real == root or _startswith(real, root_slash))
+        return real is not None and (
+            real == root or _startswith(real, root_slash) or real in writable)
 
     def other_process(real):
         """True for /proc entries of other processes (their environment, memory, ...)."""

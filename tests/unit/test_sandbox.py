@@ -19,15 +19,16 @@ def failed(result: ProgramResult) -> ProgramResult:
 
 
 def test_a_correct_program_passes_and_its_output_is_captured():
-    result = run_program("def add(a, b):\n    return a + b\nassert add(2, 3) == 5\nprint('ok')",
-                         timeout=3)
+    program = "def add(a, b):\n    return a + b\nassert add(2, 3) == 5\nprint('ok')"
+    result = run_program(program, timeout=3)
     assert result == ProgramResult(True, 0, False, None, "", "ok\n")
 
 
 def test_a_failing_assert_fails_with_its_traceback():
     result = failed(run_program("assert sorted([3, 1]) == [3, 1], 'unsorted'", timeout=3))
     assert result.returncode == 1 and not result.timed_out and result.blocked is None
-    assert 'File "program.py", line 1' in result.stderr and "AssertionError: unsorted" in result.stderr
+    assert 'File "program.py", line 1' in result.stderr
+    assert "AssertionError: unsorted" in result.stderr
     assert "sandbox.py" not in result.stderr  # the program's traceback, not the wrapper's
 
 
@@ -68,12 +69,16 @@ def test_ordinary_libraries_still_work():
         "assert asyncio.run(f()) == 3\n"
         "from concurrent.futures import ThreadPoolExecutor\n"
         "with ThreadPoolExecutor(2) as pool:\n    assert list(pool.map(abs, [-1, -2])) == [1, 2]\n"
-        "import sqlite3\nassert sqlite3.connect(':memory:').execute('select 1').fetchone() == (1,)\n"
+        "import sqlite3\ndb = sqlite3.connect(':memory:')\n"
+        "assert db.execute('select 1').fetchone() == (1,)\n"
         "import collections, heapq, re, random, hashlib, json, uuid, logging, platform\n"
         "assert open(re.__file__).read()\n"
+        "import os, sys\nprint('quiet', file=open(os.devnull, 'w'))\n"
+        "print('to stderr', file=open('/dev/stderr', 'w'), flush=True)\n"
     )
     result = run_program(program, timeout=20)
     assert result.passed, result
+    assert result.stderr == "to stderr\n"
 
 
 # --- hostile programs: each contained and scored as a failure -------------------------------
@@ -123,7 +128,8 @@ DESTROY = {
     "symlink then write": "import os\nos.symlink({p!r}, 'link')\nopen('link', 'w').write('x')",
     "hard link then write": "import os\nos.link({p!r}, 'link')\nopen('link', 'w').write('x')",
     "chmod": "import os\nos.chmod({p!r}, 0)",
-    "chdir out then remove": "import os\nos.chdir(os.path.dirname({p!r}))\nos.remove('sentinel.txt')",
+    "chdir out then remove": (
+        "import os\nos.chdir(os.path.dirname({p!r}))\nos.remove('sentinel.txt')"),
     "monkeypatched os.path": (
         "import os, posixpath\nposixpath.realpath = os.path.realpath = lambda p: os.getcwd()\n"
         "os.path.abspath = lambda p: os.getcwd()\nos.remove({p!r})"),
@@ -157,7 +163,8 @@ PROCESSES = {
     "os.execv": ("import os\nos.execv('/bin/true', ['true'])", "os.exec"),
     "posix_spawn": ("import os\nos.posix_spawn('/bin/true', ['true'], {})", "os.posix_spawn"),
     "fork bomb": ("import os\nwhile True:\n    os.fork()", "os.fork"),
-    "multiprocessing": ("import multiprocessing as mp\nmp.Process(target=print).start()", "os.fork"),
+    "multiprocessing": (
+        "import multiprocessing as mp\nmp.Process(target=print).start()", "os.fork"),
     "kill the parent": ("import os\nos.kill(os.getppid(), 9)", "os.kill"),
 }
 
