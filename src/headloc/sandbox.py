@@ -19,19 +19,19 @@ task's config opts in with ``allow_code_execution: true``. The layers, and why e
 5. **A wall-clock timeout** that kills the whole process group (``start_new_session=True``,
    ``os.killpg``), and the group is killed after a normal exit too, so nothing outlives the run.
 6. **An audit-hook guard** (``sys.addaudithook``, PEP 578), installed before the program's first
-   line; an audit hook cannot be removed. It refuses: file writes, removals, renames, ``chmod`` and
-   friends outside the directory; ``chdir`` out of it; symlinks and hard links; processes
-   (``fork``, ``exec``, ``subprocess``, ``os.system``, ``posix_spawn``, signals to other processes;
-   ``_posixsubprocess.fork_exec``, which raises no event, is replaced by a refusal and a fresh
-   import of that module is refused); network sockets,
-   name lookups and any ``connect``/``bind``/``sendto``; ``ctypes`` beyond loading the interpreter
-   itself (numpy does that on import); other processes' ``/proc`` entries (their environment);
-   ``gc`` object walks; raising resource limits; sub-interpreters. On a refusal the hook writes
-   ``headloc-sandbox: blocked <event> <detail>`` to stderr and ends the process at once with exit
-   code 113 (``os._exit``): there is no exception for the program to catch and carry on after.
-   The hook holds its own references to the C functions it calls, so monkeypatching ``os`` or
-   ``builtins`` does not change its decisions. Reading files is allowed: programs need the
-   standard library, and secrets are kept out by the empty environment.
+   line; an audit hook cannot be removed. It refuses: file writes, removals, renames, ``chmod``
+   and friends outside the directory (``/dev/null`` and the program's own stdout/stderr aside);
+   ``chdir`` out of it; symlinks and hard links; processes (``fork``, ``exec``, ``subprocess``,
+   ``os.system``, ``posix_spawn``, signals to other processes; ``_posixsubprocess.fork_exec``,
+   which raises no event, is replaced by a refusal, and re-importing that module is refused);
+   non-Unix sockets, name lookups and any ``connect``/``bind``/``sendto``; ``ctypes`` beyond
+   loading the interpreter itself (numpy does that on import); other processes' ``/proc``
+   entries (their environment); ``gc`` object walks; raising resource limits; sub-interpreters.
+   On a refusal the hook writes ``headloc-sandbox: blocked <event> <detail>`` to stderr and ends
+   the process at once with exit code 113 (``os._exit``): there is no exception for the program
+   to catch and carry on after. The hook holds its own references to the C functions it calls,
+   so monkeypatching ``os`` or ``builtins`` does not change its decisions. Reading files is
+   allowed: programs need the standard library; secrets are kept out by the empty environment.
 
 What it does NOT protect against: it is not a VM, container or seccomp filter, and it runs as the
 same user (dropping to ``nobody`` needs an interpreter that user can read; ours is under /root).
@@ -39,8 +39,9 @@ A program determined to escape can: import a native extension it writes into its
 load a second copy of ``_posixsubprocess`` with ``importlib.util.module_from_spec`` (no audit
 event covers either); swap a path between the check and the system call with a
 ``__fspath__`` that answers differently each time; read any file the user can read (keys on disk);
-exhaust the machine's disk below ``file_mb`` per file by writing many files; use CPU across its
-wall-clock budget; or exploit a CPython/kernel bug. It contains the accidents model-written code
+exhaust the machine's disk below ``file_mb`` per file by writing many files; or exploit a
+CPython/kernel bug. Scoring is the caller's: a program that calls ``sys.exit(0)`` before the
+tests run passes, exactly as in human-eval. It contains the accidents model-written code
 actually has (loops, huge allocations, ``rm``-like cleanup, stray subprocesses, network calls),
 which is what human-eval's ``reliability_guard`` targets; untrusted *adversarial* code belongs in
 a real sandbox (gVisor, nsjail, a throwaway VM).
