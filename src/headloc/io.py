@@ -7,6 +7,7 @@ complete, so an interrupted job leaves the previous state (usually: no file), ne
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
 import logging
 import os
@@ -22,15 +23,39 @@ def atomic_path(path):
     """Yield a temporary path beside ``path``; it replaces ``path`` only if the block succeeds."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
         yield Path(tmp)
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp files are private; targets are not
+        _fsync(tmp)  # the bytes reach the disk before the name does (node crash, not only kill)
         os.replace(tmp, path)
+        _fsync(path.parent)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def remove_stale_temporaries(path) -> list[Path]:
+    """Delete temporary files a killed writer of ``path`` left behind (``.{name}.*.tmp``).
+
+    Only the job that produces a target writes it (Snakemake locks the outputs), so any such
+    file is debris of an earlier, interrupted attempt.
+    """
+    path = Path(path)
+    stale = [p for p in path.parent.glob(f".{glob.escape(path.name)}.*.tmp") if p.is_file()]
+    for p in stale:
+        p.unlink(missing_ok=True)
+    return stale
+
+
+def _fsync(path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _umask() -> int:

@@ -101,6 +101,9 @@ def convert_gguf(gguf_path: str, out_dir: str) -> Path:
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
+    for stale in out.parent.glob(f".{out.name}.*"):  # staging folders of killed conversions
+        if stale.is_dir():
+            shutil.rmtree(stale, ignore_errors=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         staging.chmod(0o755)  # mkdtemp makes it private; the checkpoint is for everyone
