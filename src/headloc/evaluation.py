@@ -4,21 +4,29 @@
 ``_model_call`` / ``_model_generate`` seam lm-eval's own ``SteeredModel`` uses). :class:`MaskEvaluator`
 loads one model and builds one lm-eval task once, then scores any number of masks against it.
 
-``MaskEvaluator.evaluate_masks`` receives all the masks of a job at once, so an implementation
-that lets several masks share one forward pass (a gate of shape [batch, layers, heads]) can
-group them without changing its callers.
+``MaskEvaluator.evaluate_masks`` receives all the masks of a job at once and, with
+``masks_per_pass > 1``, lets a group of masks share every forward pass: each request is run once per
+mask of the group, the copies sit in adjacent batch rows and a gate of shape [rows, layers, heads]
+gives each row its own mask. The group's answers are computed in the first lm-eval evaluation and
+replayed, mask by mask, into one more lm-eval evaluation per remaining mask, so every mask's metrics
+come out of lm-eval's own scoring exactly as a one-mask evaluation's would.
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
+import torch
+import torch.nn.functional as F
 from lm_eval.api.registry import register_model
 from lm_eval.evaluator import evaluate
 from lm_eval.models.huggingface import HFLM
+from lm_eval.models.utils import Collator
+from lm_eval.models.utils_hf import pad_and_concat
 from lm_eval.tasks import TaskManager
 from lm_eval.tasks._yaml_loader import load_yaml
 from tqdm.auto import tqdm
@@ -63,23 +71,192 @@ class MaskResult:
     samples: list[dict]
 
 
+@dataclass
+class _MaskGroup:
+    """A group of masks sharing forward passes: the answers of all of them, replayed one by one."""
+
+    size: int
+    index: int = 0
+    answers: dict = field(default_factory=dict)  # request type -> [mask][request] answer
+    requests: dict = field(default_factory=dict)  # request type -> request args of the first run
+
+
 @register_model("headloc")
 class AblatedLM(HFLM):
-    """``HFLM`` whose forward passes run with ``self.gate`` applied (None = no ablation)."""
+    """``HFLM`` whose forward passes run with ``self.gate`` applied (None = no ablation).
+
+    ``gate`` is ``[layers, heads]`` (one mask for every row) or, while a mask group is open (see
+    :meth:`mask_group`), ``[masks, layers, heads]``: then every request runs once per mask in
+    adjacent batch rows (row ``r`` carries mask ``r % masks``), at most ``batch_size`` rows per
+    forward pass, and each request type returns the answers of mask ``group.index``.
+    """
 
     gate = None
+    group: _MaskGroup | None = None
 
-    def _ablation(self):
-        if self.gate is None:
+    # ------------------------------------------------------------------ mask groups
+
+    @contextlib.contextmanager
+    def mask_group(self, gate: torch.Tensor):
+        """Run the masks of ``gate`` ([masks, layers, heads]) as one group while open."""
+        masks = int(gate.shape[0])
+        if not isinstance(self.batch_size, int) or self.batch_size < masks:
+            raise ValueError(
+                f"batch_size {self.batch_size!r} cannot hold a group of {masks} masks: "
+                f"use an integer batch_size >= masks_per_pass ({masks})"
+            )
+        self.gate, self.group = gate, _MaskGroup(masks)
+        try:
+            yield self.group
+        finally:
+            self.gate, self.group = None, None
+
+    def _answers(self, kind: str, requests, compute):
+        """This mask's answers: computed for the whole group on its first run, then replayed."""
+        group = self.group
+        if group is None:
+            return compute()
+        args = [getattr(request, "args", request) for request in requests]
+        if kind not in group.answers:
+            per_request = compute()  # one tuple of `group.size` answers per request
+            group.answers[kind] = [[answers[m] for answers in per_request] for m in range(group.size)]
+            group.requests[kind] = args
+        elif args != group.requests[kind]:
+            raise RuntimeError(
+                f"lm-eval asked for different {kind} requests while replaying mask {group.index} "
+                "of a mask group; the task must build the same requests on every evaluation"
+            )
+        return group.answers[kind][group.index]
+
+    @contextlib.contextmanager
+    def _rows_per_pass(self, masks: int):
+        """lm-eval's batch size, in rows, rounded down to whole groups of ``masks`` copies."""
+        saved = self.batch_size_per_gpu
+        self.batch_size_per_gpu = (int(saved) // masks) * masks
+        try:
+            yield
+        finally:
+            self.batch_size_per_gpu = saved
+
+    # ------------------------------------------------------------------ request types
+
+    def loglikelihood(self, requests, disable_tqdm: bool = False):
+        return self._answers("loglikelihood", requests,
+                             lambda: super(AblatedLM, self).loglikelihood(requests, disable_tqdm=disable_tqdm))
+
+    def generate_until(self, requests, disable_tqdm: bool = False):
+        def compute():
+            if self.group is None:
+                return super(AblatedLM, self).generate_until(requests, disable_tqdm=disable_tqdm)
+            masks = self.group.size
+            copies = [request for request in requests for _ in range(masks)]
+            # lm-eval sorts requests by a key equal for the copies (a stable sort) and batches
+            # them in order, so the copies stay adjacent; _ablation checks this on every pass.
+            with self._rows_per_pass(masks):
+                flat = super(AblatedLM, self).generate_until(copies, disable_tqdm=disable_tqdm)
+            return [tuple(flat[i * masks:(i + 1) * masks]) for i in range(len(requests))]
+
+        return self._answers("generate_until", requests, compute)
+
+    def loglikelihood_rolling(self, requests, disable_tqdm: bool = False):
+        def compute():
+            if self.group is None:
+                return super(AblatedLM, self).loglikelihood_rolling(requests, disable_tqdm=disable_tqdm)
+            # Rolling windows are rare in headloc's tasks: one mask after another, no sharing.
+            gates, per_mask = self.gate, []
+            try:
+                for gate in gates:
+                    self.gate = gate
+                    per_mask.append(super(AblatedLM, self).loglikelihood_rolling(requests, disable_tqdm=True))
+            finally:
+                self.gate = gates
+            return list(zip(*per_mask))
+
+        return self._answers("loglikelihood_rolling", requests, compute)
+
+    def _loglikelihood_tokens(self, requests, disable_tqdm: bool = False, override_bs=None):
+        if self.group is None or self.gate is None or self.gate.dim() != 3:
+            return super()._loglikelihood_tokens(requests, disable_tqdm=disable_tqdm, override_bs=override_bs)
+        return self._grouped_loglikelihood_tokens(requests)
+
+    def _grouped_loglikelihood_tokens(self, requests) -> list[tuple]:
+        """``HFLM._loglikelihood_tokens`` for a mask group: one tuple of answers per request.
+
+        The same Collator sorts, batches and shares one-token continuations (``logits_cache``) as
+        in lm-eval; each document row is repeated once per mask, and logits are computed only
+        for the positions lm-eval scores (``logits_to_keep``), not for the whole context.
+        """
+        if self.backend != "causal":
+            raise ValueError(f"mask groups need a causal LM; this model's backend is {self.backend!r}")
+        masks = self.group.size
+        re_ord = Collator(
+            requests,
+            sort_fn=lambda req: (-len(req[1] + req[2]), tuple(req[1] + req[2])),
+            group_by="contexts" if self.logits_cache else None,
+            group_fn=lambda req: req[-2] + req[-1][:-1],
+        )
+        keep_arg = "logits_to_keep" in inspect.signature(self.model.forward).parameters
+        results = []
+        for chunk in re_ord.get_batched(n=max(1, int(self.batch_size) // masks)):
+            inputs = [
+                torch.tensor((context + continuation)[-(self.max_length + 1):][:-1],
+                             dtype=torch.long, device=self.device)
+                for _, context, continuation in chunk
+            ]
+            lengths = [len(row) for row in inputs]  # before pad_and_concat, which edits `inputs`
+            width = max(lengths)
+            # the first position any row scores; logits before it are never looked at
+            first = max(0, min(n - len(cont) for n, (_, _, cont) in zip(lengths, chunk)))
+            rows = pad_and_concat(width, inputs, padding_side="right").repeat_interleave(masks, dim=0)
+            with torch.no_grad(), torch.autocast(
+                device_type=self.device.type, dtype=self.mixed_precision_dtype,
+                enabled=self.mixed_precision_dtype is not None,
+            ), self._ablation(rows):
+                if keep_arg:
+                    logits = self.model(rows, logits_to_keep=width - first).logits
+                else:
+                    logits = self.model(rows).logits[:, first:]
+            logprobs = F.log_softmax(logits, dim=-1, dtype=self.softmax_dtype)
+            logprobs = logprobs.view(len(chunk), masks, *logprobs.shape[1:])
+            for (request_str, context, continuation), length, doc_logprobs in zip(chunk, lengths, logprobs):
+                end = length - first
+                placeholder = torch.empty(1, 0, 0)
+                for _, cont, _ in re_ord.get_cache(
+                    req_str=request_str, cxt_toks=context, cont_toks=continuation, logits=placeholder,
+                ):
+                    target = torch.tensor(cont, dtype=torch.long, device=doc_logprobs.device)
+                    scored = doc_logprobs[:, end - len(cont):end]  # [masks, len(cont), vocab]
+                    exact = (scored.argmax(dim=-1) == target).all(dim=-1)
+                    total = scored.gather(2, target.expand(masks, -1).unsqueeze(-1)).squeeze(-1).sum(-1)
+                    results.append(tuple(
+                        (float(total[m]), bool(exact[m])) for m in range(masks)
+                    ))
+        return re_ord.get_original(results)
+
+    # ------------------------------------------------------------------ forward passes
+
+    def _ablation(self, inputs=None):
+        """The gate for a pass over ``inputs``; a group gate is tiled over the rows."""
+        gate = self.gate
+        if gate is None:
             return contextlib.nullcontext()
-        return ablate_heads(self.model, self.gate)
+        if gate.dim() == 3:
+            masks, rows = gate.shape[0], inputs.shape[0]
+            grouped = inputs.view(rows // masks, masks, -1) if rows % masks == 0 else None
+            if grouped is None or not bool((grouped == grouped[:, :1]).all()):
+                raise RuntimeError(
+                    f"a pass of {rows} rows does not hold each request's {masks} mask copies in "
+                    "adjacent rows; lm-eval's batching no longer matches the mask layout"
+                )
+            gate = gate.repeat(rows // masks, 1, 1)
+        return ablate_heads(self.model, gate)
 
     def _model_call(self, inps, attn_mask=None, labels=None):
-        with self._ablation():
+        with self._ablation(inps):
             return super()._model_call(inps, attn_mask=attn_mask, labels=labels)
 
     def _model_generate(self, context, max_length, stop, **generation_kwargs):
-        with self._ablation():
+        with self._ablation(context):
             return super()._model_generate(context, max_length, stop, **generation_kwargs)
 
 
@@ -106,6 +283,18 @@ def require_chat_template(tokenizer, task: TaskSpec) -> None:
         )
 
 
+def check_grouping(batch_size, masks_per_pass) -> None:
+    """Raise ValueError unless ``batch_size`` rows can hold a group of ``masks_per_pass`` masks."""
+    if isinstance(masks_per_pass, bool) or not isinstance(masks_per_pass, (int, np.integer)) \
+            or masks_per_pass < 1:
+        raise ValueError(f"masks_per_pass must be a positive integer, got {masks_per_pass!r}")
+    if not isinstance(batch_size, (int, np.integer)) or batch_size < masks_per_pass:
+        raise ValueError(
+            f"batch_size {batch_size!r} cannot hold one group of masks_per_pass={masks_per_pass} "
+            f"masks: it counts rows per forward pass and must be an integer >= {masks_per_pass}"
+        )
+
+
 class MaskEvaluator:
     """Score masks of one model on one task; the model and task are built once.
 
@@ -113,16 +302,27 @@ class MaskEvaluator:
     ----------
     model, tokenizer : a loaded transformers causal LM and its tokenizer.
     task : the task and metric to score.
-    batch_size : documents per forward pass.
+    batch_size : rows per forward pass. With one mask per pass a row is a document; with
+        ``masks_per_pass = M`` a row is a (document, mask) pair, so a pass holds
+        ``batch_size // M`` documents times M masks.
+    masks_per_pass : masks that share each forward pass in :meth:`evaluate_masks` (1 = one mask
+        after another, through lm-eval's own batching).
     include_path : folder(s) of task YAMLs (headloc's own tasks by default).
+
+    Memory is bounded by ``batch_size``: a forward pass never holds more than ``batch_size`` rows,
+    whatever ``masks_per_pass`` is (activations and logits grow with rows x sequence length, and
+    only the scored positions' logits are computed in a mask group). Between passes a group keeps
+    one small answer (a log-likelihood or a generated string) per request and mask.
     """
 
     def __init__(self, model, tokenizer, task: TaskSpec, *, batch_size: int = 16,
-                 include_path=TASKS_DIR):
+                 masks_per_pass: int = 1, include_path=TASKS_DIR):
+        check_grouping(batch_size, masks_per_pass)
         require_chat_template(tokenizer, task)
         self.task = task
+        self.masks_per_pass = int(masks_per_pass)
         self.geometry = HeadGeometry.of(model.config)
-        self.lm = AblatedLM(pretrained=model, tokenizer=tokenizer, batch_size=batch_size,
+        self.lm = AblatedLM(pretrained=model, tokenizer=tokenizer, batch_size=int(batch_size),
                             device=str(model.device))
         paths = include_path if isinstance(include_path, (list, tuple)) else [include_path]
         manager = TaskManager(include_path=[str(p) for p in paths], include_defaults=False)
@@ -132,12 +332,16 @@ class MaskEvaluator:
         """Score the task with ``gate`` ([layers, heads], 1 keeps a head) or unablated."""
         self.lm.gate = gate
         try:
-            output = evaluate(
-                lm=self.lm, task_dict=self.task_dict, bootstrap_iters=0, log_samples=True,
-                apply_chat_template=self.task.chat, verbosity="WARNING",
-            )
+            return self._run()
         finally:
             self.lm.gate = None
+
+    def _run(self) -> MaskResult:
+        """One lm-eval evaluation with whatever gate or mask group the LM holds."""
+        output = evaluate(
+            lm=self.lm, task_dict=self.task_dict, bootstrap_iters=0, log_samples=True,
+            apply_chat_template=self.task.chat, verbosity="WARNING",
+        )
         name = self.task.lm_eval_task
         metrics = output["results"][name]
         if self.task.metric_key not in metrics:
@@ -154,10 +358,30 @@ class MaskEvaluator:
         gate = masks_to_gate(mask, self.geometry) if mask.any() else None
         return self.evaluate(gate)
 
+    def evaluate_group(self, masks) -> list[MaskResult]:
+        """Score the rows of ``masks`` (at most ``batch_size`` of them) sharing forward passes."""
+        masks = np.atleast_2d(np.asarray(masks))
+        gate = masks_to_gate(masks, self.geometry)
+        results = []
+        with self.lm.mask_group(gate) as group:
+            for index in range(len(masks)):
+                group.index = index
+                results.append(self._run())
+        return results
+
     def evaluate_masks(self, masks, *, progress: bool = True, desc: str = "masks") -> list[MaskResult]:
-        """Score each row of ``masks`` (M x N, 1 = ablated), with a progress bar."""
+        """Score each row of ``masks`` (M x N, 1 = ablated), ``masks_per_pass`` at a time."""
         masks = np.atleast_2d(masks)
-        return [self.evaluate_mask(m) for m in tqdm(masks, desc=desc, disable=not progress)]
+        results: list[MaskResult] = []
+        with tqdm(total=len(masks), desc=desc, disable=not progress) as bar:
+            for start in range(0, len(masks), self.masks_per_pass):
+                group = masks[start:start + self.masks_per_pass]
+                if self.masks_per_pass == 1:
+                    results.append(self.evaluate_mask(group[0]))
+                else:
+                    results.extend(self.evaluate_group(group))
+                bar.update(len(group))
+        return results
 
 
 def _compact_sample(sample: dict, metric: str) -> dict:
@@ -171,7 +395,9 @@ def _compact_sample(sample: dict, metric: str) -> dict:
 
 
 def load_evaluator(location: str, task: TaskSpec, *, dtype="float32", device="cpu",
-                   batch_size=16, include_path=TASKS_DIR) -> MaskEvaluator:
+                   batch_size=16, masks_per_pass=1, include_path=TASKS_DIR) -> MaskEvaluator:
     """Load the model at ``location`` once and build an evaluator for ``task``."""
+    check_grouping(batch_size, masks_per_pass)
     model, tokenizer = load_model(location, dtype=dtype, device=device)
-    return MaskEvaluator(model, tokenizer, task, batch_size=batch_size, include_path=include_path)
+    return MaskEvaluator(model, tokenizer, task, batch_size=batch_size,
+                         masks_per_pass=masks_per_pass, include_path=include_path)
