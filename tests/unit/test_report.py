@@ -475,3 +475,115 @@ def test_figures_with_nothing_to_plot_show_a_note(pevals):
         (ax,) = fig.axes
         assert ax.texts[0].get_text().startswith("no data: "), name
     assert "knowledge.tasks is empty" in cases["fig4"].axes[0].texts[0].get_text()
+
+
+# ---------------------------------------------------------------- the render scripts, through Snakemake
+
+RENDER_SNAKEFILE = """
+TABLE_INPUTS = {{
+    "table1": ["models"], "table2": ["evals"], "table3": ["evals"],
+    "table4": ["evals", "recoveries"], "table5": ["evals"], "table6": ["evals"],
+    "table7": ["evals"], "table8": ["evals"], "table9": ["recoveries"],
+    "table10": ["recoveries"], "tuning": ["tuning"],
+}}
+PARAMS = dict(
+    top_k=5, gen_tasks={gen!r}, method="cs_stratified", capabilities={caps!r},
+    knowledge_tasks=["wmdp_bio"], knowledge_eval_tasks=["mmlu", "wmdp_bio"],
+    figure_model=None, figure_capability=None,
+)
+
+
+def table_inputs(wildcards):
+    return {{name: f"{{wildcards.case}}/{{name}}.tsv" for name in TABLE_INPUTS[wildcards.table]}}
+
+
+rule all:
+    input:
+        expand("full/{{table}}.md", table=TABLE_INPUTS),
+        expand("full/{{figure}}.png", figure=["fig1", "fig2", "fig3", "fig4"]),
+        expand("bare/{{table}}.md", table=["table7", "tuning"]),
+        expand("bare/{{figure}}.png", figure=["fig3"]),
+
+
+rule render_table:
+    input:
+        unpack(table_inputs),
+    output:
+        md="{{case}}/{{table}}.md",
+        csv="{{case}}/{{table}}.csv",
+        tex="{{case}}/{{table}}.tex",
+    log:
+        "logs/{{case}}/{{table}}.log",
+    params:
+        **PARAMS,
+    script:
+        "{repo}/scripts/render_table.py"
+
+
+rule render_figure:
+    input:
+        evals="{{case}}/evals.tsv",
+    output:
+        png="{{case}}/{{figure}}.png",
+        pdf="{{case}}/{{figure}}.pdf",
+    log:
+        "logs/{{case}}/{{figure}}.log",
+    wildcard_constraints:
+        figure="fig[0-9]+",
+    params:
+        **PARAMS,
+    script:
+        "{repo}/scripts/render_figure.py"
+"""
+
+
+@pytest.mark.slow
+def test_render_scripts_write_every_table_and_figure(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    full = paper_evals()
+    recoveries = pd.DataFrame({
+        "model": "m1", "task": list(TASK_RUNS), "capability": [CAPS[t] for t in TASK_RUNS],
+        "method": "cs_stratified", "search": "cs", "top_heads": ["L9H0,L9H1", "L9H0", "L9H0"],
+        "n_evals": 100, "r2": 0.5, "alpha": 0.01})
+    models = pd.DataFrame({"model": ["m1"], "source": ["x"], "n_layers": [10], "n_heads": [10],
+                           "n_kv_heads": [5], "total": [100]})
+    tuning = pd.DataFrame({
+        "model": "m1", "task": "gsm8k", "method": "cs_stratified", "n_masks": [100, 200],
+        "sparsity": 0.05, "search": ["a", "b"], "top_heads": ["L1H2", "L3H4"], "baseline": 80.0,
+        "ablated": [60.0, 40.0], "degradation": [-20.0, -40.0], "chosen": [False, True]})
+    frames = {
+        "full": {"evals": full, "recoveries": recoveries, "models": models, "tuning": tuning},
+        "bare": {"evals": full[full["kind"] == "task"], "tuning": tuning.iloc[0:0]},
+    }
+    for case, named in frames.items():
+        (tmp_path / case).mkdir()
+        for name, frame in named.items():
+            frame.to_csv(tmp_path / case / f"{name}.tsv", sep="\t", index=False)
+    snakefile = tmp_path / "Snakefile"
+    snakefile.write_text(RENDER_SNAKEFILE.format(gen=GEN, caps=CAPS, repo=repo))
+    result = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-s", str(snakefile), "--cores", "2", "--quiet"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+
+    t3 = pd.read_csv(tmp_path / "full" / "table3.csv")
+    np.testing.assert_allclose(t3["delta_task"], [-40, -30, -60, -10, -6, -1])
+    t5 = pd.read_csv(tmp_path / "full" / "table5.csv")
+    np.testing.assert_allclose(t5["delta_math"], [-1, -70])
+    md = (tmp_path / "full" / "table8.md").read_text()
+    assert "| m1 | L0H22 | -21.0 | -30.0 | -25.5 |" in md
+    assert "made by rule render_table (table8)" in md
+    assert (tmp_path / "full" / "table1.tex").read_text().count(r"\\") >= 2
+    assert "| yes |" in (tmp_path / "full" / "tuning.md").read_text()
+    for case, names in (("full", ["fig1", "fig2", "fig3", "fig4"]), ("bare", ["fig3"])):
+        for name in names:
+            for suffix in ("png", "pdf"):
+                assert (tmp_path / case / f"{name}.{suffix}").stat().st_size > 0
+    bare7 = (tmp_path / "bare" / "table7.md").read_text()
+    assert "*no universal heads in evals (kind == 'universal')*" in bare7
+    assert (tmp_path / "bare" / "table7.csv").read_text() == "model,head,avg\n"
+    assert "no hyperparameter search" in (tmp_path / "bare" / "tuning.md").read_text()

@@ -274,8 +274,8 @@ def figure2(
     Figure
         One axes per (task, search) of the capability, titled ``"model / task (method)"``.
         Each holds the change on its own task, on each other eval task of the capability
-        (e.g. Arithmetic under GSM8K heads), Delta Gen, and a dashed zero line; the legend is
-        on the first panel. A "no data" figure when ``evals`` has no task searches.
+        (e.g. Arithmetic under GSM8K heads), Delta Gen, and a dashed zero line; each panel has
+        its own legend. A "no data" figure when ``evals`` has no task searches.
 
     Examples
     --------
@@ -305,7 +305,7 @@ def figure2(
                 lines[rf"$\Delta$ {other}"] = sel.groupby("k")["delta"].mean()
         lines[r"$\Delta$ Gen"] = run.set_index("k")["delta_gen"]
         _plot_run(ax, lines, f"{model} / {task} ({run['method'].iloc[0]})")
-    axes[0].legend(fontsize=8)
+        ax.legend(fontsize=7)  # every panel: its own task's line comes first
     if footer:
         add_footer(fig, footer)
     return fig
@@ -464,7 +464,7 @@ def figure4(
                 label = rf"$\Delta$ {other}" + (" (own)" if other == task else "")
                 lines[label] = sel.groupby("k")["delta"].mean()
         _plot_run(ax, lines, f"{model} / heads of {task} ({mine['method'].iloc[0]})")
-    axes[0].legend(fontsize=8)
+        ax.legend(fontsize=7)
     if footer:
         add_footer(fig, footer)
     return fig
