@@ -40,7 +40,8 @@ builders = {
     "table4": (lambda: report.table4(needs("evals"), needs("recoveries"), k=k, gen_tasks=gen_tasks),
                f"Table 4. Every search method: Delta Task, Delta Gen (top {k} heads ablated, "
                "percentage points) and the number of evaluations it needed"),
-    "table5": (lambda: report.table5(needs("evals"), gen_tasks=gen_tasks, capabilities=capabilities),
+    "table5": (lambda: report.table5(needs("evals"), gen_tasks=gen_tasks,
+                                     capabilities=capabilities),
                "Table 5. Universal heads: mean change per capability when one head is ablated "
                "(percentage points)"),
     "table6": (lambda: report.table6(needs("evals"), gen_tasks=gen_tasks, method=method),
@@ -50,8 +51,8 @@ builders = {
                "Table 7. Universal heads: unablated scores (BL) and the change on every task when "
                "one head is ablated (percentage points)"),
     "table8": (lambda: report.table8(needs("evals"), knowledge_eval_tasks),
-               "Table 8. Knowledge multiple-choice heads: unablated scores (BL) and the change when "
-               "one head is ablated, knowledge MC tasks grouped apart (percentage points)"),
+               "Table 8. Knowledge multiple-choice heads: unablated scores (BL) and the change "
+               "when one head is ablated, knowledge MC tasks grouped apart (percentage points)"),
     "table9": (lambda: report.table9(needs("recoveries"), k=k),
                f"Table 9. Top {k} heads identified by every method, per model and task"),
     "table10": (lambda: report.table10(needs("recoveries"), k=k, method=method),
@@ -69,5 +70,6 @@ sources = ", ".join(str(path) for path in snakemake.input)
 footer = f"made by rule render_table ({name}) with scripts/render_table.py from {sources}"
 write_text(snakemake.output.md, report.to_markdown(table, title=title, footer=footer))
 write_text(snakemake.output.csv, report.to_csv(table))
-write_text(snakemake.output.tex, report.to_latex(table, caption=title, footer=footer, label=f"tab:{name}"))
-log.info("%s: %d rows%s", name, len(table), f" ({table.attrs['note']})" if table.attrs.get("note") else "")
+latex = report.to_latex(table, caption=title, footer=footer, label=f"tab:{name}")
+write_text(snakemake.output.tex, latex)
+log.info("%s: %d rows %s", name, len(table), table.attrs.get("note", ""))

@@ -477,7 +477,7 @@ def test_figures_with_nothing_to_plot_show_a_note(pevals):
     assert "knowledge.tasks is empty" in cases["fig4"].axes[0].texts[0].get_text()
 
 
-# ---------------------------------------------------------------- the render scripts, through Snakemake
+# ------------------------------------------------------- the render scripts, through Snakemake
 
 RENDER_SNAKEFILE = """
 TABLE_INPUTS = {{

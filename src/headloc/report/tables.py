@@ -564,7 +564,8 @@ def table5(
         per_task = mine.groupby("eval_task")["delta"].mean()
         row = {"model": model, "head": head}
         for cap in caps:
-            row[f"delta_{cap}"] = _mean(per_task[[mapping.get(t, t) == cap for t in per_task.index]])
+            members = [mapping.get(task, task) == cap for task in per_task.index]
+            row[f"delta_{cap}"] = _mean(per_task[members])
         in_gen = per_task if gen is None else per_task[per_task.index.isin(gen)]
         row["delta_gen"] = _mean(in_gen)
         out.append(row)
