@@ -1,0 +1,117 @@
+"""A bad config fails the dry run before any job, with a message naming the key and what is valid.
+
+One test per case, each `snakemake -n` on the demo config (the embedded SmolLM2: 30 layers x 9
+heads, read from the GGUF header) with one key broken.
+"""
+
+import copy
+
+import pytest
+import yaml
+
+from conftest import REPO, snakemake
+
+DEMO = yaml.safe_load((REPO / "config/demo.yaml").read_text())
+# Schema errors are worded by headloc.config.validate_config once rules/common.smk calls it
+# instead of snakemake's validate (which prints the key as instance['search']['sparsity']).
+WORDED = "validate_config(" in (REPO / "rules/common.smk").read_text()
+schema_wording = pytest.mark.xfail(not WORDED, reason="rules/common.smk still calls snakemake's validate")
+
+
+def dry_run_error(tmp_path, change):
+    config = copy.deepcopy(DEMO)
+    change(config)
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    result = snakemake("-n", "--directory", str(tmp_path), "--configfile", str(tmp_path / "bad.yaml"), check=False)
+    assert result.returncode != 0
+    assert not (tmp_path / "results").exists(), "no job may run"
+    assert "Job stats" not in result.stdout, "the DAG must not be built"
+    return result.stdout + result.stderr
+
+
+def set_key(*path, value):
+    def change(config):
+        node = config
+        for key in path[:-1]:
+            node = node.setdefault(key, {})
+        node[path[-1]] = value
+    return change
+
+
+@schema_wording
+def test_enum_names_the_allowed_values(tmp_path):
+    out = dry_run_error(tmp_path, set_key("models", "smollm2-135m", "dtype", value="fp8"))
+    assert "config models.smollm2-135m.dtype: 'fp8' is not valid; expected one of: float32, bfloat16, float16" in out
+
+
+@schema_wording
+def test_wrong_type(tmp_path):
+    out = dry_run_error(tmp_path, set_key("search", "n_masks", value="many"))
+    assert "config search.n_masks: 'many' is not valid; expected an integer >= 2" in out
+
+
+@schema_wording
+@pytest.mark.parametrize("value,bound", [(1.5, "< 1"), (0, "> 0")])
+def test_sparsity_outside_0_1(tmp_path, value, bound):
+    out = dry_run_error(tmp_path, set_key("search", "sparsity", value=value))
+    assert f"config search.sparsity: {value} is not {bound}; expected a number in (0, 1)" in out
+
+
+@schema_wording
+def test_unknown_key(tmp_path):
+    out = dry_run_error(tmp_path, set_key("search", "n_mask", value=3))
+    assert "config search: unknown key 'n_mask'; valid keys: alpha, chunks, id_docs, methods, n_masks" in out
+
+
+@schema_wording
+def test_unknown_method(tmp_path):
+    out = dry_run_error(tmp_path, set_key("search", "methods", value=["lasso"]))
+    assert "config search.methods[0]: 'lasso' is not valid; expected one of: cs_stratified, cs_bernoulli" in out
+
+
+@schema_wording
+def test_empty_task_list(tmp_path):
+    out = dry_run_error(tmp_path, set_key("tasks", value={}))
+    assert "config tasks: {} is empty; expected at least 1 entry" in out
+
+
+def test_unknown_model(tmp_path):
+    out = dry_run_error(tmp_path, set_key("models", "smollm2-135m", "source", value="smollm3"))
+    assert "config models.smollm2-135m.source: unknown model 'smollm3': expected an embedded model" in out
+
+
+def test_unknown_lm_eval_task(tmp_path):
+    out = dry_run_error(tmp_path, set_key("tasks", "ioi", "lm_eval_task", value="headloc_io"))
+    assert "config tasks.ioi.lm_eval_task: 'headloc_io' is not a task headloc knows; valid: " in out
+    assert "headloc_ioi" in out
+
+
+def test_unknown_task_name(tmp_path):
+    out = dry_run_error(tmp_path, set_key("validation", "gen_tasks", value=["ioi", "hellaswag"]))
+    assert "config validation.gen_tasks[1]: 'hellaswag' is not a configured task; valid: ioi, capitals, induction" in out
+
+
+def test_head_outside_the_model(tmp_path):
+    out = dry_run_error(tmp_path, set_key("validation", "headsets", value=["L99H0"]))
+    assert ("config validation.headsets[0]: head L99H0 is outside the model: "
+            "model smollm2-135m has layers 0..29 and heads 0..8") in out
+
+
+def test_top_k_larger_than_the_heads(tmp_path):
+    out = dry_run_error(tmp_path, set_key("validation", "top_k", value=271))
+    assert "config validation.top_k: 271 is larger than the 270 heads of model smollm2-135m" in out
+
+
+def test_identification_subset_larger_than_the_dataset(tmp_path):
+    out = dry_run_error(tmp_path, set_key("tasks", "ioi", "id_docs", value=150))
+    assert "config tasks.ioi.id_docs: 150 is larger than tasks.ioi.n_docs = 100" in out
+
+
+def test_more_chunks_than_masks(tmp_path):
+    out = dry_run_error(tmp_path, set_key("search", "chunks", value=101))
+    assert "config search.chunks: 101 is larger than the 100 masks of task ioi" in out
+
+
+def test_report_model_must_be_configured(tmp_path):
+    out = dry_run_error(tmp_path, set_key("report", "model", value="llama"))
+    assert "config report.model: 'llama' is not a configured model; valid: smollm2-135m or null" in out
