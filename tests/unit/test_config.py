@@ -1,0 +1,135 @@
+"""headloc.config: schema errors worded by key path, cross-key rules, offline model geometry."""
+
+import copy
+import json
+import struct
+
+import pytest
+import yaml
+
+from conftest import REPO
+from headloc.config import Geometry, check_config, expected, lm_eval_tasks, model_geometries, validate_config
+from headloc.models import read_gguf_metadata, resolve_source, source_geometry
+
+SCHEMA = REPO / "config/schema.yaml"
+DEMO = yaml.safe_load((REPO / "config/demo.yaml").read_text())
+GEOMETRY = {"smollm2-135m": Geometry(30, 9)}
+
+
+def validated(**changes):
+    config = copy.deepcopy(DEMO)
+    for path, value in changes.items():
+        node = config
+        keys = path.split("__")
+        for key in keys[:-1]:
+            node = node.setdefault(key, {})
+        node[keys[-1]] = value
+    validate_config(config, SCHEMA)
+    return config
+
+
+def test_defaults_are_filled_in_and_the_demo_passes():
+    config = validated()
+    assert config["validation"]["method"] == "cs_stratified" and config["tasks"]["capitals"]["chat"] is False
+    assert config["universal"] == {"top_n": 5, "min_capabilities": 2, "filter": True}
+    check_config(config, GEOMETRY)
+
+
+@pytest.mark.parametrize("changes,message", [
+    ({"search__alpha": "auto"}, "config search.alpha: 'auto' is not valid; expected a number >= 0 or one of: cv"),
+    ({"search__seed": -1}, "config search.seed: -1 is not >= 0; expected an integer >= 0"),
+    ({"tasks__ioi__chat": "yes"}, "config tasks.ioi.chat: 'yes' is not valid; expected true or false"),
+    ({"serach": {}}, "config: unknown key 'serach'; valid keys: data, knowledge, models, report, search, tasks"),
+    ({"validation__headsets": ["L1X"]}, "config validation.headsets[0]: 'L1X' is not valid; expected a string matching"),
+    ({"search__methods": ["greedy1s", "greedy1s"]}, "config search.methods: ['greedy1s', 'greedy1s'] repeats an item"),
+])
+def test_schema_errors_name_the_key_and_what_is_valid(changes, message):
+    with pytest.raises(ValueError) as error:
+        validated(**changes)
+    assert message in str(error.value)
+
+
+def test_missing_required_key_and_every_error_listed():
+    config = copy.deepcopy(DEMO)
+    del config["models"]["smollm2-135m"]["source"]
+    config["search"]["chunks"] = 0
+    with pytest.raises(ValueError) as error:
+        validate_config(config, SCHEMA)
+    assert str(error.value).splitlines() == [
+        "config models.smollm2-135m: missing key 'source'; required: source",
+        "config search.chunks: 0 is not >= 1; expected an integer >= 1",
+    ]
+
+
+def test_expected_in_words():
+    assert expected({"type": ["integer", "null"], "minimum": 1}) == "an integer >= 1 or null"
+    assert expected({"type": "number", "minimum": 0, "maximum": 1}) == "a number in [0, 1]"
+
+
+@pytest.mark.parametrize("changes,message", [
+    ({"validation__gen_tasks": ["gsm8k"]},
+     "config validation.gen_tasks[0]: 'gsm8k' is not a configured task; valid: ioi, capitals, induction"),
+    ({"knowledge__tasks": ["ioi", "wmdp"]}, "config knowledge.tasks[1]: 'wmdp' is not a searched task"),
+    ({"knowledge__eval_tasks": ["mmlu"]}, "config knowledge.eval_tasks[0]: 'mmlu' is not a configured task"),
+    ({"knowledge__tasks": ["ioi"], "knowledge__min_tasks": 2},
+     "config knowledge.min_tasks: 2 is larger than the 1 knowledge.tasks; expected 1..1 or null"),
+    ({"tuning__tasks": ["ioi", "capitals", "gsm8k"]}, "config tuning.tasks[2]: 'gsm8k' is not a searched task"),
+    ({"report__capability": "math"},
+     "config report.capability: 'math' is not the capability of a searched task; valid: ioi, capitals, induction or null"),
+    ({"validation__headsets": ["L1H2+L0H9"]},
+     "config validation.headsets[0]: head L0H9 is outside the model: model smollm2-135m has layers 0..29 and heads 0..8"),
+    ({"universal__top_n": 300}, "config universal.top_n: 300 is larger than the 270 heads of model smollm2-135m"),
+    ({"tasks__ioi__search": {"methods": ["greedy1s"]}},
+     "config tasks.ioi.search.methods: ['greedy1s'] lacks validation.method 'cs_stratified'"),
+    ({"tasks__ioi__data_file": "/no/such.jsonl"},
+     "config tasks.ioi.data_file: '/no/such.jsonl' does not exist; expected a JSONL file"),
+    ({"data__mirror": "/no/such/dir"}, "config data.mirror: '/no/such/dir' is not a directory"),
+    ({"tasks__ioi__localize": False, "tasks__capitals__localize": False, "tasks__induction__localize": False},
+     "config tasks: no task has localize: true"),
+])
+def test_cross_key_rules(changes, message):
+    config = validated(**changes)
+    with pytest.raises(ValueError) as error:
+        check_config(config, GEOMETRY)
+    assert message in str(error.value)
+
+
+def test_unknown_geometry_skips_the_head_checks():
+    config = validated(validation__headsets=["L99H0"], validation__top_k=1000)
+    check_config(config, {"smollm2-135m": None})
+    with pytest.raises(ValueError, match="L99H0 is outside"):
+        check_config(config, GEOMETRY)
+
+
+def test_every_shipped_task_is_known():
+    assert {"headloc_ioi", "headloc_capitals", "headloc_induction", "headloc_swear", "headloc_rhyme"} <= set(
+        lm_eval_tasks())
+
+
+def test_geometry_offline_from_gguf_folder_and_hub(tmp_path):
+    assert model_geometries(DEMO) == GEOMETRY  # the embedded GGUF's header
+    (tmp_path / "config.json").write_text(json.dumps({"text_config": {"num_hidden_layers": 4, "num_attention_heads": 6}}))
+    (tmp_path / "model.safetensors").write_bytes(b"")
+    assert source_geometry(resolve_source(str(tmp_path))) == (4, 6)
+    (tmp_path / "config.json").write_text(json.dumps({"n_layer": 12, "n_head": 12}))  # GPT-2 spelling
+    assert source_geometry(resolve_source(str(tmp_path))) == (12, 12)
+    assert source_geometry(resolve_source("no-such-org/no-such-model")) is None  # not cached offline
+    with pytest.raises(ValueError, match="config models.m.source: unknown model 'smollm3'"):
+        model_geometries({"models": {"m": {"source": "smollm3"}}})
+
+
+def test_gguf_header_reader(tmp_path):
+    def string(text):
+        data = text.encode()
+        return struct.pack("<Q", len(data)) + data
+
+    header = b"GGUF" + struct.pack("<IQQ", 3, 0, 3)
+    header += string("general.architecture") + struct.pack("<I", 8) + string("qwen2")
+    header += string("tokenizer.scores") + struct.pack("<IIQ", 9, 6, 2) + struct.pack("<2f", 0.5, 1.5)
+    header += string("qwen2.block_count") + struct.pack("<II", 4, 28)
+    (tmp_path / "m.gguf").write_bytes(header)
+    assert read_gguf_metadata(tmp_path / "m.gguf") == {
+        "general.architecture": "qwen2", "tokenizer.scores": None, "qwen2.block_count": 28}
+    (tmp_path / "x.gguf").write_bytes(b"NOPE" + bytes(20))
+    with pytest.raises(ValueError, match="x.gguf is not a GGUF file"):
+        read_gguf_metadata(tmp_path / "x.gguf")
