@@ -117,6 +117,16 @@ def load_docs(name: str, split: str = "test", mirror=None) -> list[dict]:
         rows = _hub_rows(name, split)
     else:
         rows = _read_mirror_file(_mirror_path(mirror, MIRROR_FILES[name][split]))
+    return normalize(name, rows, split)
+
+
+def normalize(name: str, rows: list[dict], split: str = "test") -> list[dict]:
+    """Raw rows of ``name`` (hub or mirror format) in headloc's normalized form, with ids.
+
+    Arithmetic rows must carry their ``subset``; the rows are taken in order.
+    """
+    if name not in _NORMALIZERS:
+        raise ValueError(f"unknown paper dataset {name!r}: expected one of {', '.join(PAPER_DATASETS)}")
     return _NORMALIZERS[name](rows, split)
 
 

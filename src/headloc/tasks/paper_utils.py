@@ -107,22 +107,26 @@ def load_wmdp_cyber(data_file=None, n_docs=None, seed=0, mirror=None, **kwargs):
 
 
 class SubjectFirstNSampler(FirstNSampler):
-    """MMLU as one task: the first n dev questions of the evaluated question's own subject.
+    """MMLU as one task: few-shot examples must come from the question's own subject.
 
-    lm-eval's per-subject MMLU tasks use ``first_n`` over that subject's dev split; this does
-    the same within one task over all subjects.
+    lm-eval's per-subject MMLU tasks take the first n dev questions of their subject. lm-eval
+    0.4.13 hands the sampler the evaluated document only when the few-shot split is the test
+    split, so within one task over all subjects the subject is unknown here: headloc_mmlu is
+    zero-shot (lm-eval's default for mmlu) and refuses ``num_fewshot > 0`` rather than mix
+    subjects.
     """
 
     def sample(self, n: int, eval_doc=None, df=None, **kwargs):
-        if eval_doc is None:
-            return super().sample(n, eval_doc=eval_doc, df=df, **kwargs)
-        pool = [d for d in self.df if d["subject"] == eval_doc["subject"]]
-        if n > len(pool):
+        if n > 0 and eval_doc is None:
             raise ValueError(
-                f"{n} few-shot examples requested for subject {eval_doc['subject']!r}, "
-                f"which has {len(pool)} dev questions"
+                f"headloc_mmlu is zero-shot only (num_fewshot={n} requested): lm-eval 0.4.13 does "
+                "not tell the sampler which subject a question has, and the built-in mmlu tasks "
+                "take few-shot examples from the question's own subject. Use num_fewshot: 0."
             )
-        return pool[:n]
+        if n > 0:
+            pool = [d for d in self.df if d["subject"] == eval_doc["subject"]]
+            return pool[:n]
+        return []
 
 
 def mbpp_fewshot_samples() -> list[dict]:
