@@ -1,0 +1,175 @@
+"""Masks sharing forward passes give what one mask at a time gives (real lm-eval, real models)."""
+
+import numpy as np
+import pytest
+import torch
+from transformers import AutoModelForCausalLM
+
+from headloc.ablation import HeadGeometry
+from headloc.data import build_docs, write_jsonl
+from headloc.evaluation import MaskEvaluator, TaskSpec, load_evaluator
+
+
+@pytest.fixture(scope="module")
+def model(tiny_model_dir):
+    return AutoModelForCausalLM.from_pretrained(tiny_model_dir).eval()
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("data")
+    files = {}
+    for name, n_docs in (("ioi", 7), ("induction", 5), ("capitals", None)):
+        docs = build_docs(name, n_docs=n_docs, seed=1)
+        files[name] = folder / f"{name}.jsonl"
+        write_jsonl(docs if n_docs else docs[:8], files[name])
+    return files
+
+
+def spec(name, data):
+    return TaskSpec(f"headloc_{name}").with_data_file(data[name])
+
+
+def tiny_masks(model):
+    """5 masks over the tiny model's 8 heads: the unablated one third, all distinct."""
+    total = HeadGeometry.of(model.config).total
+    masks = np.zeros((5, total), dtype=np.int8)
+    masks[0, [0, 5]] = 1
+    masks[1, [1, 2, 7]] = 1
+    masks[3, [4]] = 1
+    masks[4, [3, 6]] = 1
+    return masks
+
+
+def loglikelihoods(result):
+    return np.array([[choice[0] for choice in s["response"]] for s in result.samples])
+
+
+def greedy_flags(result):
+    return [[choice[1] for choice in s["response"]] for s in result.samples]
+
+
+def assert_same(grouped, single, atol):
+    assert len(grouped) == len(single)
+    for g, s in zip(grouped, single):
+        assert g.score == s.score
+        assert [x["doc_id"] for x in g.samples] == [x["doc_id"] for x in s.samples]
+        if isinstance(s.samples[0]["response"], list):  # log-likelihood: (logprob, is_greedy) per choice
+            np.testing.assert_allclose(loglikelihoods(g), loglikelihoods(s), rtol=0, atol=atol)
+            assert greedy_flags(g) == greedy_flags(s)
+        else:  # generation: the same strings
+            assert [x["response"] for x in g.samples] == [x["response"] for x in s.samples]
+        assert [x["acc"] for x in g.samples] == [x["acc"] for x in s.samples]
+
+
+def count_rows(model):
+    """Rows of every forward pass (prefill and decoding steps) through the embedding layer."""
+    rows = []
+    handle = model.get_input_embeddings().register_forward_pre_hook(lambda m, args: rows.append(args[0].shape[0]))
+    return rows, handle
+
+
+@pytest.mark.parametrize("masks_per_pass", [2, 3, 5])
+def test_loglikelihood_groups_equal_one_mask_at_a_time(model, tokenizer, data, masks_per_pass):
+    masks = tiny_masks(model)
+    single = MaskEvaluator(model, tokenizer, spec("ioi", data), batch_size=6).evaluate_masks(masks, progress=False)
+    evaluator = MaskEvaluator(model, tokenizer, spec("ioi", data), batch_size=6, masks_per_pass=masks_per_pass)
+    rows, handle = count_rows(model)
+    try:
+        grouped = evaluator.evaluate_masks(masks, progress=False)
+    finally:
+        handle.remove()
+    assert_same(grouped, single, atol=1e-5)
+    # the masks really act, each on its own rows: every ablated mask differs from the unablated one
+    for index in (0, 1, 3, 4):
+        assert not np.allclose(loglikelihoods(grouped[index]), loglikelihoods(grouped[2]), atol=1e-4)
+    # memory bound: never more than batch_size rows, always whole groups of mask copies
+    group_sizes = [len(masks[i:i + masks_per_pass]) for i in range(0, len(masks), masks_per_pass)]
+    assert max(rows) <= 6
+    assert all(any(r % g == 0 for g in group_sizes) for r in rows)
+    # one pass per document group of each mask group (IOI's two one-token answers share a pass)
+    assert len(rows) == sum(-(-7 // (6 // g)) for g in group_sizes)
+    assert evaluator.lm.gate is None and evaluator.lm.group is None
+
+
+@pytest.mark.parametrize("masks_per_pass", [2, 4])
+def test_generation_groups_equal_one_mask_at_a_time(model, tokenizer, data, masks_per_pass):
+    masks = tiny_masks(model)
+    single = MaskEvaluator(model, tokenizer, spec("induction", data), batch_size=4).evaluate_masks(masks, progress=False)
+    evaluator = MaskEvaluator(model, tokenizer, spec("induction", data), batch_size=4, masks_per_pass=masks_per_pass)
+    rows, handle = count_rows(model)
+    try:
+        grouped = evaluator.evaluate_masks(masks, progress=False)
+    finally:
+        handle.remove()
+    assert_same(grouped, single, atol=0)
+    responses = {tuple(x["response"] for x in r.samples) for r in grouped}
+    assert len(responses) > 1, "different masks generate different text"
+    assert max(rows) <= 4
+
+
+def test_a_group_of_one_mask_and_the_unablated_mask(model, tokenizer, data):
+    masks = tiny_masks(model)[[2]]
+    evaluator = MaskEvaluator(model, tokenizer, spec("ioi", data), batch_size=4, masks_per_pass=4)
+    (grouped,) = evaluator.evaluate_masks(masks, progress=False)
+    plain = evaluator.evaluate()
+    assert grouped.score == plain.score
+    np.testing.assert_allclose(loglikelihoods(grouped), loglikelihoods(plain), rtol=0, atol=1e-5)
+
+
+def test_rows_that_do_not_hold_whole_mask_groups_are_refused(model, tokenizer, data):
+    evaluator = MaskEvaluator(model, tokenizer, spec("ioi", data), batch_size=4, masks_per_pass=2)
+    gate = torch.ones(2, 2, 4)
+    with evaluator.lm.mask_group(gate):
+        with pytest.raises(RuntimeError, match="does not hold each request's 2 mask copies in adjacent rows"):
+            evaluator.lm._ablation(torch.tensor([[1, 2], [3, 4]]))
+        with pytest.raises(RuntimeError, match="does not hold"):
+            evaluator.lm._ablation(torch.tensor([[1, 2], [1, 2], [3, 4]]))
+        with evaluator.lm._ablation(torch.tensor([[1, 2], [1, 2], [3, 4], [3, 4]])):
+            pass
+
+
+def test_replay_refuses_different_requests(model, tokenizer, data):
+    evaluator = MaskEvaluator(model, tokenizer, spec("ioi", data), batch_size=4, masks_per_pass=2)
+    with evaluator.lm.mask_group(torch.ones(2, 2, 4)) as group:
+        assert evaluator.lm._answers("loglikelihood", ["a", "b"], lambda: [(1, 2), (3, 4)]) == [1, 3]
+        group.index = 1
+        assert evaluator.lm._answers("loglikelihood", ["a", "b"], lambda: pytest.fail("recomputed")) == [2, 4]
+        with pytest.raises(RuntimeError, match="different loglikelihood requests while replaying mask 1"):
+            evaluator.lm._answers("loglikelihood", ["a", "c"], lambda: None)
+
+
+@pytest.mark.parametrize("batch_size, masks_per_pass, message", [
+    (4, 0, "masks_per_pass must be a positive integer, got 0"),
+    (4, 2.0, "masks_per_pass must be a positive integer, got 2.0"),
+    (3, 4, "batch_size 3 cannot hold one group of masks_per_pass=4 masks"),
+    ("auto", 2, "batch_size 'auto' cannot hold one group of masks_per_pass=2 masks"),
+])
+def test_bad_grouping_is_refused_before_loading(model, tokenizer, data, batch_size, masks_per_pass, message):
+    with pytest.raises(ValueError, match=message):
+        MaskEvaluator(model, tokenizer, spec("ioi", data), batch_size=batch_size, masks_per_pass=masks_per_pass)
+    with pytest.raises(ValueError, match=message):
+        load_evaluator("/nonexistent/model", spec("ioi", data), batch_size=batch_size, masks_per_pass=masks_per_pass)
+
+
+@pytest.fixture(scope="module")
+def smollm2(smollm2_dir):
+    from headloc.models import load_model
+
+    return load_model(str(smollm2_dir))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task", ["ioi", "capitals"])
+def test_smollm2_groups_equal_one_mask_at_a_time(smollm2, data, task):
+    from headloc.masks import make_masks
+
+    single = MaskEvaluator(*smollm2, spec(task, data), batch_size=8)
+    grouped = MaskEvaluator(*smollm2, spec(task, data), batch_size=8, masks_per_pass=3)
+    masks = make_masks(single.geometry.total, 4, method="cs_stratified", sparsity=0.05, random_state=0)
+    masks[1] = 0
+    docs = 7 if task == "ioi" else 8
+    expected = single.evaluate_masks(masks, progress=False)
+    got = grouped.evaluate_masks(masks, progress=False)
+    assert all(len(r.samples) == docs for r in got)
+    assert_same(got, expected, atol=1e-4)
