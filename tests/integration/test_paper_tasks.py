@@ -13,9 +13,6 @@ from __future__ import annotations
 import ast
 import gzip
 import json
-import subprocess
-import sys
-import types
 from pathlib import Path
 
 import pytest
@@ -67,23 +64,11 @@ def tiny_lm(tiny_model_dir):
 
 
 @pytest.fixture
-def sandbox(monkeypatch):
-    """headloc.sandbox; until it lands, a plain-subprocess stand-in with the same contract."""
-    try:
-        import headloc.sandbox as module
-    except ImportError:
-        def run_program(program: str, *, timeout: float = 10.0):
-            try:
-                done = subprocess.run([sys.executable, "-c", program], capture_output=True,
-                                      timeout=timeout)
-            except subprocess.TimeoutExpired:
-                return types.SimpleNamespace(passed=False)
-            return types.SimpleNamespace(passed=done.returncode == 0)
+def sandbox():
+    """The real sandbox every model-written program runs in."""
+    import headloc.sandbox
 
-        module = types.ModuleType("headloc.sandbox")
-        module.run_program = run_program
-        monkeypatch.setitem(sys.modules, "headloc.sandbox", module)
-    return module
+    return headloc.sandbox
 
 
 def jsonl(path: Path, rows) -> str:
