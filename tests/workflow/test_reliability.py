@@ -1,0 +1,163 @@
+"""Faults: a real run killed mid-chunk resumes without redoing finished chunks and ends with the
+same results as an uninterrupted run; the SLURM profile dry-runs without SLURM and retries scale
+memory and runtime with the attempt."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from conftest import REPO, snakemake
+
+SEARCH = "tiny/ioi/cs_stratified_m6_p0.25_n4_s0"
+TARGET = f"results/{SEARCH}/recovery.json"
+
+
+def small_config(model_dir):
+    return {
+        "models": {"tiny": {"source": str(model_dir), "batch_size": 8}},
+        "tasks": {"ioi": {"lm_eval_task": "headloc_ioi", "n_docs": 10}},
+        "search": {"methods": ["cs_stratified"], "n_masks": 6, "sparsity": 0.25, "id_docs": 4,
+                   "chunks": 3, "alpha": 0.001},
+        "validation": {"top_k": 2},
+    }
+
+
+def workdir(tmp_path_factory, model_dir, name):
+    work = tmp_path_factory.mktemp(name)
+    (work / "config.yaml").write_text(yaml.safe_dump(small_config(model_dir)))
+    return work
+
+
+def args(work, *extra):
+    return [TARGET, "--cores", "1", "--directory", str(work), "--configfile", str(work / "config.yaml"), *extra]
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory, tiny_model_dir):
+    work = workdir(tmp_path_factory, tiny_model_dir, "uninterrupted")
+    snakemake(*args(work))
+    return work
+
+
+def chunk_files(work):
+    return sorted((work / "results" / SEARCH / "scores").glob("*.tsv"))
+
+
+def start(work):
+    command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), *args(work)]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    return subprocess.Popen(command, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+
+
+def wait_for_a_running_chunk(work, process, timeout=600):
+    """Block until one chunk is finished and another one's job has started (its log exists)."""
+    logs = work / "results" / "logs" / "score_masks" / SEARCH
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        done = {p.stem for p in chunk_files(work)}
+        running = {p.stem for p in logs.glob("*.log")} - done
+        if done and running:
+            return
+        if process.poll() is not None:
+            pytest.fail(f"the run ended before a chunk was running:\n{process.stdout.read()[-3000:]}")
+        time.sleep(0.05)
+    pytest.fail("no chunk started in time")
+
+
+def assert_every_target_whole(work):
+    """Every file the run left is complete (temporary files of killed writers are hidden: .name.*.tmp)."""
+    for path in (work / "results").rglob("*"):
+        if not path.is_file() or path.name.startswith(".") or {"logs", "benchmarks"} & set(path.parts):
+            continue
+        if path.suffix == ".npy":
+            np.load(path)
+        elif path.suffix == ".tsv":
+            assert len(pd.read_csv(path, sep="\t")) > 0, path
+        elif path.suffix == ".jsonl":
+            assert all(json.loads(line) for line in path.read_text().splitlines()), path
+        elif path.suffix == ".json":
+            json.loads(path.read_text())
+
+
+def stats(paths):
+    return {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in paths}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_killed_mid_chunk_resumes_without_redoing_finished_chunks(tmp_path_factory, tiny_model_dir, reference, sig):
+    work = workdir(tmp_path_factory, tiny_model_dir, f"killed-{sig.name}")
+    process = start(work)
+    wait_for_a_running_chunk(work, process)
+    os.killpg(process.pid, sig)  # the whole run, as Ctrl-C, scancel or a dying node would
+    process.wait(timeout=120)
+    assert process.returncode != 0
+
+    finished = chunk_files(work)
+    assert 0 < len(finished) < 3, "killed while a chunk was being scored"
+    assert not (work / TARGET).exists()
+    assert_every_target_whole(work)
+    kept = stats(finished + [work / "results" / SEARCH / "masks.npy"])
+
+    if sig == signal.SIGKILL:  # no clean-up ran: Snakemake's lock stays until --unlock (docs/pitfalls.md)
+        locked = snakemake(*args(work), check=False)
+        assert locked.returncode != 0 and "--unlock" in locked.stdout + locked.stderr
+        snakemake(*args(work, "--unlock"))
+    resumed = snakemake(*args(work))  # the same command; profiles/default reruns incomplete jobs
+
+    assert stats(work / "results" / SEARCH / "scores" / name for name in kept if name.endswith(".tsv")) == {
+        name: stat for name, stat in kept.items() if name.endswith(".tsv")}, "finished chunks are not redone"
+    assert stats([work / "results" / SEARCH / "masks.npy"]) == {"masks.npy": kept["masks.npy"]}
+    assert resumed.stdout.count("rule score_masks:") + resumed.stderr.count("rule score_masks:") == 3 - len(finished)
+    for path in chunk_files(reference) + [reference / TARGET]:
+        relative = path.relative_to(reference)
+        assert (work / relative).read_bytes() == path.read_bytes(), relative
+    assert_every_target_whole(work)
+
+
+def test_slurm_profile_dry_run_without_slurm(monkeypatch):
+    monkeypatch.setenv("SBATCH_ACCOUNT", "proj42")
+    monkeypatch.setenv("HEADLOC_GPU_PARTITION", "gpu-a100")
+    monkeypatch.delenv("SBATCH_PARTITION", raising=False)
+    result = snakemake("-n", "--profile", "profiles/slurm", "--configfile", "config/demo.yaml")
+    out = result.stdout + result.stderr
+    assert "Using profiles" in out and "profiles/slurm" in out
+    score_jobs = [block for block in out.split("\nrule ") if block.startswith("score_masks:")]
+    assert score_jobs, out[-2000:]
+    for block in score_jobs:
+        resources = next(line for line in block.splitlines() if line.strip().startswith("resources:"))
+        for item in ("slurm_account=proj42", "slurm_partition=gpu-a100", "gpu=1", "cpus_per_gpu=4"):
+            assert item in resources, resources
+    materialize = next(block for block in out.split("\nrule ") if block.startswith("materialize_dataset:"))
+    assert "slurm_partition=," in materialize or "slurm_partition=\n" in materialize  # SBATCH_PARTITION unset
+
+
+@pytest.mark.slow
+def test_retries_ask_for_more_memory_and_time(tmp_path):
+    """A real Snakemake run of rules/resources.smk's callables: a job that fails twice is retried
+    with mem_mb and runtime of attempt 2, then 3."""
+    (tmp_path / "Snakefile").write_text(f'''
+include: "{REPO / "rules/resources.smk"}"
+
+rule flaky:
+    output: "done.txt"
+    resources:
+        mem_mb=eval_mem_mb,
+        runtime=eval_runtime,
+    shell: "echo {{resources.mem_mb}} {{resources.runtime}} >> attempts.txt; test $(wc -l < attempts.txt) -ge 3 && touch {{output}}"
+''')
+    command = [sys.executable, "-m", "snakemake", "--cores", "1", "--retries", "2"]
+    result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    base_mem, base_runtime = 32000, 120
+    assert (tmp_path / "attempts.txt").read_text().split("\n")[:3] == [
+        f"{base_mem * a} {base_runtime * a}" for a in (1, 2, 3)]
