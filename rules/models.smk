@@ -10,3 +10,20 @@ rule prepare_model:
         gguf=gguf_file,
     script:
         "../scripts/prepare_model.py"
+
+
+rule model_geometry:
+    """Layers, heads per layer and key/value heads of a model, from its config (paper Table 1)."""
+    input:
+        model=get_model_input,
+    output:
+        "results/{model}/geometry.json",
+    log:
+        "results/logs/model_geometry/{model}.log",
+    conda:
+        "../envs/headloc.yaml"
+    params:
+        location=model_location,
+        source=lambda wildcards: config["models"][wildcards.model]["source"],
+    script:
+        "../scripts/model_geometry.py"

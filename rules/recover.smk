@@ -1,9 +1,9 @@
 checkpoint recover_heads:
-    """Fit the Lasso of eq. (1) to one search's scores and rank the heads (a checkpoint: the
-    validation jobs depend on which heads come out)."""
+    """Rank the heads of one search: the Lasso of eq. (1) on the masks' scores, one-shot greedy's
+    single-head effects, or greedy's rounds (a checkpoint: which heads come out decides the
+    validation jobs)."""
     input:
-        masks="results/{model}/{task}/{search}/masks.npy",
-        scores=get_chunk_scores,
+        unpack(get_recovery_input),
     output:
         "results/{model}/{task}/{search}/recovery.json",
     log:
@@ -18,3 +18,62 @@ checkpoint recover_heads:
         top_k=TOP_K,
     script:
         "../scripts/recover_heads.py"
+
+
+rule universal_heads:
+    """Heads at the top of tasks of several capabilities (paper 6.1), from the main method's rankings."""
+    input:
+        main_recovery_files,
+    output:
+        "results/{model}/universal_heads.json",
+    log:
+        "results/logs/universal_heads/{model}.log",
+    conda:
+        "../envs/headloc.yaml"
+    params:
+        capabilities=CAPABILITIES,
+        rule=UNIVERSAL,
+    script:
+        "../scripts/universal_heads.py"
+
+
+rule score_top_heads:
+    """Tuning (appendix A.1): score the identification subset unablated and with a search's top-k
+    heads ablated."""
+    input:
+        model=get_model_input,
+        recovery="results/{model}/{task}/{search}/recovery.json",
+        docs=get_id_subset,
+    output:
+        "results/{model}/{task}/{search}/id_topk.json",
+    log:
+        "results/logs/score_top_heads/{model}/{task}/{search}.log",
+    benchmark:
+        "results/benchmarks/score_top_heads/{model}/{task}/{search}.tsv"
+    conda:
+        "../envs/headloc.yaml"
+    threads: 1
+    resources:
+        gpu=1,
+    params:
+        location=model_location,
+        model=model_options,
+        task=task_options,
+        spec=search_spec,
+        relative=lambda wildcards: config["tasks"][wildcards.task]["relative"],
+    script:
+        "../scripts/score_top_heads.py"
+
+
+rule choose_hyperparameters:
+    """Tuning (appendix A.1): the grid point whose top heads degrade the task most."""
+    input:
+        get_tuning_points,
+    output:
+        "results/{model}/{task}/tuning.json",
+    log:
+        "results/logs/choose_hyperparameters/{model}/{task}.log",
+    conda:
+        "../envs/headloc.yaml"
+    script:
+        "../scripts/choose_hyperparameters.py"

@@ -10,9 +10,7 @@ rule make_masks:
         "../envs/headloc.yaml"
     params:
         location=model_location,
-        method=search_method,
-        n_masks=SEARCH["n_masks"],
-        sparsity=SEARCH["sparsity"],
+        spec=search_spec,
         seed=SEARCH["seed"],
     script:
         "../scripts/make_masks.py"
@@ -43,3 +41,52 @@ rule score_masks:
         chunks=SEARCH["chunks"],
     script:
         "../scripts/score_masks.py"
+
+
+rule make_greedy_masks:
+    """Greedy round r: the heads chosen in rounds 1..r-1 plus each remaining head in turn."""
+    input:
+        model=get_model_input,
+        previous=get_previous_choice,
+    output:
+        "results/{model}/{task}/{search}/round{round}/masks.npy",
+    log:
+        "results/logs/make_greedy_masks/{model}/{task}/{search}/round{round}.log",
+    conda:
+        "../envs/headloc.yaml"
+    params:
+        location=model_location,
+    script:
+        "../scripts/make_greedy_masks.py"
+
+
+use rule score_masks as score_greedy_masks with:
+    input:
+        model=get_model_input,
+        masks="results/{model}/{task}/{search}/round{round}/masks.npy",
+        docs=get_id_subset,
+    output:
+        scores="results/{model}/{task}/{search}/round{round}/scores/{chunk}.tsv",
+        samples="results/{model}/{task}/{search}/round{round}/scores/{chunk}.samples.jsonl",
+    log:
+        "results/logs/score_masks/{model}/{task}/{search}/round{round}/{chunk}.log",
+    benchmark:
+        "results/benchmarks/score_masks/{model}/{task}/{search}/round{round}/{chunk}.tsv"
+
+
+rule choose_greedy_head:
+    """Keep the head whose addition lowers the score most in greedy round r."""
+    input:
+        masks="results/{model}/{task}/{search}/round{round}/masks.npy",
+        scores=get_greedy_round_scores,
+        previous=get_previous_choice,
+    output:
+        "results/{model}/{task}/{search}/round{round}/chosen.json",
+    log:
+        "results/logs/choose_greedy_head/{model}/{task}/{search}/round{round}.log",
+    conda:
+        "../envs/headloc.yaml"
+    params:
+        location=model_location,
+    script:
+        "../scripts/choose_greedy_head.py"

@@ -7,8 +7,9 @@ from headloc.models import load_config
 
 log = log_to_file(snakemake.log[0])
 geometry = HeadGeometry.of(load_config(snakemake.params.location))
-p = snakemake.params
-masks = make_masks(geometry.total, p.n_masks, method=p.method, sparsity=p.sparsity, random_state=p.seed)
+spec = snakemake.params.spec
+masks = make_masks(geometry.total, spec["n_masks"], method=spec["method"], sparsity=spec["sparsity"],
+                   random_state=snakemake.params.seed)
 log.info("%s: %d masks over %d heads (%d x %d), %.1f heads ablated per mask",
-         p.method, len(masks), geometry.total, geometry.n_layers, geometry.n_heads, masks.sum(1).mean())
+         spec["method"], len(masks), geometry.total, geometry.n_layers, geometry.n_heads, masks.sum(1).mean())
 save_npy(snakemake.output[0], masks)

@@ -1,20 +1,27 @@
 """Recovery and validation records to the tidy tables that every paper table is cut from.
 
 A recovery record is the content of ``recovery.json``; an evaluation record the content of
-``evals/{task}/{headset}.json``. Scores are put in display units here, once: a fraction becomes a
-percentage, and a task marked relative (swearing) becomes percent of its unablated baseline.
+``evals/{task}/{headset}.json``. A *selection* names heads a table reports: a search's
+task-specific top-k (``kind`` "task", ablated cumulatively), a universal or knowledge head (ablated
+alone), or an extra head set from the config. Scores are put in display units here, once: a
+fraction becomes a percentage, and a task marked relative (swearing) becomes percent of its
+unablated baseline.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
 from headloc.heads import format_headset
+from headloc.selection import select_heads
 
-RECOVERY_COLUMNS = ["model", "task", "method", "search", "top_heads", "n_evals", "r2", "alpha"]
-EVAL_COLUMNS = ["model", "task", "method", "search", "k", "headset", "eval_task", "score"]
+RECOVERY_COLUMNS = ["model", "task", "capability", "method", "search", "top_heads", "n_evals", "r2", "alpha"]
+EVAL_COLUMNS = ["model", "kind", "task", "capability", "method", "search", "k", "headset", "eval_task",
+                "eval_capability", "score"]
+KINDS = ("task", "universal", "knowledge", "extra")
 
 
 def display_score(value: float, baseline: float, relative: bool) -> float:
@@ -24,34 +31,87 @@ def display_score(value: float, baseline: float, relative: bool) -> float:
     return 100.0 * value
 
 
-def recoveries_frame(recoveries: list[dict]) -> pd.DataFrame:
-    """One row per search; ``top_heads`` is a list of head names, best first."""
-    rows = [{column: record[column] for column in RECOVERY_COLUMNS} for record in recoveries]
+def selections(recoveries: Sequence[dict], *, main: Mapping[str, str], capabilities: Mapping[str, str],
+               k: int, universal: Mapping, knowledge: Mapping, extra: Sequence[str] = ()) -> list[dict]:
+    """Every selection of every model with a recovery (see :func:`headloc.selection.select_heads`).
+
+    Each is ``{"model", "kind", "task", "method", "search", "heads"}``; task, method and search are
+    empty for the kinds that do not come from one search.
+    """
+    by_model: dict[str, list[dict]] = {}
+    for record in recoveries:
+        by_model.setdefault(record["model"], []).append(record)
+    out = []
+    for model, records in by_model.items():
+        rankings = {(r["task"], r["search"]): r["ranking"] for r in records}
+        methods = {(r["task"], r["search"]): r["method"] for r in records}
+        picked = select_heads(rankings, main, capabilities, k=k, universal=universal, knowledge=knowledge)
+        for (task, search), heads in picked["task"].items():
+            out.append({"model": model, "kind": "task", "task": task, "method": methods[(task, search)],
+                        "search": search, "heads": heads})
+        for kind in ("universal", "knowledge"):
+            out += [{"model": model, "kind": kind, "task": "", "method": "", "search": "", "heads": [head]}
+                    for head in picked[kind]]
+        out += [{"model": model, "kind": "extra", "task": "", "method": "", "search": "",
+                 "heads": spelling.split("+")} for spelling in extra]
+    return out
+
+
+def recoveries_frame(recoveries: Sequence[dict], chosen: Sequence[dict] = (),
+                     capabilities: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """One row per search; ``top_heads`` is the selection's heads (universal heads filtered) when
+    ``chosen`` has the search, else the recovery's own top heads."""
+    heads = {(s["model"], s["task"], s["search"]): s["heads"] for s in chosen if s["kind"] == "task"}
+    capabilities = capabilities or {}
+    rows = []
+    for record in recoveries:
+        key = (record["model"], record["task"], record["search"])
+        rows.append({**{c: record.get(c) for c in RECOVERY_COLUMNS},
+                     "capability": capabilities.get(record["task"], record["task"]),
+                     "top_heads": list(heads.get(key, record["top_heads"]))})
     return pd.DataFrame(rows, columns=RECOVERY_COLUMNS)
 
 
-def evals_frame(recoveries: list[dict], evals: list[dict], relative_tasks=()) -> pd.DataFrame:
-    """One row per (search, k = 0..len(top_heads), evaluated task), with the score in display units.
+def evals_frame(chosen: Sequence[dict], evals: Sequence[dict], relative_tasks=(),
+                capabilities: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """One row per (selection, number of heads ablated k, evaluated task), score in display units.
 
+    A "task" selection gives k = 0..len(heads) (cumulative top heads, k = 0 the baseline); the other
+    kinds give their k = len(heads) rows, plus one set of k = 0 baseline rows per model and kind.
     Raises KeyError naming the (model, task, head set) of an evaluation that is missing.
     """
+    capabilities = capabilities or {}
     values = {(e["model"], e["task"], e["headset"]): e["value"] for e in evals}
-    eval_tasks = {}
+    eval_tasks: dict[str, list[str]] = {}
     for e in evals:
         eval_tasks.setdefault(e["model"], []).append(e["task"])
-    rows = []
-    for record in recoveries:
-        model = record["model"]
-        for k in range(len(record["top_heads"]) + 1):
-            headset = format_headset(record["top_heads"][:k])
-            for eval_task in dict.fromkeys(eval_tasks.get(model, [])):
-                key = (model, eval_task, headset)
-                if key not in values:
-                    raise KeyError(f"no evaluation of model {model}, task {eval_task}, heads {headset}")
-                baseline = values[(model, eval_task, "none")]
-                rows.append({
-                    "model": model, "task": record["task"], "method": record["method"],
-                    "search": record["search"], "k": k, "headset": headset, "eval_task": eval_task,
-                    "score": display_score(values[key], baseline, eval_task in relative_tasks),
-                })
+    rows, baselines_done = [], set()
+
+    def add(selection, k, heads):
+        model, headset = selection["model"], format_headset(heads)
+        for eval_task in dict.fromkeys(eval_tasks.get(model, [])):
+            if (model, eval_task, headset) not in values:
+                raise KeyError(f"no evaluation of model {model}, task {eval_task}, heads {headset}")
+            baseline = values[(model, eval_task, "none")]
+            rows.append({
+                "model": model, "kind": selection["kind"], "task": selection["task"],
+                "capability": capabilities.get(selection["task"], selection["task"]),
+                "method": selection["method"], "search": selection["search"], "k": k,
+                "headset": headset, "eval_task": eval_task,
+                "eval_capability": capabilities.get(eval_task, eval_task),
+                "score": display_score(values[(model, eval_task, headset)], baseline,
+                                       eval_task in relative_tasks),
+            })
+
+    for selection in chosen:
+        heads = selection["heads"]
+        if selection["kind"] == "task":
+            for k in range(len(heads) + 1):
+                add(selection, k, heads[:k])
+            continue
+        key = (selection["model"], selection["kind"])
+        if key not in baselines_done:
+            baselines_done.add(key)
+            add(selection, 0, [])
+        add(selection, len(heads), heads)
     return pd.DataFrame(rows, columns=EVAL_COLUMNS)

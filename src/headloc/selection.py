@@ -66,3 +66,34 @@ def knowledge_heads(rankings: Mapping[str, Sequence[str]], tasks: Sequence[str],
             counts.setdefault(head, []).append(task)
     shared = {head: hit for head, hit in counts.items() if len(hit) >= needed}
     return dict(sorted(shared.items(), key=lambda item: parse_head(item[0])))
+
+
+def select_heads(rankings: Mapping[tuple[str, str], Sequence[str]], main: Mapping[str, str],
+                 capabilities: Mapping[str, str], *, k: int, universal: Mapping,
+                 knowledge: Mapping) -> dict:
+    """Every head one model's tables report, from its rankings keyed by (task, search).
+
+    ``main`` maps each searched task to its main-method search; ``universal`` holds the config's
+    ``top_n``, ``min_capabilities`` and ``filter``, ``knowledge`` its ``tasks``, ``top_n`` and
+    ``min_tasks``. Returns ``{"universal": {head: tasks}, "knowledge": {head: tasks},
+    "task": {(task, search): top-k heads}}``, the task heads without the universal ones when
+    ``universal["filter"]``.
+
+    >>> rankings = {("a", "cs"): ["L0H0", "L1H1", "L2H2"], ("b", "cs"): ["L0H0", "L3H3", "L1H1"]}
+    >>> picked = select_heads(rankings, {"a": "cs", "b": "cs"}, {"a": "math", "b": "code"}, k=2,
+    ...     universal={"top_n": 1, "min_capabilities": 2, "filter": True},
+    ...     knowledge={"tasks": [], "top_n": 5, "min_tasks": None})
+    >>> picked["universal"], picked["task"][("b", "cs")]
+    ({'L0H0': ['a', 'b']}, ['L3H3', 'L1H1'])
+    """
+    main_rankings = {task: rankings[(task, search)] for task, search in main.items()}
+    found = universal_heads(main_rankings, capabilities, top_n=universal["top_n"],
+                            min_capabilities=universal["min_capabilities"])
+    exclude = list(found) if universal["filter"] else []
+    shared = knowledge_heads(main_rankings, knowledge["tasks"], top_n=knowledge["top_n"],
+                             min_tasks=knowledge["min_tasks"], exclude=exclude)
+    return {
+        "universal": found,
+        "knowledge": shared,
+        "task": {key: task_heads(ranking, k, exclude) for key, ranking in rankings.items()},
+    }

@@ -19,7 +19,7 @@ pytest.importorskip("lm_eval")
 from lm_eval.evaluator import evaluate  # noqa: E402
 from lm_eval.tasks import TaskManager  # noqa: E402
 
-from headloc.data import DATASETS, build_docs, write_jsonl  # noqa: E402
+from headloc.data import BUILTIN_DATASETS, build_docs, write_jsonl  # noqa: E402
 
 TASKS_DIR = Path(__file__).resolve().parents[2] / "src" / "headloc" / "tasks"
 PROFANITY_CSV = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "profanity" / "profanity_en.csv"
@@ -60,7 +60,7 @@ def tiny_lm(tiny_model_dir):
 def test_task_names_and_versions(tmp_path):
     words = write_profanity_csv(tmp_path / "list.csv", ["heck"])
     tasks = manager(n_docs=1, profanity=str(words)).load(sorted(TASKS))["tasks"]
-    assert sorted(tasks) == sorted(TASKS) == sorted(f"headloc_{name}" for name in DATASETS)
+    assert sorted(tasks) == sorted(TASKS) == sorted(f"headloc_{name}" for name in BUILTIN_DATASETS)
     for task in tasks.values():
         assert task.config.metadata["version"] == 1.0
         assert task.config.test_split == "test"

@@ -2,10 +2,16 @@ import math
 
 import pytest
 
-from headloc.results import display_score, evals_frame, recoveries_frame
+from headloc.results import display_score, evals_frame, recoveries_frame, selections
 
 RECOVERY = {"model": "m", "task": "ioi", "method": "cs_stratified", "search": "s1",
-            "top_heads": ["L3H1", "L0H2"], "n_evals": 100, "r2": 0.5, "alpha": 0.01}
+            "top_heads": ["L3H1", "L0H2"], "ranking": ["L3H1", "L0H2", "L1H1", "L2H2"],
+            "n_evals": 100, "r2": 0.5, "alpha": 0.01}
+SWEAR = {**RECOVERY, "task": "swear", "search": "s2", "ranking": ["L3H1", "L2H2", "L0H2", "L1H1"],
+         "top_heads": ["L3H1", "L2H2"]}
+TASK = {"model": "m", "kind": "task", "task": "ioi", "method": "cs_stratified", "search": "s1",
+        "heads": ["L3H1", "L0H2"]}
+CAPS = {"ioi": "syntax", "swear": "language"}
 
 
 def record(task, headset, value):
@@ -25,7 +31,7 @@ def test_display_units():
 
 
 def test_evals_frame_rows_and_scores():
-    frame = evals_frame([RECOVERY], EVALS, relative_tasks=["swear"])
+    frame = evals_frame([TASK], EVALS, relative_tasks=["swear"], capabilities=CAPS)
     assert len(frame) == 3 * 2  # k = 0, 1, 2 on two tasks
     got = {(r.k, r.eval_task): (r.headset, r.score) for r in frame.itertuples()}
     assert got[(0, "ioi")] == ("none", pytest.approx(90.0))
@@ -33,14 +39,40 @@ def test_evals_frame_rows_and_scores():
     assert got[(2, "ioi")] == ("L0H2+L3H1", pytest.approx(30.0))  # canonical order, not rank order
     assert got[(0, "swear")][1] == pytest.approx(100.0)
     assert got[(2, "swear")][1] == pytest.approx(25.0)
-    assert set(frame["task"]) == {"ioi"} and set(frame["search"]) == {"s1"}
+    assert set(frame["task"]) == {"ioi"} and set(frame["capability"]) == {"syntax"}
+    assert set(frame["eval_capability"]) == {"syntax", "language"} and set(frame["kind"]) == {"task"}
+
+
+def test_single_head_kinds_share_one_baseline_per_model():
+    universal = [{"model": "m", "kind": "universal", "task": "", "method": "", "search": "",
+                  "heads": [head]} for head in ("L3H1", "L0H2")]
+    evals = EVALS + [record("ioi", "L0H2", 0.45), record("swear", "L0H2", 4.0)]
+    frame = evals_frame(universal, evals, relative_tasks=["swear"])
+    assert sorted(frame["k"]) == [0, 0, 1, 1, 1, 1]
+    assert frame.query("headset == 'L0H2' and eval_task == 'swear'")["score"].item() == pytest.approx(50.0)
 
 
 def test_missing_evaluation_is_named():
     with pytest.raises(KeyError, match="task swear, heads L0H2\\+L3H1"):
-        evals_frame([RECOVERY], EVALS[:-1])
+        evals_frame([TASK], EVALS[:-1])
 
 
-def test_recoveries_frame():
+def test_selections_filter_universal_heads():
+    chosen = selections([RECOVERY, SWEAR], main={"ioi": "s1", "swear": "s2"}, capabilities=CAPS, k=2,
+                        universal={"top_n": 1, "min_capabilities": 2, "filter": True},
+                        knowledge={"tasks": [], "top_n": 5, "min_tasks": None}, extra=["L1H1+L2H2"])
+    by_kind = {}
+    for s in chosen:
+        by_kind.setdefault(s["kind"], []).append(s)
+    assert [s["heads"] for s in by_kind["universal"]] == [["L3H1"]]  # top 1 of both capabilities
+    assert {s["task"]: s["heads"] for s in by_kind["task"]} == {"ioi": ["L0H2", "L1H1"],
+                                                                 "swear": ["L2H2", "L0H2"]}
+    assert by_kind["extra"][0]["heads"] == ["L1H1", "L2H2"]
+    frame = recoveries_frame([RECOVERY, SWEAR], chosen, CAPS)
+    assert frame.set_index("task").loc["ioi", "top_heads"] == ["L0H2", "L1H1"]
+    assert frame.set_index("task").loc["swear", "capability"] == "language"
+
+
+def test_recoveries_frame_without_selection_keeps_recovered_top():
     frame = recoveries_frame([RECOVERY])
     assert frame.loc[0, "top_heads"] == ["L3H1", "L0H2"] and frame.loc[0, "n_evals"] == 100

@@ -1,0 +1,29 @@
+"""Keep the most damaging head of one greedy round (rule choose_greedy_head)."""
+
+import numpy as np
+import pandas as pd
+
+from headloc import greedy
+from headloc.ablation import HeadGeometry
+from headloc.heads import head_index, head_name
+from headloc.io import log_to_file, read_json, write_json
+from headloc.models import load_config
+
+log = log_to_file(snakemake.log[0])
+geometry = HeadGeometry.of(load_config(snakemake.params.location))
+previous = read_json(snakemake.input.previous) if snakemake.input.previous else {"chosen": [], "n_evals": 0}
+chosen = [head_index(h, geometry.n_layers, geometry.n_heads) for h in previous["chosen"]]
+masks = np.load(snakemake.input.masks)
+scores = pd.concat(pd.read_csv(path, sep="\t") for path in snakemake.input.scores).sort_values("mask")
+best, by_head = greedy.choose(masks, scores["score"].to_numpy(), chosen)
+unablated = float(scores["score"].iloc[0]) if not chosen else previous["unablated"]
+names = [head_name(i, geometry.n_heads) for i in range(geometry.total)]
+log.info("round %s keeps %s (score %.4f)", snakemake.wildcards.round, names[best], by_head[best])
+write_json(snakemake.output[0], {
+    "round": int(snakemake.wildcards.round),
+    "chosen": [*previous["chosen"], names[best]],
+    "score": float(by_head[best]),
+    "unablated": unablated,
+    "n_evals": previous["n_evals"] + len(masks),
+    "scores": {names[i]: float(s) for i, s in enumerate(by_head) if not np.isnan(s)},
+})

@@ -1,0 +1,13 @@
+"""Choose the grid point whose top heads degrade the task most (rule choose_hyperparameters)."""
+
+from headloc.io import log_to_file, read_json, write_json
+
+log = log_to_file(snakemake.log[0])
+points = [read_json(path) for path in snakemake.input]
+# most degradation first; ties: fewer masks, then lower sparsity (the cheaper search)
+best = min(points, key=lambda p: (p["degradation"], p["n_masks"], p["sparsity"]))
+log.info("chosen: %s (degradation %.1f)", best["search"], best["degradation"])
+write_json(snakemake.output[0], {
+    "model": best["model"], "task": best["task"], "chosen": best["search"],
+    "points": [{**p, "chosen": p["search"] == best["search"]} for p in points],
+})

@@ -1,0 +1,16 @@
+"""The masks of one greedy round (rule make_greedy_masks)."""
+
+from headloc import greedy
+from headloc.ablation import HeadGeometry
+from headloc.heads import head_index
+from headloc.io import log_to_file, read_json, save_npy
+from headloc.models import load_config
+
+log = log_to_file(snakemake.log[0])
+geometry = HeadGeometry.of(load_config(snakemake.params.location))
+chosen = read_json(snakemake.input.previous)["chosen"] if snakemake.input.previous else []
+indices = [head_index(head, geometry.n_layers, geometry.n_heads) for head in chosen]
+masks = greedy.round_masks(geometry.total, indices)
+log.info("round %s: %d masks, heads kept ablated: %s", snakemake.wildcards.round, len(masks),
+         ", ".join(chosen) or "none")
+save_npy(snakemake.output[0], masks)

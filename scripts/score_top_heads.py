@@ -1,0 +1,29 @@
+"""Score a search's top-k heads on the identification subset (rule score_top_heads, appendix A.1)."""
+
+import torch
+
+from headloc.ablation import HeadGeometry
+from headloc.evaluation import TaskSpec, load_evaluator
+from headloc.heads import headset_mask
+from headloc.io import log_to_file, read_json, write_json
+from headloc.results import display_score
+
+log = log_to_file(snakemake.log[0])
+torch.set_num_threads(snakemake.threads)
+recovery = read_json(snakemake.input.recovery)
+task = TaskSpec(**snakemake.params.task).with_data_file(snakemake.input.docs)
+evaluator = load_evaluator(snakemake.params.location, task, **snakemake.params.model)
+geometry = HeadGeometry.of(evaluator.lm.model.config)
+mask = headset_mask(recovery["top_heads"], geometry.n_layers, geometry.n_heads)
+baseline, ablated = (r.score for r in evaluator.evaluate_masks([0 * mask, mask], progress=False))
+relative = snakemake.params.relative
+shown = {name: display_score(value, baseline, relative) for name, value in
+         (("baseline", baseline), ("ablated", ablated))}
+log.info("%s: %.4f unablated, %.4f with %s ablated", snakemake.wildcards.search, baseline, ablated,
+         ", ".join(recovery["top_heads"]))
+write_json(snakemake.output[0], {
+    "model": snakemake.wildcards.model, "task": snakemake.wildcards.task,
+    "search": snakemake.wildcards.search, **snakemake.params.spec,
+    "top_heads": recovery["top_heads"], **shown,
+    "degradation": shown["ablated"] - shown["baseline"],
+})
