@@ -18,6 +18,7 @@ if not config:
 
 
 include: "rules/common.smk"
+include: "rules/resources.smk"
 include: "rules/models.smk"
 include: "rules/data.smk"
 include: "rules/search.smk"

@@ -55,6 +55,8 @@ rule score_top_heads:
     threads: 1
     resources:
         gpu=1,
+        mem_mb=eval_mem_mb,
+        runtime=eval_runtime,
     params:
         location=model_location,
         model=model_options,

@@ -34,6 +34,8 @@ rule score_masks:
     threads: 1
     resources:
         gpu=1,
+        mem_mb=eval_mem_mb,
+        runtime=eval_runtime,
     params:
         location=model_location,
         model=model_options,
