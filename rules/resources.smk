@@ -7,7 +7,8 @@ The base values suit the paper's largest model (8B, bf16) on one GPU; override t
 `set-resources: {score_masks: {mem_mb: "64000 * attempt"}}` (see docs/slurm.md).
 """
 
-EVAL_MEM_MB = 32000  # host memory of the first attempt: the model is loaded on the CPU first
+# host memory of the first attempt: the model is loaded on the CPU first
+EVAL_MEM_MB = 32000
 EVAL_RUNTIME = 120  # minutes of the first attempt
 
 
