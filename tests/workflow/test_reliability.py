@@ -135,7 +135,8 @@ def test_slurm_profile_dry_run_without_slurm(monkeypatch):
     assert score_jobs, out[-2000:]
     for block in score_jobs:
         resources = next(line for line in block.splitlines() if line.strip().startswith("resources:"))
-        for item in ("slurm_account=proj42", "slurm_partition=gpu-a100", "gpu=1", "cpus_per_gpu=4"):
+        for item in ("slurm_account=proj42", "slurm_partition=gpu-a100", "gpu=1", "cpus_per_gpu=4",
+                     "mem_mb=32000", "runtime=120"):  # attempt 1 of rules/resources.smk
             assert item in resources, resources
     materialize = next(block for block in out.split("\nrule ") if block.startswith("materialize_dataset:"))
     assert "slurm_partition=," in materialize or "slurm_partition=\n" in materialize  # SBATCH_PARTITION unset
