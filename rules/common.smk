@@ -4,14 +4,12 @@ import json
 import os
 import re
 
-from snakemake.utils import validate
-
-from headloc.config import check_config, model_geometries
+from headloc.config import check_config, model_geometries, validate_config
 from headloc.heads import HEADSET_PATTERN, format_headset
 from headloc.models import resolve_source
 from headloc.selection import select_heads
 
-validate(config, schema="../config/schema.yaml", set_default=True)
+validate_config(config, workflow.basedir + "/config/schema.yaml")
 check_config(config, model_geometries(config))
 
 MODELS = list(config["models"])

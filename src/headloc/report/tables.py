@@ -5,7 +5,7 @@ Every function is pure: DataFrames in, a DataFrame out; writing files is the job
 baseline for "relative" tasks), so every delta is in percentage points. Deltas keep full
 precision here; rounding happens only in :mod:`headloc.report.formats`.
 
-The long evaluations frame (``results/tables/evals.tsv``) has one row per full-dataset
+The long evaluations frame (``results/tables/evals_<scope>.tsv``) has one row per full-dataset
 evaluation: ``model, kind, task, capability, method, search, k, headset, eval_task,
 eval_capability, score``. ``kind`` says where the head set came from: ``"task"`` (the top-k
 heads of a search), ``"universal"`` and ``"knowledge"`` (one shared head, k = 1) or ``"extra"``
