@@ -213,9 +213,9 @@ class AblatedLM(HFLM):
                 enabled=self.mixed_precision_dtype is not None,
             ), self._ablation(rows):
                 if keep_arg:
-                    logits = self.model(rows, logits_to_keep=width - first).logits
+                    logits = self.model(rows, logits_to_keep=width - first, use_cache=False).logits
                 else:
-                    logits = self.model(rows).logits[:, first:]
+                    logits = self.model(rows, use_cache=False).logits[:, first:]
             logprobs = F.log_softmax(logits, dim=-1, dtype=self.softmax_dtype)
             logprobs = logprobs.view(len(chunk), masks, *logprobs.shape[1:])
             for (request_str, context, continuation), length, doc_logprobs in zip(chunk, lengths, logprobs):
