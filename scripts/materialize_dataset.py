@@ -9,6 +9,8 @@ if options["data_file"]:
     docs = read_jsonl(options["data_file"])[: options["n_docs"]]
     log.info("read %d documents from %s", len(docs), options["data_file"])
 else:
-    docs = build_docs(options["dataset"], n_docs=options["n_docs"], seed=options["seed"])
-    log.info("built %d documents of dataset %s (seed %d)", len(docs), options["dataset"], options["seed"])
+    docs = build_docs(options["dataset"], n_docs=options["n_docs"], seed=options["seed"],
+                      mirror=options["mirror"])
+    log.info("built %d documents of dataset %s (seed %d, %s)", len(docs), options["dataset"],
+             options["seed"], f"mirror {options['mirror']}" if options["mirror"] else "hub or built in")
 write_jsonl(docs, snakemake.output[0])
