@@ -9,7 +9,7 @@ from headloc.heads import HEADSET_PATTERN, format_headset
 from headloc.models import resolve_source
 from headloc.selection import select_heads
 
-validate_config(config, workflow.basedir + "/config/schema.yaml")
+validate_config(config, os.path.join(workflow.basedir, "config", "schema.yaml"))
 check_config(config, model_geometries(config))
 
 MODELS = list(config["models"])

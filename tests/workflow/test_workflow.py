@@ -10,35 +10,68 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import PROFANITY_CSV, REPO, snakemake
+from conftest import PROFANITY_CSV, REPO, SHARED_DATA, snakemake, tiny_llama
 
 TOP_K = 2
+MODELS = ("tiny-a", "tiny-b")
+SEARCHES = {"cs_stratified": "cs_stratified_m6_p0.25_n{}_s0", "greedy1s": "greedy1s_n{}_s0",
+            "greedy": "greedy_k2_n{}_s0"}
+ID_DOCS = {"ioi": 4, "swear": 2}
+CAPS = {"ioi": "syntax", "swear": "language", "arc": "general"}
 
 
-def tiny_config(model_dir):
+def tiny_config(model_dirs):
+    """Every feature of the paper grid on two tiny models: three methods, a tuning grid, universal,
+    knowledge and extra head sets, and an evaluation-only paper task read from the offline mirror."""
     return {
-        "models": {"tiny": {"source": str(model_dir), "batch_size": 8}},
+        "data": {"mirror": str(SHARED_DATA)},
+        "models": {name: {"source": str(path), "batch_size": 8} for name, path in model_dirs.items()},
         "tasks": {
-            "ioi": {"lm_eval_task": "headloc_ioi", "n_docs": 10},
-            "swear": {"lm_eval_task": "headloc_swear", "n_docs": 3, "id_docs": 2, "chat": True, "relative": True,
-                      "metric": "profane_words", "dataset_kwargs": {"profanity": str(PROFANITY_CSV)}},
+            "ioi": {"lm_eval_task": "headloc_ioi", "n_docs": 10, "capability": CAPS["ioi"]},
+            "swear": {"lm_eval_task": "headloc_swear", "n_docs": 3, "id_docs": 2, "chat": True,
+                      "relative": True, "metric": "profane_words", "capability": CAPS["swear"],
+                      "dataset_kwargs": {"profanity": str(PROFANITY_CSV)},
+                      "search": {"methods": ["cs_stratified"]}},
+            "arc": {"lm_eval_task": "headloc_arc_challenge", "dataset": "arc_challenge", "n_docs": 6,
+                    "metric": "acc_norm", "capability": CAPS["arc"], "localize": False},
         },
-        "search": {"methods": ["cs_stratified", "greedy1s"], "n_masks": 6, "sparsity": 0.25,
+        "search": {"methods": ["cs_stratified", "greedy1s", "greedy"], "n_masks": 6, "sparsity": 0.25,
                    "id_docs": 4, "chunks": 2, "alpha": 0.001},
-        "validation": {"top_k": TOP_K},
+        "tuning": {"tasks": ["ioi"], "n_masks": [6, 8], "sparsity": [0.25]},
+        "validation": {"top_k": TOP_K, "headsets": ["L0H1+L1H2"], "gen_tasks": ["arc"]},
+        "universal": {"top_n": 3},
+        "knowledge": {"tasks": ["ioi", "swear"], "eval_tasks": ["ioi"], "top_n": 1, "min_tasks": 1},
     }
 
 
 @pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory, tiny_model_dir):
+def tiny_models(tmp_path_factory, tokenizer):
+    dirs = {}
+    for seed, name in enumerate(MODELS):
+        dirs[name] = tmp_path_factory.mktemp(name)
+        tiny_llama(len(tokenizer), seed=seed).save_pretrained(dirs[name])
+        tokenizer.save_pretrained(dirs[name])
+    return dirs
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory, tiny_models):
     work = tmp_path_factory.mktemp("workflow")
-    (work / "config.yaml").write_text(yaml.safe_dump(tiny_config(tiny_model_dir)))
+    (work / "config.yaml").write_text(yaml.safe_dump(tiny_config(tiny_models)))
     snakemake("--cores", "2", "--directory", str(work), "--configfile", str(work / "config.yaml"))
     return work / "results"
 
 
-SEARCHES = {"cs_stratified": "cs_stratified_m6_p0.25_n{}_s0", "greedy1s": "greedy1s_n{}_s0"}
-ID_DOCS = {"ioi": 4, "swear": 2}
+def read_json(path):
+    return json.loads(Path(path).read_text())
+
+
+def recovery(run, model, task, method):
+    return read_json(run / model / task / SEARCHES[method].format(ID_DOCS[task]) / "recovery.json")
+
+
+def canonical(heads):
+    return "+".join(sorted(heads, key=lambda h: tuple(int(x) for x in h[1:].split("H")))) or "none"
 
 
 @pytest.mark.slow
@@ -47,12 +80,14 @@ def test_data_and_subsets(tiny_run):
     subset = [json.loads(line) for line in (tiny_run / "data/ioi/id_4_seed0.jsonl").read_text().splitlines()]
     assert len(docs) == 10 and len(subset) == 4
     assert all(doc in docs for doc in subset)
+    arc = [json.loads(line) for line in (tiny_run / "data/arc/test.jsonl").read_text().splitlines()]
+    assert len(arc) == 6 and arc[0]["id"].startswith("arc_challenge-")  # from the offline mirror
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("method", sorted(SEARCHES))
+@pytest.mark.parametrize("method", ["cs_stratified", "greedy1s"])
 def test_masks_scores_and_recovery(tiny_run, method):
-    search = tiny_run / "tiny" / "ioi" / SEARCHES[method].format(4)
+    search = tiny_run / "tiny-a" / "ioi" / SEARCHES[method].format(4)
     masks = np.load(search / "masks.npy")
     n_heads = 2 * 4  # the tiny model: 2 layers x 4 heads
     assert masks.shape == ((6, n_heads) if method == "cs_stratified" else (n_heads + 1, n_heads))
@@ -61,52 +96,91 @@ def test_masks_scores_and_recovery(tiny_run, method):
     assert scores["score"].between(0, 1).all()
     samples = [json.loads(line) for line in (search / "scores/0.samples.jsonl").read_text().splitlines()]
     assert all(len(s["samples"]) == 4 for s in samples), "per-document records of the 4 subset docs"
-    recovery = json.loads((search / "recovery.json").read_text())
-    assert recovery["n_evals"] == len(masks) and len(recovery["top_heads"]) == TOP_K
-    assert sorted(recovery["ranking"]) == sorted(f"L{l}H{h}" for l in range(2) for h in range(4))
-    coef = recovery["coef"]
-    assert [coef[h] for h in recovery["top_heads"]] == sorted(coef[h] for h in recovery["top_heads"])
+    found = read_json(search / "recovery.json")
+    assert found["n_evals"] == len(masks) and len(found["top_heads"]) == TOP_K
+    assert sorted(found["ranking"]) == sorted(f"L{l}H{h}" for l in range(2) for h in range(4))
     if method == "greedy1s":  # effect = single-head score - unablated score, read off the chunks
         by_mask = scores.set_index("mask")["score"]
-        first = recovery["ranking"][0]
+        first = found["ranking"][0]
         layer, head = (int(x) for x in first[1:].split("H"))
-        assert coef[first] == pytest.approx(by_mask[1 + layer * 4 + head] - by_mask[0])
+        assert found["coef"][first] == pytest.approx(by_mask[1 + layer * 4 + head] - by_mask[0])
 
 
 @pytest.mark.slow
-def test_validation_covers_every_headset_on_every_task(tiny_run):
-    evals = pd.read_csv(tiny_run / "tables/evals.tsv", sep="\t")
-    for method, pattern in SEARCHES.items():
-        for task in ("ioi", "swear"):
-            search = pattern.format(ID_DOCS[task])
-            top = json.loads((tiny_run / "tiny" / task / search / "recovery.json").read_text())["top_heads"]
-            for k in range(TOP_K + 1):
-                headset = "+".join(sorted(top[:k], key=lambda h: tuple(int(x) for x in h[1:].split("H")))) or "none"
-                for eval_task in ("ioi", "swear"):
-                    record = json.loads((tiny_run / f"tiny/evals/{eval_task}/{headset}.json").read_text())
-                    assert record["n_docs"] == (10 if eval_task == "ioi" else 3)
-                    row = evals.query("search == @search and task == @task and k == @k and eval_task == @eval_task")
-                    assert len(row) == 1
-                    if eval_task == "ioi":
-                        assert row["score"].iloc[0] == pytest.approx(100 * record["value"])
+@pytest.mark.parametrize("model", MODELS)
+def test_greedy_rounds_keep_the_worst_head(tiny_run, model):
+    search = tiny_run / model / "ioi" / SEARCHES["greedy"].format(4)
+    chosen = []
+    for round_ in (1, 2):
+        masks = np.load(search / f"round{round_}/masks.npy")
+        scores = pd.concat(pd.read_csv(p, sep="\t") for p in sorted((search / f"round{round_}/scores").glob("*.tsv")))
+        scores = scores.sort_values("mask")["score"].to_numpy()
+        assert len(masks) == (9 if round_ == 1 else 7)  # unablated + 8 heads, then 7 candidates
+        candidates = masks[1:] if round_ == 1 else masks
+        rows = scores[1:] if round_ == 1 else scores
+        best = int(np.argmin(rows))  # first minimum, as headloc.greedy.choose
+        new_head = set(np.flatnonzero(candidates[best])) - set(chosen)
+        chosen.append(int(new_head.pop()))
+        record = read_json(search / f"round{round_}/chosen.json")
+        assert record["chosen"] == [f"L{h // 4}H{h % 4}" for h in chosen]
+    found = read_json(search / "recovery.json")
+    assert found["top_heads"] == record["chosen"] and found["n_evals"] == 9 + 7
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", MODELS)
+def test_universal_heads_follow_the_documented_rule_and_are_filtered(tiny_run, model):
+    # two tasks of two capabilities: universal = in the top 3 of both main-method rankings
+    ioi = recovery(tiny_run, model, "ioi", "cs_stratified")["ranking"][:3]
+    swear = recovery(tiny_run, model, "swear", "cs_stratified")["ranking"][:3]
+    expected = sorted(set(ioi) & set(swear), key=lambda h: tuple(int(x) for x in h[1:].split("H")))
+    universal = read_json(tiny_run / model / "universal_heads.json")
+    assert universal["heads"] == expected
+    recoveries = pd.read_csv(tiny_run / "tables/recoveries.tsv", sep="\t").query("model == @model")
+    for heads in recoveries["top_heads"]:
+        assert not set(heads.split(",")) & set(expected)
+    table7 = pd.read_csv(tiny_run / "tables/table7.csv").query("model == @model")
+    assert table7["head"].tolist() == ["BL", *expected]
+
+
+@pytest.mark.slow
+def test_every_evaluation_row_matches_its_file(tiny_run):
+    evals = pd.read_csv(tiny_run / "tables/evals_all.tsv", sep="\t", keep_default_na=False)
+    assert set(evals["kind"]) == {"task", "universal", "knowledge", "extra"}
+    assert set(evals.query("kind == 'extra' and k > 0")["headset"]) == {"L0H1+L1H2"}
+    for row in evals.query("eval_task != 'swear'").itertuples():
+        record = read_json(tiny_run / f"{row.model}/evals/{row.eval_task}/{row.headset}.json")
+        assert float(row.score) == pytest.approx(100 * record["value"])
+    arc = read_json(tiny_run / "tiny-a/evals/arc/none.json")
+    assert arc["n_docs"] == 6 and arc["metric"] == "acc_norm,none"
 
 
 @pytest.mark.slow
 def test_tables_and_figures(tiny_run):
-    for table in ("table2", "table6", "table10"):
+    for table in [f"table{n}" for n in range(1, 11)] + ["tuning"]:
         md = (tiny_run / f"tables/{table}.md").read_text()
         assert "made by rule render_table" in md and "|" in md
         assert "\\begin{table}" in (tiny_run / f"tables/{table}.tex").read_text()
+        assert (tiny_run / f"tables/{table}.csv").read_text().count("\n") >= 1
+    table1 = pd.read_csv(tiny_run / "tables/table1.csv")
+    assert table1.values.tolist() == [["tiny-a", 2, 4, 8], ["tiny-b", 2, 4, 8]]
     table2 = pd.read_csv(tiny_run / "tables/table2.csv")
-    assert len(table2) == 2 * len(SEARCHES)  # (task, search) pairs
-    table10 = pd.read_csv(tiny_run / "tables/table10.csv")
-    assert table10["heads"].str.count("L").eq(TOP_K).all()
-    for ext, magic in (("png", b"\x89PNG"), ("pdf", b"%PDF")):
-        assert (tiny_run / f"figures/fig2.{ext}").read_bytes().startswith(magic)
+    assert len(table2) == 2 * 2  # (model, searched task), main method only
+    table4 = pd.read_csv(tiny_run / "tables/table4.csv")
+    assert dict(zip(table4.query("model == 'tiny-a' and task == 'ioi'")["method"],
+                    table4.query("model == 'tiny-a' and task == 'ioi'")["n_evals"])) == {
+        "cs_stratified": 6, "greedy1s": 9, "greedy": 16}
+    tuning = pd.read_csv(tiny_run / "tables/tuning.csv")
+    assert len(tuning) == 2 * 2 and (tuning.groupby("model")["chosen"].apply(lambda c: (c == "yes").sum()) == 1).all()
+    for figure in ("fig1", "fig2", "fig3", "fig4"):
+        for ext, magic in (("png", b"\x89PNG"), ("pdf", b"%PDF")):
+            assert (tiny_run / f"figures/{figure}.{ext}").read_bytes().startswith(magic)
     logs = list((tiny_run / "logs").rglob("*.log"))
     assert {p.relative_to(tiny_run / "logs").parts[0] for p in logs} >= {
-        "materialize_dataset", "subset_dataset", "make_masks", "score_masks", "recover_heads",
-        "validate_headset", "collect_results", "render_table", "render_figure"}
+        "materialize_dataset", "subset_dataset", "make_masks", "score_masks", "make_greedy_masks",
+        "choose_greedy_head", "recover_heads", "universal_heads", "score_top_heads",
+        "choose_hyperparameters", "validate_headset", "model_geometry", "collect_evals",
+        "collect_recoveries", "collect_models", "collect_tuning", "render_table", "render_figure"}
 
 
 @pytest.mark.slow
