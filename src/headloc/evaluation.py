@@ -35,6 +35,7 @@ from headloc.ablation import HeadGeometry, ablate_heads, masks_to_gate
 from headloc.models import load_model
 
 TASKS_DIR = Path(__file__).parent / "tasks"
+FEWSHOT_SEED = 1234  # lm-eval's simple_evaluate default
 
 
 @dataclass(frozen=True)
@@ -337,10 +338,19 @@ class MaskEvaluator:
             self.lm.gate = None
 
     def _run(self) -> MaskResult:
-        """One lm-eval evaluation with whatever gate or mask group the LM holds."""
+        """One lm-eval evaluation with whatever gate or mask group the LM holds.
+
+        The few-shot sampler is re-seeded first (with simple_evaluate's default seed): lm-eval
+        draws few-shot examples from one random stream per task, so without it every mask after
+        the first would see other examples (GSM8K's 5 shots) and the scores would differ by
+        more than the mask. Code tasks need ``confirm_run_unsafe_code``; the real opt-in is the
+        config's ``data.allow_code_execution``, checked by their loaders.
+        """
+        for task in self.task_dict["tasks"].values():
+            task.set_fewshot_seed(FEWSHOT_SEED)
         output = evaluate(
             lm=self.lm, task_dict=self.task_dict, bootstrap_iters=0, log_samples=True,
-            apply_chat_template=self.task.chat, verbosity="WARNING",
+            apply_chat_template=self.task.chat, verbosity="WARNING", confirm_run_unsafe_code=True,
         )
         name = self.task.lm_eval_task
         metrics = output["results"][name]

@@ -88,3 +88,23 @@ def test_chat_task_needs_a_chat_template(model, tokenizer, ioi_file):
 def test_unknown_task_names_what_exists(model, tokenizer, ioi_file):
     with pytest.raises(ValueError, match="unknown lm-eval task 'headloc_nope'; the include path has: .*headloc_ioi"):
         MaskEvaluator(model, tokenizer, TaskSpec("headloc_nope"))
+
+
+def test_every_mask_sees_the_same_few_shot_examples(tiny_model_dir, tmp_path):
+    """lm-eval draws few-shot examples from one random stream per task; without re-seeding, the
+    second evaluation of GSM8K's 5-shot prompt would show other examples than the first."""
+    from conftest import SHARED_DATA
+    from headloc.models import load_model
+
+    write_jsonl(build_docs("gsm8k", n_docs=2, mirror=SHARED_DATA), tmp_path / "gsm8k.jsonl")
+    task = TaskSpec("headloc_gsm8k", metric="exact_match,strict-match",
+                    dataset_kwargs={"mirror": str(SHARED_DATA)}).with_data_file(tmp_path / "gsm8k.jsonl")
+    model, tokenizer = load_model(str(tiny_model_dir))
+    evaluator = MaskEvaluator(model, tokenizer, task, batch_size=4)
+    lm_task = evaluator.task_dict["tasks"]["headloc_gsm8k"]
+    prompts = []
+    for _ in range(2):
+        evaluator.evaluate()
+        prompts.append([instance.args[0] for instance in lm_task.instances])
+    assert prompts[0] == prompts[1]
+    assert prompts[0][0].count("Question:") == 6  # five shots and the question
