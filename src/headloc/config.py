@@ -205,6 +205,12 @@ def check_config(config: dict, geometries: dict) -> None:
         problem("knowledge.min_tasks", f"{min_tasks} is larger than the {len(knowledge.get('tasks') or [])} "
                                        f"knowledge.tasks; expected 1..{len(knowledge.get('tasks') or [])} or null")
 
+    for name, spec in models.items():
+        per_pass, rows = spec.get("masks_per_pass", 1), spec.get("batch_size", 16)
+        if per_pass > rows:
+            problem(f"models.{name}.masks_per_pass", f"{per_pass} is larger than batch_size {rows}, the rows "
+                                                    f"of one forward pass; expected 1..{rows}")
+
     report = config.get("report", {})
     if report.get("model") is not None and report["model"] not in models:
         problem("report.model", f"{report['model']!r} is not a configured model; valid: {', '.join(models)} or null")

@@ -133,3 +133,13 @@ def test_gguf_header_reader(tmp_path):
     (tmp_path / "x.gguf").write_bytes(b"NOPE" + bytes(20))
     with pytest.raises(ValueError, match="x.gguf is not a GGUF file"):
         read_gguf_metadata(tmp_path / "x.gguf")
+
+
+def test_masks_per_pass_must_fit_in_a_batch():
+    from snakemake.utils import validate
+
+    config = {"models": {"m": {"source": "x", "batch_size": 4, "masks_per_pass": 8}},
+              "tasks": {"ioi": {"lm_eval_task": "headloc_ioi"}}}
+    validate(config, str(SCHEMA), set_default=True)
+    with pytest.raises(ValueError, match=r"config models\.m\.masks_per_pass: 8 is larger than batch_size 4"):
+        check_config(config, {"m": None})
