@@ -367,7 +367,7 @@ def test_tuning_table_marks_chosen():
         "ablated": [30.0, 50.0, 70.0], "degradation": [-50.0, -30.0, -10.0],
         "chosen": ["True", "False", "False"]})
     t = tuning_table(tuning)
-    assert list(zip(t["n_masks"], t["sparsity"])) == [(100, 0.01), (100, 0.05), (400, 0.01)]
+    assert list(zip(t["n_masks"], t["sparsity"])) == [(100, "0.01"), (100, "0.05"), (400, "0.01")]
     assert t["chosen"].tolist() == ["", "", "yes"]
     assert t["top_heads"].tolist() == ["L5H5", "L1H2", "L1H2, L3H4"]
 

@@ -887,4 +887,6 @@ def tuning_table(tuning: pd.DataFrame) -> pd.DataFrame:
     chosen = out["chosen"].map(lambda v: str(v).strip().lower() in ("true", "1", "yes"))
     out["chosen"] = np.where(chosen, CHOSEN_MARK, "")
     out = _sort_first_seen(out, ["model", "task", "method"], then=["n_masks", "sparsity"])
+    # a grid value, not a measurement: shown as written (0.25, not 0.2 after one-decimal rounding)
+    out["sparsity"] = [f"{value:g}" for value in out["sparsity"]]
     return out[TUNING_TABLE_COLUMNS]
