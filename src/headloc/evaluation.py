@@ -257,8 +257,109 @@ class AblatedLM(HFLM):
             return super()._model_call(inps, attn_mask=attn_mask, labels=labels)
 
     def _model_generate(self, context, max_length, stop, **generation_kwargs):
-        with self._ablation(context):
+        ablation = self._ablation(context)  # checks a group's row layout
+        if self.group is not None and self.gate is not None and self.gate.dim() == 3 \
+                and max_length > context.shape[1] and self._greedy_loop_applies(generation_kwargs):
+            return self._grouped_greedy_generate(context, max_length, stop, generation_kwargs.get("attention_mask"))
+        with ablation:
             return super()._model_generate(context, max_length, stop, **generation_kwargs)
+
+    # ------------------------------------------------------------------ grouped greedy decoding
+    #
+    # lm-eval's generate_until tokenizes, left-pads and truncates a batch, calls _model_generate and
+    # decodes what comes back, cutting at the first stop string. For a mask group, _model_generate
+    # is the loop below instead of transformers' generate: the same greedy tokens, but a row leaves
+    # the batch (its KV cache and gate rows with it) as soon as it is finished, where generate keeps
+    # decoding it until the whole batch stops. A row is finished when lm-eval's own stopping
+    # criterion (MultiTokenEOSCriteria: a stop string in the decoded last len(stop tokens) + 2
+    # tokens) or transformers' EOS / max-length criterion fires for it. generate pads a row after
+    # EOS (so does this loop) but keeps decoding a row that only saw a stop string, since lm-eval's
+    # criterion stops the whole batch, not one row; those extra tokens come after the stop string
+    # and lm-eval's post-processing cuts them off, so the answers are the same.
+
+    # generation_config fields that change greedy tokens (logits processors) or the stop rule;
+    # anything but their defaults sends the group through transformers' generate.
+    _GREEDY_UNSAFE = ("repetition_penalty", "encoder_repetition_penalty", "no_repeat_ngram_size",
+                      "bad_words_ids", "min_length", "min_new_tokens", "forced_bos_token_id",
+                      "forced_eos_token_id", "suppress_tokens", "begin_suppress_tokens", "sequence_bias",
+                      "num_beams", "exponential_decay_length_penalty", "renormalize_logits",
+                      "stop_strings", "guidance_scale", "watermarking_config", "max_time")
+
+    def _greedy_loop_applies(self, generation_kwargs) -> bool:
+        """Whether HFLM would decode greedily with nothing but stop criteria (see _model_generate)."""
+        kwargs = dict(generation_kwargs)
+        kwargs.pop("attention_mask", None)
+        do_sample, temperature = kwargs.pop("do_sample", None), kwargs.pop("temperature", 0.0)
+        greedy = do_sample is False or (do_sample is None and temperature == 0.0)
+        config, default = self.model.generation_config, type(self.model.generation_config)()
+        plain = all(getattr(config, name, None) == getattr(default, name, None) for name in self._GREEDY_UNSAFE)
+        return (greedy and plain and not kwargs and self.backend == "causal"
+                and self.think_end_token is None)
+
+    def _grouped_greedy_generate(self, context, max_length, stop, attention_mask):
+        """Greedy tokens for ``context`` (rows of a mask group), in generate's output layout."""
+        rows, width = context.shape
+        max_new = max_length - width
+        finished_by = self._row_stop_rule(stop, max_new)
+        gate = self.gate.repeat(rows // self.group.size, 1, 1)
+        live = torch.arange(rows, device=context.device)  # the original row of each batch row
+        tokens = [[] for _ in range(rows)]
+        # as generate: an all-ones mask is dropped; position ids count real tokens from 0
+        mask = attention_mask if attention_mask is not None else torch.ones_like(context)
+        positions = (mask.long().cumsum(-1) - 1).masked_fill(mask == 0, 0)
+        mask = None if bool((mask == 1).all()) else mask
+        inputs, cache = context, None
+        with torch.no_grad(), torch.autocast(
+            device_type=self.device.type, dtype=self.mixed_precision_dtype,
+            enabled=self.mixed_precision_dtype is not None,
+        ):
+            while True:
+                logits, cache = self._decode_step(inputs, mask, positions, cache, gate[live])
+                step = logits.argmax(dim=-1)
+                keep = []
+                for index, (row, token) in enumerate(zip(live.tolist(), step.tolist())):
+                    tokens[row].append(token)
+                    if not finished_by(tokens[row]):
+                        keep.append(index)
+                if not keep:
+                    break
+                keep = torch.tensor(keep, device=context.device)
+                if len(keep) < len(live):  # drop the finished rows from the cache and the gate
+                    cache.batch_select_indices(keep)
+                    live = live[keep]
+                inputs = step[keep].unsqueeze(1)
+                positions = positions[keep, -1:] + 1
+                if mask is not None:
+                    mask = torch.cat([mask[keep], mask.new_ones(len(keep), 1)], dim=1)
+        return self._as_generate_output(context, tokens)
+
+    def _decode_step(self, inputs, mask, positions, cache, gate):
+        """One forward pass (prefill or one token) with ``gate`` per row: last logits, cache."""
+        keep = {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(self.model.forward).parameters else {}
+        with ablate_heads(self.model, gate):
+            out = self.model(input_ids=inputs, attention_mask=mask, position_ids=positions,
+                             past_key_values=cache, use_cache=True, **keep)
+        return out.logits[:, -1].to(torch.float32), out.past_key_values
+
+    def _row_stop_rule(self, stop, max_new: int):
+        """A test on a row's generated tokens: stop string (as lm-eval checks it), EOS or length."""
+        eos = self.model.generation_config.eos_token_id
+        eos = set([] if eos is None else [eos] if isinstance(eos, int) else eos)
+        lookbacks = [(s, len(self.tokenizer.encode(s, add_special_tokens=False)) + 2) for s in stop]
+
+        def finished(generated: list[int]) -> bool:
+            return (len(generated) >= max_new or generated[-1] in eos
+                    or any(s in self.tokenizer.decode(generated[-n:]) for s, n in lookbacks))
+
+        return finished
+
+    def _as_generate_output(self, context, tokens) -> torch.Tensor:
+        """``context`` followed by each row's tokens, padded with the pad token like generate's."""
+        longest = max(len(row) for row in tokens)
+        pad = self.tokenizer.pad_token_id
+        generated = torch.tensor([row + [pad] * (longest - len(row)) for row in tokens],
+                                 dtype=context.dtype, device=context.device)
+        return torch.cat([context, generated], dim=1)
 
 
 def task_config(manager: TaskManager, task: TaskSpec) -> dict:

@@ -3,9 +3,10 @@
 import numpy as np
 import pytest
 import torch
+from lm_eval.api.instance import Instance
 from transformers import AutoModelForCausalLM
 
-from headloc.ablation import HeadGeometry
+from headloc.ablation import HeadGeometry, masks_to_gate
 from headloc.data import build_docs, write_jsonl
 from headloc.evaluation import MaskEvaluator, TaskSpec, load_evaluator
 
@@ -106,6 +107,80 @@ def test_generation_groups_equal_one_mask_at_a_time(model, tokenizer, data, mask
     responses = {tuple(x["response"] for x in r.samples) for r in grouped}
     assert len(responses) > 1, "different masks generate different text"
     assert max(rows) <= 4
+
+
+PROMPTS = [
+    "The quick brown fox jumps over the lazy dog and keeps on running",
+    "Paris is the capital of",
+    "One, two, three, four, five, six, seven, eight, nine, ten, eleven, twelve, thirteen",
+    "Hello",
+    "A long time ago in a galaxy far, far away",
+]
+
+
+def generation_requests(prompts, until, max_gen_toks):
+    kwargs = {"until": list(until), "max_gen_toks": max_gen_toks, "do_sample": False}
+    return [Instance("generate_until", {}, (prompt, dict(kwargs)), i) for i, prompt in enumerate(prompts)]
+
+
+def spanning_stop(tokenizer, tokens, k):
+    """A stop string made of the end of generated token k-1 and the start of token k."""
+    before, after = tokenizer.decode(tokens[:k]), tokenizer.decode(tokens[:k + 1])
+    return before[-2:] + after[len(before):][:2]
+
+
+@pytest.mark.parametrize("eos_from_text", [False, True])
+def test_grouped_greedy_loop_equals_lm_eval_generate(model, tokenizer, data, eos_from_text):
+    """Rows that stop at different steps, on stop strings spanning tokens, on max_gen_toks, on a
+    truncated prompt, on EOS (a generated token made the model's EOS): the group's loop (rows
+    dropped as they finish) gives lm-eval's texts."""
+    evaluator = MaskEvaluator(model, tokenizer, spec("induction", data), batch_size=6, masks_per_pass=3)
+    lm = evaluator.lm
+    lm._max_length = 24  # prompts longer than 24 - max_gen_toks tokens are left-truncated
+    masks = tiny_masks(model)[[0, 2, 4]]
+    gate = masks_to_gate(masks, HeadGeometry.of(model.config))
+    # the unablated continuations (lm-eval's own generate) choose stop strings spanning tokens
+    # that two prompts reach at different steps; the rest run to max_gen_toks
+    free = lm.generate_until(generation_requests(PROMPTS, [], 10), disable_tqdm=True)
+    tokens = [tokenizer.encode(text, add_special_tokens=False) for text in free]
+    until = [spanning_stop(tokenizer, tokens[0], 2), spanning_stop(tokenizer, tokens[2], 6)]
+    requests = generation_requests(PROMPTS, until, 10)
+    assert len(tokenizer(PROMPTS[2])["input_ids"]) > 24 - 10, "a prompt is truncated"
+    saved_eos = model.generation_config.eos_token_id
+    if eos_from_text:  # generate stops a row on it and pads; decoding keeps its (non-special) text
+        model.generation_config.eos_token_id = [saved_eos, tokens[4][3]]
+    try:
+        single, grouped, rows = generate_both_ways(lm, requests, gate)
+    finally:
+        model.generation_config.eos_token_id = saved_eos
+    assert grouped == single
+    if eos_from_text:
+        assert single[1][4] == tokenizer.decode(tokens[4][:4])
+    cut = [text for text, full in zip(single[1], free) if text != full]
+    assert len(cut) >= 2 and len({len(text) for text in single[1]}) > 2, "stops at different steps"
+    assert any(text == full for text, full in zip(single[1], free)), "some rows reach max_gen_toks"
+    assert len({tuple(texts) for texts in grouped}) > 1, "the masks generate different text"
+    # finished rows leave the batch: passes shrink below the prefill's rows, never above 6
+    assert max(rows) <= 6 and any(r % 3 for r in rows)
+
+
+def generate_both_ways(lm, requests, gate):
+    """lm-eval's generate_until one gate at a time, and for the gates as one mask group."""
+    single = []
+    for m in range(len(gate)):
+        lm.gate = gate[m]
+        single.append(lm.generate_until(requests, disable_tqdm=True))
+    lm.gate = None
+    rows, handle = count_rows(lm.model)
+    try:
+        with lm.mask_group(gate) as group:
+            grouped = []
+            for m in range(len(gate)):
+                group.index = m
+                grouped.append(lm.generate_until(requests, disable_tqdm=True))
+    finally:
+        handle.remove()
+    return single, grouped, rows
 
 
 def test_a_group_of_one_mask_and_the_unablated_mask(model, tokenizer, data):
