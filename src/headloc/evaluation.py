@@ -30,6 +30,7 @@ from lm_eval.models.utils_hf import pad_and_concat
 from lm_eval.tasks import TaskManager
 from lm_eval.tasks._yaml_loader import load_yaml
 from tqdm.auto import tqdm
+from transformers.cache_utils import DynamicLayer
 
 from headloc.ablation import HeadGeometry, ablate_heads, masks_to_gate
 from headloc.models import load_model
@@ -308,13 +309,12 @@ class AblatedLM(HFLM):
         mask = attention_mask if attention_mask is not None else torch.ones_like(context)
         positions = (mask.long().cumsum(-1) - 1).masked_fill(mask == 0, 0)
         mask = None if bool((mask == 1).all()) else mask
-        inputs, cache = context, None
         with torch.no_grad(), torch.autocast(
             device_type=self.device.type, dtype=self.mixed_precision_dtype,
             enabled=self.mixed_precision_dtype is not None,
         ):
+            logits, cache = self._prefill(context, mask, positions, gate)
             while True:
-                logits, cache = self._decode_step(inputs, mask, positions, cache, gate[live])
                 step = logits.argmax(dim=-1)
                 keep = []
                 for index, (row, token) in enumerate(zip(live.tolist(), step.tolist())):
@@ -327,11 +327,43 @@ class AblatedLM(HFLM):
                 if len(keep) < len(live):  # drop the finished rows from the cache and the gate
                     cache.batch_select_indices(keep)
                     live = live[keep]
-                inputs = step[keep].unsqueeze(1)
                 positions = positions[keep, -1:] + 1
                 if mask is not None:
                     mask = torch.cat([mask[keep], mask.new_ones(len(keep), 1)], dim=1)
+                logits, cache = self._decode_step(step[keep].unsqueeze(1), mask, positions, cache, gate[live])
         return self._as_generate_output(context, tokens)
+
+    def _prefill(self, context, mask, positions, gate):
+        """The prompt pass: last logits and cache, without computing the left padding.
+
+        Rows of equal prompt length share a pass with no padding; their caches are then laid out
+        left-padded to the batch's width, where the attention mask keeps the padding out, as in a
+        padded pass. (Plain DynamicCache layers only; otherwise one padded pass.)
+        """
+        if mask is None:
+            return self._decode_step(context, None, positions, None, gate)
+        lengths = mask.sum(dim=1)
+        rows, width = context.shape
+        logits, cache, keys, values = None, None, [], []
+        for n in lengths.unique().tolist():
+            index = (lengths == n).nonzero().squeeze(1)
+            part_logits, part = self._decode_step(
+                context[index, width - n:], None, positions[index, width - n:], None, gate[index])
+            if not all(type(layer) is DynamicLayer for layer in part.layers):
+                return self._decode_step(context, mask, positions, None, gate)
+            if cache is None:  # the first part's cache object will hold the whole batch
+                cache = part
+                logits = part_logits.new_empty(rows, part_logits.shape[1])
+                keys = [layer.keys.new_zeros(rows, *layer.keys.shape[1:2], width, layer.keys.shape[3])
+                        for layer in part.layers]
+                values = [torch.zeros_like(k) for k in keys]
+            logits[index] = part_logits
+            for layer, k, v in zip(part.layers, keys, values):
+                k[index, :, width - n:] = layer.keys
+                v[index, :, width - n:] = layer.values
+        for layer, k, v in zip(cache.layers, keys, values):
+            layer.keys, layer.values = k, v
+        return logits, cache
 
     def _decode_step(self, inputs, mask, positions, cache, gate):
         """One forward pass (prefill or one token) with ``gate`` per row: last logits, cache."""

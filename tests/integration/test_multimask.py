@@ -1,5 +1,7 @@
 """Masks sharing forward passes give what one mask at a time gives (real lm-eval, real models)."""
 
+import contextlib
+
 import numpy as np
 import pytest
 import torch
@@ -150,7 +152,7 @@ def test_grouped_greedy_loop_equals_lm_eval_generate(model, tokenizer, data, eos
     if eos_from_text:  # generate stops a row on it and pads; decoding keeps its (non-special) text
         model.generation_config.eos_token_id = [saved_eos, tokens[4][3]]
     try:
-        single, grouped, rows = generate_both_ways(lm, requests, gate)
+        single, grouped, shapes, batch1_shapes = generate_both_ways(lm, requests, gate)
     finally:
         model.generation_config.eos_token_id = saved_eos
     assert grouped == single
@@ -160,27 +162,40 @@ def test_grouped_greedy_loop_equals_lm_eval_generate(model, tokenizer, data, eos
     assert len(cut) >= 2 and len({len(text) for text in single[1]}) > 2, "stops at different steps"
     assert any(text == full for text, full in zip(single[1], free)), "some rows reach max_gen_toks"
     assert len({tuple(texts) for texts in grouped}) > 1, "the masks generate different text"
-    # finished rows leave the batch: passes shrink below the prefill's rows, never above 6
-    assert max(rows) <= 6 and any(r % 3 for r in rows)
+    # no compute on padding or finished rows: the group pushes exactly the token positions that
+    # lm-eval pushes one request at a time (batch 1: prompt, then one position per new token)
+    assert sum(r * n for r, n in shapes) == sum(r * n for r, n in batch1_shapes)
+    assert max(r for r, _ in shapes) <= 6
 
 
 def generate_both_ways(lm, requests, gate):
-    """lm-eval's generate_until one gate at a time, and for the gates as one mask group."""
-    single = []
-    for m in range(len(gate)):
-        lm.gate = gate[m]
-        single.append(lm.generate_until(requests, disable_tqdm=True))
-    lm.gate = None
-    rows, handle = count_rows(lm.model)
-    try:
-        with lm.mask_group(gate) as group:
-            grouped = []
-            for m in range(len(gate)):
-                group.index = m
-                grouped.append(lm.generate_until(requests, disable_tqdm=True))
-    finally:
-        handle.remove()
-    return single, grouped, rows
+    """lm-eval's generate_until one gate at a time (its batch size, then batch 1), and for the
+    gates as one mask group; the token positions (rows x length) each way pushed through the model."""
+
+    def run(group, batch_size=None):
+        shapes, saved = [], lm.batch_size_per_gpu
+        handle = lm.model.get_input_embeddings().register_forward_pre_hook(
+            lambda module, args: shapes.append(tuple(args[0].shape)))
+        lm.batch_size_per_gpu = batch_size or saved
+        try:
+            with lm.mask_group(gate) if group else contextlib.nullcontext() as opened:
+                texts = []
+                for m in range(len(gate)):
+                    if group:
+                        opened.index = m
+                    else:
+                        lm.gate = gate[m]
+                    texts.append(lm.generate_until(requests, disable_tqdm=True))
+        finally:
+            handle.remove()
+            lm.gate, lm.batch_size_per_gpu = None, saved
+        return texts, shapes
+
+    single, _ = run(group=False)
+    single_batch1, batch1_shapes = run(group=False, batch_size=1)
+    grouped, shapes = run(group=True)
+    assert single_batch1 == single
+    return single, grouped, shapes, batch1_shapes
 
 
 def test_a_group_of_one_mask_and_the_unablated_mask(model, tokenizer, data):
