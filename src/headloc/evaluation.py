@@ -9,7 +9,9 @@ loads one model and builds one lm-eval task once, then scores any number of mask
 mask of the group, the copies sit in adjacent batch rows and a gate of shape [rows, layers, heads]
 gives each row its own mask. The group's answers are computed in the first lm-eval evaluation and
 replayed, mask by mask, into one more lm-eval evaluation per remaining mask, so every mask's metrics
-come out of lm-eval's own scoring exactly as a one-mask evaluation's would.
+come out of lm-eval's own scoring exactly as a one-mask evaluation's would. A group's greedy
+generation runs its own decoding loop (no padding in the prompt pass, finished rows leave the
+batch) instead of transformers' ``generate``, with the same texts.
 """
 
 from __future__ import annotations
