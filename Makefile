@@ -25,7 +25,7 @@ $(STAMP): pyproject.toml Makefile
 demo: venv
 	$(VENV)/bin/snakemake --cores $(CORES) --configfile config/demo.yaml
 	@cat results/tables/table2.md
-	@echo "More: results/tables/ (table6, table10; md, csv, tex) and results/figures/fig2.png"
+	@echo "More: results/tables/table{1..10}.{md,csv,tex}, results/figures/fig{1..4}.png (see README)"
 
 test: venv
 	$(VENV)/bin/pytest
