@@ -118,9 +118,6 @@ def main_search(task):
     )
 
 
-for _task in LOCALIZED:
-    main_search(_task)
-
 
 def alternatives(names):
     return "|".join(re.escape(name) for name in sorted(names)) or "(?!)"
