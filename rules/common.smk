@@ -118,7 +118,6 @@ def main_search(task):
     )
 
 
-
 def alternatives(names):
     return "|".join(re.escape(name) for name in sorted(names)) or "(?!)"
 
