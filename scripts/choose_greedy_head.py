@@ -4,8 +4,7 @@ import numpy as np
 import pandas as pd
 
 from headloc import greedy
-from headloc.ablation import HeadGeometry
-from headloc.heads import head_index, head_name
+from headloc.heads import HeadGeometry, head_index, head_name
 from headloc.io import log_to_file, read_json, write_json
 from headloc.models import load_config
 

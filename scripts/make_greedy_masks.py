@@ -1,8 +1,7 @@
 """The masks of one greedy round (rule make_greedy_masks)."""
 
 from headloc import greedy
-from headloc.ablation import HeadGeometry
-from headloc.heads import head_index
+from headloc.heads import HeadGeometry, head_index
 from headloc.io import log_to_file, read_json, save_npy
 from headloc.models import load_config
 

@@ -1,6 +1,6 @@
 """Build the measurement matrix of one search (rule make_masks)."""
 
-from headloc.ablation import HeadGeometry
+from headloc.heads import HeadGeometry
 from headloc.io import log_to_file, save_npy
 from headloc.masks import make_masks
 from headloc.models import load_config

@@ -1,6 +1,6 @@
 """Write a model's head geometry (rule model_geometry, paper Table 1)."""
 
-from headloc.ablation import HeadGeometry
+from headloc.heads import HeadGeometry
 from headloc.io import log_to_file, write_json
 from headloc.models import load_config
 

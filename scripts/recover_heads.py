@@ -6,8 +6,8 @@ Compressed sensing and one-shot greedy fit eq. (1) to the masks' scores; greedy 
 import numpy as np
 import pandas as pd
 
-from headloc.ablation import HeadGeometry
-from headloc.heads import head_name
+from headloc import greedy
+from headloc.heads import HeadGeometry, head_name
 from headloc.io import log_to_file, read_json, write_json
 from headloc.models import load_config
 from headloc.recovery import recovery_for
@@ -44,10 +44,12 @@ def greedy_rounds():
     before = [rounds[i - 1]["score"] if i else last["unablated"] for i in range(len(rounds))]
     coef = {name: score - before[-1] for name, score in last["scores"].items()}
     coef.update({r["chosen"][-1]: r["score"] - b for r, b in zip(rounds, before)})
-    rest = sorted((n for n in names if n not in last["chosen"]), key=lambda n: (coef[n], names.index(n)))
+    last_scores = np.array([last["scores"].get(name, np.nan) for name in names])
+    chosen = [names.index(name) for name in last["chosen"]]
     return {
         "n_evals": last["n_evals"], "alpha": None, "r2": None, "intercept": last["unablated"],
-        "ranking": [*last["chosen"], *rest], "coef": {name: coef[name] for name in names},
+        "ranking": [names[i] for i in greedy.ranking(chosen, last_scores)],
+        "coef": {name: coef[name] for name in names},
     }
 
 

@@ -1,10 +1,10 @@
 """Score a search's top-k heads on the identification subset (rule score_top_heads, appendix A.1)."""
 
+import numpy as np
 import torch
 
-from headloc.ablation import HeadGeometry
 from headloc.evaluation import TaskSpec, load_evaluator
-from headloc.heads import headset_mask
+from headloc.heads import HeadGeometry, headset_mask
 from headloc.io import log_to_file, read_json, write_json
 from headloc.results import display_score
 
@@ -15,7 +15,7 @@ task = TaskSpec(**snakemake.params.task).with_data_file(snakemake.input.docs)
 evaluator = load_evaluator(snakemake.params.location, task, **snakemake.params.model)
 geometry = HeadGeometry.of(evaluator.lm.model.config)
 mask = headset_mask(recovery["top_heads"], geometry.n_layers, geometry.n_heads)
-baseline, ablated = (r.score for r in evaluator.evaluate_masks([0 * mask, mask], progress=False))
+baseline, ablated = (r.score for r in evaluator.evaluate_masks([np.zeros_like(mask), mask], progress=False))
 relative = snakemake.params.relative
 shown = {name: display_score(value, baseline, relative) for name, value in
          (("baseline", baseline), ("ablated", ablated))}

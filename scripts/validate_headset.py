@@ -2,9 +2,8 @@
 
 import torch
 
-from headloc.ablation import HeadGeometry
 from headloc.evaluation import MaskEvaluator, TaskSpec
-from headloc.heads import headset_mask, parse_headset
+from headloc.heads import HeadGeometry, headset_mask, parse_headset
 from headloc.io import log_to_file, write_json
 from headloc.models import load_model
 

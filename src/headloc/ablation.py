@@ -13,10 +13,11 @@ With grouped-query attention the gate acts on query heads, the paper's unit of a
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
 
 import numpy as np
 import torch
+
+from headloc.heads import HeadGeometry  # re-exported: callers import it from here too
 
 # model_type -> output projection of layer {layer}, as a module path (a pre-hook goes there).
 HOOK_MODULES = {
@@ -31,24 +32,6 @@ HOOK_MODULES = {
     "gpt2": "transformer.h.{layer}.attn.c_proj",
     "gpt_neox": "gpt_neox.layers.{layer}.attention.dense",
 }
-
-
-@dataclass(frozen=True)
-class HeadGeometry:
-    """How many layers and query heads per layer a model has."""
-
-    n_layers: int
-    n_heads: int
-
-    @property
-    def total(self) -> int:
-        return self.n_layers * self.n_heads
-
-    @classmethod
-    def of(cls, config) -> "HeadGeometry":
-        """From a transformers config (works for every architecture in HOOK_MODULES)."""
-        config = getattr(config, "get_text_config", lambda: config)()
-        return cls(int(config.num_hidden_layers), int(config.num_attention_heads))
 
 
 def hook_point(layer: int) -> str:

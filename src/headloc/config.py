@@ -11,25 +11,13 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import NamedTuple
 
 import yaml
 
-from headloc.heads import parse_head
+from headloc.heads import HeadGeometry, parse_head
 from headloc.models import resolve_source, source_geometry
 
 TASKS_DIR = Path(__file__).parent / "tasks"
-
-
-class Geometry(NamedTuple):
-    """Layers and query heads per layer (the fields of headloc.ablation.HeadGeometry, without torch)."""
-
-    n_layers: int
-    n_heads: int
-
-    @property
-    def total(self) -> int:
-        return self.n_layers * self.n_heads
 
 
 # ------------------------------------------------------------------ schema
@@ -139,7 +127,7 @@ def _range(schema: dict) -> str:
 
 
 def model_geometries(config: dict) -> dict:
-    """model name -> Geometry, read offline without loading weights; None where unknown (uncached hub ids).
+    """model name -> HeadGeometry, read offline without loading weights; None where unknown (uncached hub ids).
 
     Raises ValueError "config models.<name>.source: ..." for a model name that does not resolve.
     """
@@ -150,7 +138,7 @@ def model_geometries(config: dict) -> dict:
         except ValueError as error:
             raise ValueError(f"config models.{name}.source: {error}") from None
         found = source_geometry(source)
-        geometries[name] = Geometry(*found) if found else None
+        geometries[name] = HeadGeometry(*found) if found else None
     return geometries
 
 
@@ -170,9 +158,9 @@ def lm_eval_tasks(tasks_dir=TASKS_DIR) -> list[str]:
 def check_config(config: dict, geometries: dict) -> None:
     """Every rule of a validated config (defaults filled in) that the JSON schema cannot express.
 
-    ``geometries`` maps each model to an object with ``n_layers`` and ``n_heads`` (Geometry or
-    headloc.ablation.HeadGeometry), or None when it is unknown offline (such models skip the
-    head checks; their jobs check heads when they load the model).
+    ``geometries`` maps each model to a :class:`headloc.heads.HeadGeometry`, or None when it is
+    unknown offline (such models skip the head checks; their jobs check heads when they load the
+    model).
     """
     problems = []
 

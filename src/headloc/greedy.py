@@ -23,12 +23,11 @@ def round_masks(n_heads: int, chosen: Sequence[int]) -> np.ndarray:
     """
     if not chosen:
         return np.vstack([np.zeros(n_heads, dtype=np.int8), np.eye(n_heads, dtype=np.int8)])
-    base = np.zeros(n_heads, dtype=np.int8)
-    base[list(chosen)] = 1
-    rows = [base.copy() for _ in candidates(n_heads, chosen)]
-    for row, head in zip(rows, candidates(n_heads, chosen)):
-        row[head] = 1
-    return np.array(rows, dtype=np.int8)
+    added = candidates(n_heads, chosen)
+    masks = np.zeros((len(added), n_heads), dtype=np.int8)
+    masks[:, list(chosen)] = 1
+    masks[np.arange(len(added)), added] = 1
+    return masks
 
 
 def candidates(n_heads: int, chosen: Sequence[int]) -> list[int]:
@@ -59,6 +58,7 @@ def choose(masks: np.ndarray, scores: np.ndarray, chosen: Sequence[int]) -> tupl
 
 def ranking(chosen: Sequence[int], last_scores: np.ndarray) -> list[int]:
     """Chosen heads in order, then the rest by their score in the last round (most damaging first)."""
-    rest = [int(h) for h in np.argsort(last_scores, kind="stable") if h not in set(chosen)
-            and not np.isnan(last_scores[h])]
+    taken = set(chosen)
+    rest = [int(h) for h in np.argsort(last_scores, kind="stable")
+            if h not in taken and not np.isnan(last_scores[h])]
     return [*chosen, *rest]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -68,3 +69,21 @@ def parse_headset(spelling: str) -> list[str]:
     for head in heads:
         parse_head(head)
     return heads
+
+
+@dataclass(frozen=True)
+class HeadGeometry:
+    """How many layers and query heads per layer a model has (no torch needed)."""
+
+    n_layers: int
+    n_heads: int
+
+    @property
+    def total(self) -> int:
+        return self.n_layers * self.n_heads
+
+    @classmethod
+    def of(cls, config) -> "HeadGeometry":
+        """From a transformers config (works for every architecture in HOOK_MODULES)."""
+        config = getattr(config, "get_text_config", lambda: config)()
+        return cls(int(config.num_hidden_layers), int(config.num_attention_heads))

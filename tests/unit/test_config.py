@@ -8,7 +8,8 @@ import pytest
 import yaml
 
 from conftest import REPO
-from headloc.config import Geometry, check_config, expected, lm_eval_tasks, model_geometries, validate_config
+from headloc.config import check_config, expected, lm_eval_tasks, model_geometries, validate_config
+from headloc.heads import HeadGeometry as Geometry
 from headloc.models import read_gguf_metadata, resolve_source, source_geometry
 
 SCHEMA = REPO / "config/schema.yaml"
