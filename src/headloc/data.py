@@ -46,6 +46,11 @@ def read_jsonl(path) -> list[dict]:
     Raises FileNotFoundError naming a missing file, and ValueError naming the file and the
     1-based line number of a line that is not a JSON object.
     """
+    return [doc for _, doc in read_jsonl_numbered(path)]
+
+
+def read_jsonl_numbered(path) -> list[tuple[int, dict]]:
+    """:func:`read_jsonl` with each document's 1-based line number (for error messages)."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"JSONL file not found: {path}")
@@ -62,7 +67,7 @@ def read_jsonl(path) -> list[dict]:
                 raise ValueError(
                     f"{path}, line {number}: expected a JSON object, got {type(doc).__name__}"
                 )
-            docs.append(doc)
+            docs.append((number, doc))
     return docs
 
 

@@ -16,6 +16,8 @@ from sklearn.linear_model import Lasso, LassoCV
 from sklearn.model_selection import KFold
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from headloc import greedy
+
 
 def marginal_effects(phi: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Mean score with each head ablated minus mean score without it (0 where a head never varies)."""
@@ -143,3 +145,32 @@ def recovery_for(method: str, alpha="cv", random_state=None) -> LassoRecovery:
     if method == "greedy1s":
         return SingleHeadRecovery()
     return LassoRecovery(alpha=alpha, random_state=random_state)
+
+
+def greedy_recovery(rounds: list[dict], names: list[str]) -> dict:
+    """Greedy search's result from its rounds (the ``chosen.json`` records, in order).
+
+    Ranking: the chosen heads in the order chosen, then the rest by their score in the last round.
+    Coefficients (so that every method reports "change in score when this head is ablated"): a
+    chosen head's is the score change its addition caused in its round; any other head's, the
+    change it would have caused in the last round.
+
+    >>> rounds = [{"chosen": ["L0H1"], "score": 0.5, "unablated": 0.9, "n_evals": 3,
+    ...            "scores": {"L0H0": 0.8, "L0H1": 0.5}},
+    ...           {"chosen": ["L0H1", "L0H0"], "score": 0.4, "unablated": 0.9, "n_evals": 4,
+    ...            "scores": {"L0H0": 0.4}}]
+    >>> found = greedy_recovery(rounds, ["L0H0", "L0H1"])
+    >>> found["ranking"], {h: round(c, 2) for h, c in found["coef"].items()}, found["n_evals"]
+    (['L0H1', 'L0H0'], {'L0H0': -0.1, 'L0H1': -0.4}, 4)
+    """
+    last = rounds[-1]
+    before = [rounds[i - 1]["score"] if i else last["unablated"] for i in range(len(rounds))]
+    coef = {name: score - before[-1] for name, score in last["scores"].items()}
+    coef.update({r["chosen"][-1]: r["score"] - b for r, b in zip(rounds, before)})
+    last_scores = np.array([last["scores"].get(name, np.nan) for name in names])
+    chosen = [names.index(name) for name in last["chosen"]]
+    return {
+        "n_evals": last["n_evals"], "alpha": None, "r2": None, "intercept": last["unablated"],
+        "ranking": [names[i] for i in greedy.ranking(chosen, last_scores)],
+        "coef": {name: coef[name] for name in names},
+    }

@@ -1,0 +1,133 @@
+"""Task files and the documents they read: where a task is defined, and which fields its documents need.
+
+lm-eval reads a document field in three ways in a task YAML's ``doc_to_text``, ``doc_to_target``
+and ``doc_to_choice``: a bare field name (``doc_to_text: text``), a Jinja template
+(``"Question: {{question}}"``), or a ``!function`` (opaque here). :func:`required_fields` collects
+the fields of the first two kinds, so :func:`check_documents` can reject a document that lacks one
+before any evaluation, naming the file, the line and the field; a ``!function`` or a literal
+contributes nothing. Task files are also what an evaluation depends on: :func:`task_files` lists
+the YAML that defines a task, what it includes, and the Python and data beside it, so the workflow
+re-runs an evaluation when any of them changes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import jinja2
+import jinja2.meta
+import yaml
+
+TEMPLATE_KEYS = ("doc_to_text", "doc_to_target", "doc_to_choice")
+_TASK_LINE = re.compile(r"^task:\s*['\"]?([\w.-]+)", re.MULTILINE)
+_FIELD = re.compile(r"^[A-Za-z_]\w*$")
+_DEFINED_TEST = re.compile(r"\b([A-Za-z_]\w*)\s+is\s+(?:not\s+)?defined\b")
+
+
+class _TaskLoader(yaml.SafeLoader):
+    """Reads lm-eval task YAML without importing its functions (``!function`` becomes None)."""
+
+
+_TaskLoader.add_multi_constructor("!", lambda loader, suffix, node: None)
+
+
+def task_yaml(name: str, folders: Sequence[Path | str]) -> Path:
+    """The YAML file whose ``task:`` is ``name``, searched in ``folders`` (recursively, in order).
+
+    Raises ValueError listing the folders searched when no file defines the task.
+    """
+    for folder in folders:
+        for path in sorted(Path(folder).rglob("*.yaml")):
+            match = _TASK_LINE.search(path.read_text(encoding="utf-8"))
+            if match and match.group(1) == name:
+                return path
+    searched = ", ".join(str(f) for f in folders)
+    raise ValueError(f"no task YAML defines task {name!r}; searched {searched}")
+
+
+def load_task_yaml(path: Path | str) -> dict:
+    """A task YAML with its ``include:`` chain merged (shallow, the including file wins), as lm-eval does."""
+    path = Path(path)
+    config = yaml.load(path.read_text(encoding="utf-8"), Loader=_TaskLoader) or {}
+    include = config.pop("include", None)
+    if include:
+        base = load_task_yaml(path.parent / include)
+        config = {**base, **config}
+    return config
+
+
+def included_files(path: Path | str) -> list[Path]:
+    """The YAML file and every file its ``include:`` chain pulls in."""
+    path = Path(path)
+    files = [path]
+    include = (yaml.load(path.read_text(encoding="utf-8"), Loader=_TaskLoader) or {}).get("include")
+    if include:
+        files += included_files(path.parent / include)
+    return files
+
+
+def task_files(name: str, folders: Sequence[Path | str]) -> list[str]:
+    """Every file an lm-eval task is made of: its YAML, the files it includes, the Python modules
+    beside it (where ``!function`` points) and the files of a ``data/`` folder beside it."""
+    path = task_yaml(name, folders)
+    folder = path.parent
+    files = [*included_files(path), *sorted(folder.glob("*.py"))]
+    if (folder / "data").is_dir():
+        files += sorted(p for p in (folder / "data").rglob("*") if p.is_file())
+    return [str(p) for p in dict.fromkeys(files)]
+
+
+def _template_fields(value) -> set[str]:
+    if not isinstance(value, str):
+        return set()  # a list of literal choices, a number, or a !function
+    if _FIELD.match(value):
+        return {value}
+    if "{{" not in value and "{%" not in value:
+        return set()  # a literal string
+    optional = set(_DEFINED_TEST.findall(value))  # e.g. mbpp's `is_fewshot is defined`
+    names = jinja2.meta.find_undeclared_variables(jinja2.Environment().parse(value))
+    return names - optional
+
+
+def required_fields(task_config: dict) -> list[str]:
+    """The document fields a task's templates read (see the module docstring), sorted.
+
+    >>> required_fields({"doc_to_text": "Q: {{question}}", "doc_to_target": "answer",
+    ...                  "doc_to_choice": ["no", "yes"]})
+    ['answer', 'question']
+    """
+    fields = set()
+    for key in TEMPLATE_KEYS:
+        fields |= _template_fields(task_config.get(key))
+    return sorted(fields)
+
+
+def _is_empty(value) -> bool:
+    return value is None or (isinstance(value, (str, list, dict)) and len(value) == 0)
+
+
+def check_documents(docs: Iterable[tuple[int, dict]], fields: Sequence[str], source: str, *,
+                    task: str) -> None:
+    """Raise ValueError on the first document that lacks a field of ``fields`` or has it empty, naming
+    ``source`` (the file), the line and the field; and on no documents at all. ``docs`` holds
+    (line number, document) pairs, as :func:`headloc.data.read_jsonl_numbered` returns them.
+
+    >>> check_documents([(1, {"text": "a"}), (3, {"text": ""})], ["text"], "d.jsonl", task="t")
+    Traceback (most recent call last):
+    ValueError: d.jsonl, line 3: field 'text' is empty (''); task t needs a value there
+    """
+    count = 0
+    for line, doc in docs:
+        count += 1
+        for field in fields:
+            if field not in doc:
+                raise ValueError(f"{source}, line {line}: no field {field!r}; task {task} reads fields "
+                                 f"{', '.join(fields)} (the document has {', '.join(doc) or 'no fields'})")
+            if _is_empty(doc[field]):
+                raise ValueError(f"{source}, line {line}: field {field!r} is empty ({doc[field]!r}); task "
+                                 f"{task} needs a value there")
+    if count == 0:
+        raise ValueError(f"{source}: no documents; expected one JSON object per line with fields "
+                         f"{', '.join(fields) or '(any)'} for task {task}")

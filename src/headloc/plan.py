@@ -1,0 +1,260 @@
+"""The experiment plan: what a validated config asks the workflow to compute, as plain data.
+
+A :class:`Plan` answers every "which" question of the workflow without Snakemake: which searches
+run on which task (and under which directory name), which searches and head sets each collected
+table needs, which collected tables each paper table and figure reads, and under which digest the
+collected tables of this config live. ``rules/common.smk`` turns these answers into input
+functions; the tests ask them directly.
+
+Staleness. Per-search files are named by everything that changes them (:meth:`Plan.search_id`),
+evaluations by (model, task, head set) and re-run by Snakemake when their parameters, inputs or
+code change. Collected tables are the one place where results of many configs could mix: they live
+under ``results/runs/{digest}/``, where ``digest`` hashes the whole validated config
+(:func:`config_digest`), so a changed config never reads another config's collection, and going
+back to an old config finds its own collection again (re-made only if something upstream changed).
+
+>>> plan = Plan({"models": {"m": {}}, "tasks": {"ioi": {"localize": True, "capability": None,
+...     "id_docs": None, "search": {}}}, "search": {"methods": ["cs_stratified", "greedy"],
+...     "n_masks": 100, "sparsity": 0.05, "id_docs": 20, "seed": 0},
+...     "validation": {"top_k": 5, "method": "cs_stratified"}, "tuning": {"tasks": []}})
+>>> list(plan.searches["ioi"])
+['cs_stratified_m100_p0.05_n20_s0', 'greedy_k5_n20_s0']
+>>> plan.main_search("ioi")
+'cs_stratified_m100_p0.05_n20_s0'
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from headloc.heads import format_headset
+from headloc.selection import select_heads
+
+DIGEST_LENGTH = 12
+
+
+@dataclass(frozen=True)
+class Search:
+    """One search: its method and the parameters that change its result."""
+
+    task: str
+    id: str
+    method: str
+    n_masks: int
+    sparsity: float
+
+    def spec(self) -> dict:
+        """What the mask and tuning jobs are told about the search."""
+        return {"method": self.method, "n_masks": self.n_masks, "sparsity": self.sparsity}
+
+
+@dataclass(frozen=True)
+class Collection:
+    """One collected table: what it holds and which searches it needs.
+
+    ``kind`` is "models", "tuning", "recoveries" or "evals"; ``methods`` "main" (the searches of
+    ``validation.method`` only) or "all"; ``heads`` (evals only) the kinds of head selections whose
+    evaluations it holds (see :func:`headloc.selection.select_heads`).
+    """
+
+    name: str
+    kind: str
+    methods: str = "main"
+    heads: tuple[str, ...] = ()
+
+    @property
+    def needs_searches(self) -> bool:
+        return self.kind in ("recoveries", "evals")
+
+
+HEAD_KINDS = ("task", "universal", "knowledge", "extra")
+COLLECTIONS = {c.name: c for c in (
+    Collection("models", "models"),
+    Collection("tuning", "tuning"),
+    Collection("recoveries_main", "recoveries", "main"),
+    Collection("recoveries", "recoveries", "all"),
+    Collection("evals_main", "evals", "main", ("task",)),
+    Collection("evals_methods", "evals", "all", ("task",)),
+    Collection("evals_universal", "evals", "main", ("universal",)),
+    Collection("evals_knowledge", "evals", "main", ("knowledge",)),
+    Collection("evals_all", "evals", "all", HEAD_KINDS),
+)}
+
+
+def config_digest(config: Mapping) -> str:
+    """A short hash of a validated config (defaults filled in): equal configs, equal digests.
+
+    >>> config_digest({"a": 1, "b": [1, 2]}) == config_digest({"b": [1, 2], "a": 1})
+    True
+    >>> config_digest({"a": 1}) == config_digest({"a": 2})
+    False
+    """
+    text = json.dumps(config, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:DIGEST_LENGTH]
+
+
+class Plan:
+    """Everything a validated config (defaults filled in) asks for; pure, no file access."""
+
+    def __init__(self, config: Mapping):
+        self.config = config
+        self.models = list(config["models"])
+        self.tasks = list(config["tasks"])  # every task is evaluated when validating
+        self.localized = [t for t in self.tasks if config["tasks"][t]["localize"]]  # and these searched
+        self.capabilities = {t: config["tasks"][t]["capability"] or t for t in self.tasks}
+        self.top_k = config["validation"]["top_k"]
+        self.main_method = config["validation"]["method"]
+        self.seed = config["search"]["seed"]
+        self.digest = config_digest(config)
+        self.searches = {task: self._searches(task) for task in self.localized}
+        self.tuning = {task: self._tuning(task) for task in config["tuning"]["tasks"]}
+
+    # ------------------------------------------------------------ searches
+
+    def id_docs(self, task: str) -> int:
+        """Identification subset size: the task's own, or the search default."""
+        return self.config["tasks"][task]["id_docs"] or self.config["search"]["id_docs"]
+
+    def search_id(self, task: str, method: str, n_masks: int, sparsity: float) -> str:
+        """Directory name of a search: the method and every parameter that changes its result."""
+        tail = f"n{self.id_docs(task)}_s{self.seed}"
+        if method == "greedy1s":
+            return f"greedy1s_{tail}"
+        if method == "greedy":
+            return f"greedy_k{self.top_k}_{tail}"
+        return f"{method}_m{n_masks}_p{sparsity:g}_{tail}"
+
+    def _search(self, task, method, n_masks, sparsity) -> Search:
+        return Search(task, self.search_id(task, method, n_masks, sparsity), method, n_masks, sparsity)
+
+    def _searches(self, task: str) -> dict[str, Search]:
+        settings = {**self.config["search"], **self.config["tasks"][task]["search"]}
+        found = (self._search(task, m, settings["n_masks"], settings["sparsity"]) for m in settings["methods"])
+        return {s.id: s for s in found}
+
+    def _tuning(self, task: str) -> dict[str, Search]:
+        grid = self.config["tuning"]
+        found = (self._search(task, grid["method"], m, p) for m in grid["n_masks"] for p in grid["sparsity"])
+        return {s.id: s for s in found}
+
+    def search(self, task: str, search_id: str) -> Search:
+        """A search of the main plan or the tuning grid; KeyError naming it when unknown."""
+        for plan in (self.searches, self.tuning):
+            if search_id in plan.get(task, {}):
+                return plan[task][search_id]
+        raise KeyError(f"no search {search_id!r} on task {task!r} in this config")
+
+    def all_search_ids(self) -> set[str]:
+        return {s for plan in (self.searches, self.tuning) for searches in plan.values() for s in searches}
+
+    def main_search(self, task: str) -> str:
+        """The search of the main method (validation.method) on a task."""
+        for search in self.searches[task].values():
+            if search.method == self.main_method:
+                return search.id
+        raise ValueError(f"config validation.method: {self.main_method!r} is not among the methods run on "
+                         f"task {task!r} ({', '.join(s.method for s in self.searches[task].values())})")
+
+    def searches_of(self, collection: str) -> list[tuple[str, str]]:
+        """(task, search id) of every search a collected table needs (none for models and tuning).
+
+        The main method's searches of every task are always among them: universal heads, which every
+        table filters, are detected on them.
+        """
+        wanted = COLLECTIONS[collection]
+        if not wanted.needs_searches:
+            return []
+        if wanted.methods == "main":
+            return [(task, self.main_search(task)) for task in self.localized]
+        return [(task, search) for task in self.localized for search in self.searches[task]]
+
+    # ------------------------------------------------------------ head selections
+
+    def selection_options(self) -> dict:
+        """What :func:`headloc.results.selections` needs to pick the reported heads."""
+        config = self.config
+        return {
+            "main": {task: self.main_search(task) for task in self.localized},
+            "capabilities": self.capabilities,
+            "k": self.top_k,
+            "universal": config["universal"],
+            "knowledge": {key: config["knowledge"][key] for key in ("tasks", "top_n", "min_tasks")},
+            "extra": config["validation"]["headsets"],
+        }
+
+    def headsets(self, collection: str, rankings: Mapping[tuple[str, str], Sequence[str]]) -> list[str]:
+        """Head sets of one model a collected evals table needs: the baseline ("none"), then per the
+        collection's head kinds the cumulative top 1..k of each of its searches, each universal and
+        knowledge head alone, and the extra head sets. ``rankings`` maps (task, search id) to the
+        recovered ranking of every search in :meth:`searches_of`."""
+        kinds = COLLECTIONS[collection].heads
+        options = self.selection_options()
+        selected = select_heads(rankings, options["main"], self.capabilities, k=self.top_k,
+                                universal=options["universal"], knowledge=options["knowledge"])
+        sets = {"none"}
+        if "task" in kinds:
+            for heads in selected["task"].values():
+                sets.update(format_headset(heads[:k]) for k in range(1, len(heads) + 1))
+        for kind in ("universal", "knowledge"):
+            if kind in kinds:
+                sets.update(selected[kind])
+        if "extra" in kinds:
+            sets.update(format_headset(spelling.split("+")) for spelling in options["extra"])
+        return sorted(sets)
+
+    # ------------------------------------------------------------ collected tables and targets
+
+    def collected_path(self, collection: str) -> str:
+        """Where this config's collected table lives (under its digest)."""
+        if collection not in COLLECTIONS:
+            raise KeyError(f"unknown collected table {collection!r}; known: {', '.join(COLLECTIONS)}")
+        return f"results/runs/{self.digest}/{collection}.tsv"
+
+    def relative_tasks(self) -> list[str]:
+        return [task for task in self.tasks if self.config["tasks"][task]["relative"]]
+
+    def report_options(self) -> dict:
+        """The fields of :class:`headloc.report.ReportOptions` for this run."""
+        report, knowledge = self.config["report"], self.config["knowledge"]
+        searched = [self.capabilities[task] for task in self.localized]
+        return {
+            "top_k": self.top_k,
+            "gen_tasks": self.config["validation"]["gen_tasks"],
+            "method": self.main_method,
+            "capabilities": self.capabilities,
+            "knowledge_tasks": knowledge["tasks"],
+            "knowledge_eval_tasks": knowledge["eval_tasks"],
+            "figure_model": report["model"] or self.models[0],
+            "figure_capability": report["capability"] or (searched[0] if searched else None),
+        }
+
+
+def in_collection(collection: str, selection: Mapping, main_method: str) -> bool:
+    """Whether a selection (a row of :func:`headloc.results.selections`) belongs in a collected
+    evals or recoveries table.
+
+    >>> in_collection("evals_main", {"kind": "task", "method": "greedy"}, "cs_stratified")
+    False
+    >>> in_collection("evals_all", {"kind": "universal", "method": ""}, "cs_stratified")
+    True
+    """
+    wanted = COLLECTIONS[collection]
+    if wanted.kind == "evals" and selection["kind"] not in wanted.heads:
+        return False
+    if selection["kind"] != "task" or wanted.methods == "all":
+        return True
+    return selection["method"] == main_method
+
+
+def choose_tuning_point(points: Iterable[Mapping]) -> Mapping:
+    """The tuning grid point whose top heads degrade the task most (appendix A.1); ties go to the
+    cheaper search: fewer masks, then lower sparsity.
+
+    >>> choose_tuning_point([{"degradation": -5, "n_masks": 200, "sparsity": 0.05},
+    ...                      {"degradation": -5, "n_masks": 100, "sparsity": 0.1}])["n_masks"]
+    100
+    """
+    return min(points, key=lambda p: (p["degradation"], p["n_masks"], p["sparsity"]))
