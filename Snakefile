@@ -10,9 +10,9 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
-# The paper grid is the default; a --configfile replaces it (Snakemake would otherwise merge the
-# two, e.g. adding the paper's models to the demo's).
-if not config:
+# The paper grid is the default. A --configfile replaces it (Snakemake would otherwise merge the two,
+# e.g. adding the paper's models to the demo's); --config alone edits it.
+if not workflow.overwrite_configfiles:
 
     configfile: "config/config.yaml"
 
@@ -35,8 +35,8 @@ rule all:
 
 
 # One target rule per paper table and figure: `snakemake table4` (or its file, e.g.
-# results/tables/table4.md) runs only the jobs that table needs.
-for _name, (_about, _) in TABLES.items():
+# results/tables/table4.md) runs only the jobs that table needs (headloc.plan says which).
+for _name, _spec in TABLES.items():
 
     rule:
         name:
@@ -44,10 +44,10 @@ for _name, (_about, _) in TABLES.items():
         input:
             table_files(_name),
         message:
-            _about
+            _spec.about
 
 
-for _name, _about in FIGURES.items():
+for _name, _spec in FIGURES.items():
 
     rule:
         name:
@@ -55,4 +55,4 @@ for _name, _about in FIGURES.items():
         input:
             figure_files(_name),
         message:
-            _about
+            _spec.about

@@ -1,31 +1,28 @@
-"""Config validation, wildcard constraints and every input function of the workflow."""
+"""Config validation, wildcard constraints, input functions and the final targets.
+
+Every "which" question (searches, head sets, collected tables, what a table reads) is answered by
+headloc.plan.Plan; the functions here only turn its answers into paths.
+"""
 
 import json
 import os
 import re
 
-from headloc.config import check_config, model_geometries, validate_config
-from headloc.heads import HEADSET_PATTERN, format_headset
+from headloc.config import TASKS_DIR, check_config, model_geometries, validate_config
+from headloc.documents import task_files
+from headloc.heads import HEADSET_PATTERN
 from headloc.models import resolve_source
-from headloc.selection import select_heads
+from headloc.plan import COLLECTIONS, Plan
+from headloc.report import FIGURES, TABLES
 
 validate_config(config, os.path.join(workflow.basedir, "config", "schema.yaml"))
 check_config(config, model_geometries(config))
-
-MODELS = list(config["models"])
-TASKS = list(config["tasks"])  # every task is evaluated when validating
-LOCALIZED = [
-    task for task in TASKS if config["tasks"][task]["localize"]
-]  # and these are searched
+PLAN = Plan(config)
+MODELS, TASKS, LOCALIZED = PLAN.models, PLAN.tasks, PLAN.localized
 SEARCH = config["search"]
-VALIDATION = config["validation"]
-TOP_K = VALIDATION["top_k"]
-MAIN_METHOD = VALIDATION["method"]
-GEN_TASKS = VALIDATION["gen_tasks"]
-UNIVERSAL = config["universal"]
-KNOWLEDGE = config["knowledge"]
 DATA = config["data"]
 MIRROR = os.path.abspath(DATA["mirror"]) if DATA["mirror"] else None
+TASK_FOLDERS = [TASKS_DIR]
 
 
 def model_sources():
@@ -42,82 +39,6 @@ def model_sources():
 SOURCES = model_sources()
 
 
-def capability(task):
-    return config["tasks"][task]["capability"] or task
-
-
-CAPABILITIES = {task: capability(task) for task in TASKS}
-
-# ---------------------------------------------------------------- searches
-
-
-def id_docs(task):
-    """Identification subset size: the task's own, or the search default."""
-    return config["tasks"][task]["id_docs"] or SEARCH["id_docs"]
-
-
-def search_settings(task):
-    """The search section with the task's own overrides (methods, n_masks, sparsity)."""
-    return {**SEARCH, **config["tasks"][task]["search"]}
-
-
-def search_id(task, method, n_masks, sparsity):
-    """Directory name of a search: the method and every parameter that changes its result."""
-    tail = f"n{id_docs(task)}_s{SEARCH['seed']}"
-    if method == "greedy1s":
-        return f"greedy1s_{tail}"
-    if method == "greedy":
-        return f"greedy_k{TOP_K}_{tail}"
-    return f"{method}_m{n_masks}_p{sparsity:g}_{tail}"
-
-
-def plan_searches():
-    """task -> {search id: settings} for the searches whose heads are validated (the paper's
-    methods), and task -> {search id: settings} for the tuning grid of appendix A.1."""
-    main, tuning = {}, {}
-    for task in LOCALIZED:
-        settings = search_settings(task)
-        main[task] = {}
-        for method in settings["methods"]:
-            spec = {
-                "method": method,
-                "n_masks": settings["n_masks"],
-                "sparsity": settings["sparsity"],
-            }
-            main[task][search_id(task, **spec)] = spec
-    for task in config["tuning"]["tasks"]:
-        tuning[task] = {}
-        for n_masks in config["tuning"]["n_masks"]:
-            for sparsity in config["tuning"]["sparsity"]:
-                spec = {
-                    "method": config["tuning"]["method"],
-                    "n_masks": n_masks,
-                    "sparsity": sparsity,
-                }
-                tuning[task][search_id(task, **spec)] = spec
-    return main, tuning
-
-
-SEARCHES, TUNING = plan_searches()
-SEARCH_SPECS = {
-    (task, search): spec
-    for plan in (SEARCHES, TUNING)
-    for task, searches in plan.items()
-    for search, spec in searches.items()
-}
-
-
-def main_search(task):
-    """The search of the main method (validation.method) on a task."""
-    for search, spec in SEARCHES[task].items():
-        if spec["method"] == MAIN_METHOD:
-            return search
-    raise ValueError(
-        f"config validation.method: {MAIN_METHOD!r} is not among the methods run on task {task!r} "
-        f"({', '.join(spec['method'] for spec in SEARCHES[task].values())})"
-    )
-
-
 def alternatives(names):
     return "|".join(re.escape(name) for name in sorted(names)) or "(?!)"
 
@@ -125,12 +46,13 @@ def alternatives(names):
 wildcard_constraints:
     model=alternatives(MODELS),
     task=alternatives(TASKS),
-    search=alternatives({search for _, search in SEARCH_SPECS}),
+    search=alternatives(PLAN.all_search_ids()),
     chunk=r"\d+",
     round=r"\d+",
     n=r"\d+",
     seed=r"\d+",
     headset=HEADSET_PATTERN,
+    digest=PLAN.digest,
 
 
 # ---------------------------------------------------------------- models
@@ -157,6 +79,10 @@ def model_location(wildcards):
     )
 
 
+def model_source(wildcards):
+    return config["models"][wildcards.model]["source"]
+
+
 def model_options(wildcards):
     spec = config["models"][wildcards.model]
     return {
@@ -167,15 +93,34 @@ def model_options(wildcards):
 # ---------------------------------------------------------------- data and tasks
 
 
+def get_data_file(wildcards):
+    """A task's own JSONL file: an input, so an edited file re-runs what depends on it."""
+    return config["tasks"][wildcards.task].get("data_file") or []
+
+
 def dataset_options(wildcards):
     spec = config["tasks"][wildcards.task]
     return {
         "dataset": spec.get("dataset", wildcards.task),
-        "data_file": spec.get("data_file"),
         "n_docs": spec["n_docs"],
         "seed": SEARCH["seed"],
         "mirror": MIRROR,
+        "lm_eval_task": spec["lm_eval_task"],
+        "task_folders": [str(folder) for folder in TASK_FOLDERS],
     }
+
+
+def files_of_task(task):
+    """The task's YAML, what it includes and the Python and data beside it."""
+    return task_files(config["tasks"][task]["lm_eval_task"], TASK_FOLDERS)
+
+
+def get_task_files(wildcards):
+    return files_of_task(wildcards.task)
+
+
+def get_all_task_files(wildcards):
+    return sorted({path for task in TASKS for path in files_of_task(task)})
 
 
 def options_of_task(task):
@@ -202,19 +147,24 @@ def all_task_options(wildcards):
     return [options_of_task(task) for task in TASKS]
 
 
+def relative(wildcards):
+    return config["tasks"][wildcards.task]["relative"]
+
+
 def get_id_subset(wildcards):
-    return f"results/data/{wildcards.task}/id_{id_docs(wildcards.task)}_seed{SEARCH['seed']}.jsonl"
+    task = wildcards.task
+    return f"results/data/{task}/id_{PLAN.id_docs(task)}_seed{SEARCH['seed']}.jsonl"
 
 
 # ---------------------------------------------------------------- search
 
 
 def search_spec(wildcards):
-    return SEARCH_SPECS[(wildcards.task, wildcards.search)]
+    return PLAN.search(wildcards.task, wildcards.search).spec()
 
 
 def search_method(wildcards):
-    return search_spec(wildcards)["method"]
+    return PLAN.search(wildcards.task, wildcards.search).method
 
 
 def chunk_files(pattern, **wildcards):
@@ -242,12 +192,12 @@ def get_previous_choice(wildcards):
 
 
 def get_recovery_input(wildcards):
-    """Compressed sensing and one-shot greedy: the masks and their scores; greedy: its last round."""
+    """Compressed sensing and one-shot greedy: the masks and their scores; greedy: its rounds."""
     if search_method(wildcards) == "greedy":
         return {
             "rounds": expand(
                 "results/{model}/{task}/{search}/round{round}/chosen.json",
-                round=range(1, TOP_K + 1),
+                round=range(1, PLAN.top_k + 1),
                 **wildcards,
             )
         }
@@ -264,11 +214,44 @@ def recovery_file(model, task, search):
 def main_recovery_files(wildcards):
     """The main method's recovery of every searched task of one model (universal heads)."""
     return [
-        recovery_file(wildcards.model, task, main_search(task)) for task in LOCALIZED
+        recovery_file(wildcards.model, task, search)
+        for task, search in PLAN.searches_of("evals_main")
     ]
 
 
-# ---------------------------------------------------------------- head sets to validate
+def get_tuning_points(wildcards):
+    return expand(
+        "results/{model}/{task}/{search}/id_topk.json",
+        search=PLAN.tuning[wildcards.task],
+        **wildcards,
+    )
+
+
+# ---------------------------------------------------------------- collected tables
+
+
+def collected(name):
+    """This config's copy of a collected table (results/runs/<config digest>/<name>.tsv)."""
+    return PLAN.collected_path(name)
+
+
+RUN_CONFIG = f"results/runs/{PLAN.digest}/config.yaml"
+
+
+def get_published(wildcards):
+    return collected(wildcards.name)
+
+
+def collection(wildcards):
+    return wildcards.collection
+
+
+def get_collected_recoveries(wildcards):
+    return [
+        recovery_file(model, task, search)
+        for model in MODELS
+        for task, search in PLAN.searches_of(wildcards.collection)
+    ]
 
 
 def ranking(model, task, search):
@@ -280,135 +263,31 @@ def ranking(model, task, search):
         return json.load(handle)["ranking"]
 
 
-def selected_heads(model):
-    """The heads every table of one model reports, by kind (see headloc.selection.select_heads)."""
-    rankings = {
-        (task, search): ranking(model, task, search)
-        for task in LOCALIZED
-        for search in SEARCHES[task]
-    }
-    main = {task: main_search(task) for task in LOCALIZED}
-    return select_heads(
-        rankings, main, CAPABILITIES, k=TOP_K, universal=UNIVERSAL, knowledge=KNOWLEDGE
-    )
-
-
-def headsets(model, kinds=("task", "universal", "knowledge", "extra"), methods=None):
-    """Head sets to evaluate for a model: none, the cumulative top 1..k of each search (of
-    `methods`, default all), each universal and knowledge head alone, and the extra sets.
-    """
-    selected = selected_heads(model)
-    sets = {"none"}
-    if "task" in kinds:
-        for (task, search), heads in selected["task"].items():
-            if methods is None or SEARCH_SPECS[(task, search)]["method"] in methods:
-                sets.update(format_headset(heads[:k]) for k in range(1, len(heads) + 1))
-    for kind in ("universal", "knowledge"):
-        if kind in kinds:
-            sets.update(selected[kind])
-    if "extra" in kinds:
-        sets.update(
-            format_headset(spelling.split("+")) for spelling in VALIDATION["headsets"]
+def get_collected_evals(wildcards):
+    """The evaluation files one collected evals table needs: for each model, every task with each
+    head set the collection's searches select (after their recover_heads checkpoints)."""
+    files = []
+    for model in MODELS:
+        rankings = {
+            (task, search): ranking(model, task, search)
+            for task, search in PLAN.searches_of(wildcards.collection)
+        }
+        files += expand(
+            "results/{model}/evals/{task}/{headset}.json",
+            model=model,
+            task=TASKS,
+            headset=PLAN.headsets(wildcards.collection, rankings),
         )
-    return sorted(sets)
-
-
-def eval_files(model, sets):
-    return expand(
-        "results/{model}/evals/{task}/{headset}.json",
-        model=model,
-        task=TASKS,
-        headset=sets,
-    )
-
-
-# What each evals table holds, so that one paper table waits only for the evaluations it shows.
-EVAL_SCOPES = {
-    "main": {"kinds": ("task",), "methods": (MAIN_METHOD,)},
-    "methods": {"kinds": ("task",), "methods": None},
-    "universal": {"kinds": ("universal",), "methods": None},
-    "knowledge": {"kinds": ("knowledge",), "methods": None},
-    "all": {"kinds": ("task", "universal", "knowledge", "extra"), "methods": None},
-}
-
-
-def get_scope_evals(wildcards):
-    scope = EVAL_SCOPES[wildcards.scope]
-    return [
-        path for model in MODELS for path in eval_files(model, headsets(model, **scope))
-    ]
-
-
-def all_recovery_files():
-    return [
-        recovery_file(model, task, search)
-        for model in MODELS
-        for task in LOCALIZED
-        for search in SEARCHES[task]
-    ]
+    return files
 
 
 def tuning_files():
     return [
-        f"results/{model}/{task}/tuning.json" for model in MODELS for task in TUNING
+        f"results/{model}/{task}/tuning.json" for model in MODELS for task in PLAN.tuning
     ]
 
 
-def get_tuning_points(wildcards):
-    return expand(
-        "results/{model}/{task}/{search}/id_topk.json",
-        search=TUNING[wildcards.task],
-        **wildcards,
-    )
-
-
-# ---------------------------------------------------------------- targets
-
-TABLES = (
-    {  # name -> what it shows (the rule's docstring) and the collected tables it reads
-        "table1": (
-            "Layers, heads per layer and total heads of every model.",
-            ["models"],
-        ),
-        "table2": (
-            "Delta Task and Delta Gen of the top-k task-specific heads.",
-            ["evals_main"],
-        ),
-        "table3": (
-            "Heads found on one dataset, evaluated on the others of its capability.",
-            ["evals_main"],
-        ),
-        "table4": (
-            "Search methods compared: Delta Task, Delta Gen and evaluations used.",
-            ["evals_methods", "recoveries"],
-        ),
-        "table5": ("Universal heads: mean Delta per capability.", ["evals_universal"]),
-        "table6": ("Degradation against the number of heads ablated.", ["evals_main"]),
-        "table7": ("Universal heads: Delta on every task.", ["evals_universal"]),
-        "table8": (
-            "Knowledge multiple-choice heads: Delta on every task.",
-            ["evals_knowledge"],
-        ),
-        "table9": ("Heads found by every method on every task.", ["recoveries"]),
-        "table10": (
-            "Heads found by the main method, per model and task.",
-            ["recoveries"],
-        ),
-        "tuning": ("Hyperparameter search of appendix A.1.", ["tuning"]),
-    }
-)
-FIGURES = {
-    "fig1": "Every task's score with the top-k heads of one capability ablated.",
-    "fig2": "Degradation against the number of heads ablated, for one capability.",
-    "fig3": "Knowledge multiple-choice heads ablated alone.",
-    "fig4": "Localization of the knowledge tasks (WMDP) in one model.",
-}
-COLLECTED = {
-    "models": "results/tables/models.tsv",
-    "recoveries": "results/tables/recoveries.tsv",
-    "tuning": "results/tables/tuning.tsv",
-    **{f"evals_{scope}": f"results/tables/evals_{scope}.tsv" for scope in EVAL_SCOPES},
-}
+# ---------------------------------------------------------------- tables, figures and all
 
 
 def table_files(tables):
@@ -421,56 +300,25 @@ def figure_files(figures):
     return expand("results/figures/{figure}.{ext}", figure=figures, ext=["png", "pdf"])
 
 
+def report_inputs(spec):
+    """The collected tables one table or figure reads, named as its builder expects."""
+    return {name: collected(name) for name in spec.inputs}
+
+
+def table_inputs(wildcards):
+    return report_inputs(TABLES[wildcards.table])
+
+
+def figure_inputs(wildcards):
+    return report_inputs(FIGURES[wildcards.figure])
+
+
 def report_targets():
-    tables = [name for name in TABLES if name != "tuning" or TUNING]
+    tables = [name for name in TABLES if name != "tuning" or PLAN.tuning]
     universal = (
         expand("results/{model}/universal_heads.json", model=MODELS)
         if LOCALIZED
         else []
     )
-    return (
-        table_files(tables)
-        + figure_files(list(FIGURES))
-        + [COLLECTED["evals_all"]]
-        + universal
-    )
-
-
-def table_inputs(wildcards):
-    """The collected tables one paper table reads, by name (evals, recoveries, models, tuning)."""
-    return {key.split("_")[0]: COLLECTED[key] for key in TABLES[wildcards.table][1]}
-
-
-FIGURE_INPUTS = {"fig3": "evals_knowledge"}
-
-
-def figure_inputs(wildcards):
-    return {"evals": COLLECTED[FIGURE_INPUTS.get(wildcards.figure, "evals_main")]}
-
-
-def report_params():
-    """What the report functions need to know about the run."""
-    searched_caps = [CAPABILITIES[task] for task in LOCALIZED]
-    return {
-        "top_k": TOP_K,
-        "gen_tasks": GEN_TASKS,
-        "method": MAIN_METHOD,
-        "capabilities": CAPABILITIES,
-        "knowledge_tasks": KNOWLEDGE["tasks"],
-        "knowledge_eval_tasks": KNOWLEDGE["eval_tasks"],
-        "figure_model": config["report"]["model"] or MODELS[0],
-        "figure_capability": config["report"]["capability"]
-        or (searched_caps[0] if searched_caps else None),
-    }
-
-
-def selection_params():
-    """What headloc.results.selections needs to pick the reported heads from the recoveries."""
-    return {
-        "main": {task: main_search(task) for task in LOCALIZED},
-        "capabilities": CAPABILITIES,
-        "k": TOP_K,
-        "universal": UNIVERSAL,
-        "knowledge": {key: KNOWLEDGE[key] for key in ("tasks", "top_n", "min_tasks")},
-        "extra": VALIDATION["headsets"],
-    }
+    published = expand("results/tables/{name}.tsv", name=["evals_all", "recoveries"])
+    return table_files(tables) + figure_files(list(FIGURES)) + published + universal

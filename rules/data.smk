@@ -1,5 +1,9 @@
 rule materialize_dataset:
-    """Write a task's full documents to JSONL: a built-in dataset, or a checked copy of a local file."""
+    """Write a task's full documents to JSONL (a built-in dataset, or a copy of the task's own file),
+    every document checked for the fields its task reads."""
+    input:
+        data_file=get_data_file,
+        task=get_task_files,
     output:
         "results/data/{task}/test.jsonl",
     log:

@@ -24,6 +24,6 @@ rule model_geometry:
         "../envs/headloc.yaml"
     params:
         location=model_location,
-        source=lambda wildcards: config["models"][wildcards.model]["source"],
+        source=model_source,
     script:
         "../scripts/model_geometry.py"

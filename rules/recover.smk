@@ -15,7 +15,7 @@ checkpoint recover_heads:
         method=search_method,
         alpha=SEARCH["alpha"],
         seed=SEARCH["seed"],
-        top_k=TOP_K,
+        top_k=PLAN.top_k,
     script:
         "../scripts/recover_heads.py"
 
@@ -31,8 +31,8 @@ rule universal_heads:
     conda:
         "../envs/headloc.yaml"
     params:
-        capabilities=CAPABILITIES,
-        rule=UNIVERSAL,
+        capabilities=PLAN.capabilities,
+        rule=config["universal"],
     script:
         "../scripts/universal_heads.py"
 
@@ -44,6 +44,7 @@ rule score_top_heads:
         model=get_model_input,
         recovery="results/{model}/{task}/{search}/recovery.json",
         docs=get_id_subset,
+        task=get_task_files,
     output:
         "results/{model}/{task}/{search}/id_topk.json",
     log:
@@ -62,7 +63,7 @@ rule score_top_heads:
         model=model_options,
         task=task_options,
         spec=search_spec,
-        relative=lambda wildcards: config["tasks"][wildcards.task]["relative"],
+        relative=relative,
     script:
         "../scripts/score_top_heads.py"
 

@@ -1,20 +1,41 @@
 localrules:
+    run_config,
     collect_models,
     collect_recoveries,
     collect_evals,
     collect_tuning,
+    publish_collected,
     render_table,
     render_figure,
+
+
+# Collected tables live under results/runs/<config digest>/ (see headloc.plan): a changed config
+# collects into a new folder, so no table is ever rendered from another config's collection.
+
+
+rule run_config:
+    """The config this run folder's collected tables were made with (what its digest hashes)."""
+    output:
+        RUN_CONFIG,
+    log:
+        "results/logs/run_config/{}.log".format(PLAN.digest),
+    conda:
+        "../envs/headloc.yaml"
+    params:
+        config=config,
+    script:
+        "../scripts/run_config.py"
 
 
 rule collect_models:
     """Every model's head geometry in one table (paper Table 1)."""
     input:
-        expand("results/{model}/geometry.json", model=MODELS),
+        run=RUN_CONFIG,
+        models=expand("results/{model}/geometry.json", model=MODELS),
     output:
-        COLLECTED["models"],
+        "results/runs/{digest}/models.tsv",
     log:
-        "results/logs/collect_models/all.log",
+        "results/logs/collect_models/{digest}.log",
     conda:
         "../envs/headloc.yaml"
     script:
@@ -22,40 +43,49 @@ rule collect_models:
 
 
 rule collect_recoveries:
-    """Every search's recovered heads (universal heads filtered) in one table."""
+    """Every search's recovered heads (universal heads filtered) in one table: the main method's
+    searches (recoveries_main) or every method's (recoveries)."""
     input:
-        all_recovery_files(),
+        run=RUN_CONFIG,
+        recoveries=get_collected_recoveries,
     output:
-        COLLECTED["recoveries"],
+        "results/runs/{digest}/{collection}.tsv",
     log:
-        "results/logs/collect_recoveries/all.log",
+        "results/logs/collect_recoveries/{digest}/{collection}.log",
+    wildcard_constraints:
+        collection="recoveries|recoveries_main",
     conda:
         "../envs/headloc.yaml"
     params:
-        selection=lambda wildcards: selection_params(),
+        selection=PLAN.selection_options(),
+        collection=collection,
+        main_method=PLAN.main_method,
     script:
         "../scripts/collect_recoveries.py"
 
 
 rule collect_evals:
     """The full-data evaluations behind one group of tables, one tidy row per (heads, k, task):
-    main (the main method's top-k), methods (every method), universal, knowledge or all.
-    """
+    main (the main method's top-k), methods (every method), universal, knowledge or all."""
     input:
-        recoveries=all_recovery_files(),
-        evals=get_scope_evals,
+        run=RUN_CONFIG,
+        recoveries=get_collected_recoveries,
+        evals=get_collected_evals,
     output:
-        "results/tables/evals_{scope}.tsv",
+        "results/runs/{digest}/{collection}.tsv",
     log:
-        "results/logs/collect_evals/{scope}.log",
+        "results/logs/collect_evals/{digest}/{collection}.log",
     wildcard_constraints:
-        scope=alternatives(EVAL_SCOPES),
+        collection=alternatives(
+            name for name, c in COLLECTIONS.items() if c.kind == "evals"
+        ),
     conda:
         "../envs/headloc.yaml"
     params:
-        selection=lambda wildcards: selection_params(),
-        scope=lambda wildcards: EVAL_SCOPES[wildcards.scope],
-        relative=[task for task in TASKS if config["tasks"][task]["relative"]],
+        selection=PLAN.selection_options(),
+        collection=collection,
+        main_method=PLAN.main_method,
+        relative=PLAN.relative_tasks(),
     script:
         "../scripts/collect_evals.py"
 
@@ -63,15 +93,32 @@ rule collect_evals:
 rule collect_tuning:
     """Every tuning grid point (appendix A.1) in one table."""
     input:
-        tuning_files(),
+        run=RUN_CONFIG,
+        points=tuning_files(),
     output:
-        COLLECTED["tuning"],
+        "results/runs/{digest}/tuning.tsv",
     log:
-        "results/logs/collect_tuning/all.log",
+        "results/logs/collect_tuning/{digest}.log",
     conda:
         "../envs/headloc.yaml"
     script:
         "../scripts/collect_tuning.py"
+
+
+rule publish_collected:
+    """A copy of this config's collected table where users look for it (results/tables/)."""
+    input:
+        get_published,
+    output:
+        "results/tables/{name}.tsv",
+    log:
+        "results/logs/publish_collected/{name}.log",
+    wildcard_constraints:
+        name="evals_all|recoveries",
+    conda:
+        "../envs/headloc.yaml"
+    script:
+        "../scripts/publish_collected.py"
 
 
 rule render_table:
@@ -89,7 +136,7 @@ rule render_table:
     conda:
         "../envs/headloc.yaml"
     params:
-        **report_params(),
+        options=PLAN.report_options(),
     script:
         "../scripts/render_table.py"
 
@@ -108,6 +155,6 @@ rule render_figure:
     conda:
         "../envs/headloc.yaml"
     params:
-        **report_params(),
+        options=PLAN.report_options(),
     script:
         "../scripts/render_figure.py"

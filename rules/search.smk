@@ -22,6 +22,7 @@ rule score_masks:
         model=get_model_input,
         masks="results/{model}/{task}/{search}/masks.npy",
         docs=get_id_subset,
+        task=get_task_files,
     output:
         scores="results/{model}/{task}/{search}/scores/{chunk}.tsv",
         samples="results/{model}/{task}/{search}/scores/{chunk}.samples.jsonl",
@@ -67,6 +68,7 @@ use rule score_masks as score_greedy_masks with:
         model=get_model_input,
         masks="results/{model}/{task}/{search}/round{round}/masks.npy",
         docs=get_id_subset,
+        task=get_task_files,
     output:
         scores="results/{model}/{task}/{search}/round{round}/scores/{chunk}.tsv",
         samples="results/{model}/{task}/{search}/round{round}/scores/{chunk}.samples.jsonl",

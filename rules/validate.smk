@@ -4,6 +4,7 @@ rule validate_headset:
     input:
         model=get_model_input,
         docs=expand("results/data/{task}/test.jsonl", task=TASKS),
+        tasks=get_all_task_files,
     output:
         expand("results/{{model}}/evals/{task}/{{headset}}.json", task=TASKS),
     log:

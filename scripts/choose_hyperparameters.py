@@ -1,11 +1,11 @@
 """Choose the grid point whose top heads degrade the task most (rule choose_hyperparameters)."""
 
 from headloc.io import log_to_file, read_json, write_json
+from headloc.plan import choose_tuning_point
 
 log = log_to_file(snakemake.log[0])
 points = [read_json(path) for path in snakemake.input]
-# most degradation first; ties: fewer masks, then lower sparsity (the cheaper search)
-best = min(points, key=lambda p: (p["degradation"], p["n_masks"], p["sparsity"]))
+best = choose_tuning_point(points)
 log.info("chosen: %s (degradation %.1f)", best["search"], best["degradation"])
 write_json(snakemake.output[0], {
     "model": best["model"], "task": best["task"], "chosen": best["search"],

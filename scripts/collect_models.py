@@ -5,7 +5,7 @@ import pandas as pd
 from headloc.io import log_to_file, read_json, write_table
 
 log = log_to_file(snakemake.log[0])
-frame = pd.DataFrame([read_json(path) for path in snakemake.input],
+frame = pd.DataFrame([read_json(path) for path in snakemake.input.models],
                      columns=["model", "source", "n_layers", "n_heads", "n_kv_heads", "total"])
 write_table(snakemake.output[0], frame)
 log.info("%d models", len(frame))

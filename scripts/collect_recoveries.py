@@ -1,12 +1,14 @@
 """Every search's reported heads in one table (rule collect_recoveries)."""
 
 from headloc.io import log_to_file, read_json, write_table
+from headloc.plan import in_collection
 from headloc.results import recoveries_frame, selections
 
 log = log_to_file(snakemake.log[0])
-recoveries = [read_json(path) for path in snakemake.input]
-options = snakemake.params.selection
-frame = recoveries_frame(recoveries, selections(recoveries, **options), options["capabilities"])
+recoveries = [read_json(path) for path in snakemake.input.recoveries]
+options, p = snakemake.params.selection, snakemake.params
+chosen = [s for s in selections(recoveries, **options) if in_collection(p.collection, s, p.main_method)]
+frame = recoveries_frame(recoveries, chosen, options["capabilities"])
 frame["top_heads"] = frame["top_heads"].str.join(",")
 write_table(snakemake.output[0], frame)
-log.info("%d searches", len(frame))
+log.info("%s: %d searches", p.collection, len(frame))

@@ -1,16 +1,16 @@
 """Rank the heads of one finished search (checkpoint recover_heads).
 
-Compressed sensing and one-shot greedy fit eq. (1) to the masks' scores; greedy reads its rounds.
+Compressed sensing and one-shot greedy fit eq. (1) to the masks' scores; greedy reads its rounds
+(headloc.recovery.greedy_recovery says what its coefficients mean).
 """
 
 import numpy as np
 import pandas as pd
 
-from headloc import greedy
 from headloc.heads import HeadGeometry, head_name
 from headloc.io import log_to_file, read_json, write_json
 from headloc.models import load_config
-from headloc.recovery import recovery_for
+from headloc.recovery import greedy_recovery, recovery_for
 
 log = log_to_file(snakemake.log[0])
 geometry = HeadGeometry.of(load_config(snakemake.params.location))
@@ -33,27 +33,10 @@ def fitted():
     }
 
 
-def greedy_rounds():
-    """The chosen heads in order, then the rest by their score in the last round.
-
-    A chosen head's coefficient is the score change it caused in its round; any other head's, the
-    change it would have caused in the last round.
-    """
-    rounds = [read_json(path) for path in snakemake.input.rounds]
-    last = rounds[-1]
-    before = [rounds[i - 1]["score"] if i else last["unablated"] for i in range(len(rounds))]
-    coef = {name: score - before[-1] for name, score in last["scores"].items()}
-    coef.update({r["chosen"][-1]: r["score"] - b for r, b in zip(rounds, before)})
-    last_scores = np.array([last["scores"].get(name, np.nan) for name in names])
-    chosen = [names.index(name) for name in last["chosen"]]
-    return {
-        "n_evals": last["n_evals"], "alpha": None, "r2": None, "intercept": last["unablated"],
-        "ranking": [names[i] for i in greedy.ranking(chosen, last_scores)],
-        "coef": {name: coef[name] for name in names},
-    }
-
-
-result = greedy_rounds() if p.method == "greedy" else fitted()
+if p.method == "greedy":
+    result = greedy_recovery([read_json(path) for path in snakemake.input.rounds], names)
+else:
+    result = fitted()
 top = result["ranking"][: p.top_k]
 log.info("%s: top heads %s after %d evaluations", p.method, ", ".join(top), result["n_evals"])
 write_json(snakemake.output[0], {
