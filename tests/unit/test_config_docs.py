@@ -1,5 +1,6 @@
 """Every config key is validated by the schema and documented in config/README.md."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -9,22 +10,73 @@ REPO = Path(__file__).resolve().parents[2]
 SCHEMA = yaml.safe_load((REPO / "config/schema.yaml").read_text())
 
 
-def schema_keys(node, prefix=""):
-    """Dotted key paths, with <name> for user-chosen mapping keys."""
+def resolved(node):
+    """A schema node with its local $ref (#/$defs/...) merged in; the node's own keys win."""
+    ref = node.get("$ref")
+    if ref is None:
+        return node
+    assert ref.startswith("#/$defs/"), ref
+    return {**resolved(SCHEMA["$defs"][ref.removeprefix("#/$defs/")]),
+            **{k: v for k, v in node.items() if k != "$ref"}}
+
+
+def schema_nodes(node, prefix=""):
+    """(dotted key path, resolved schema node), with <name> for user-chosen mapping keys."""
     for key, child in node.get("properties", {}).items():
-        path = f"{prefix}{key}"
-        yield path
-        yield from schema_keys(child, path + ".")
+        path, child = f"{prefix}{key}", resolved(child)
+        yield path, child
+        yield from schema_nodes(child, path + ".")
     if isinstance(node.get("additionalProperties"), dict):
-        yield from schema_keys(node["additionalProperties"], prefix + "<name>.")
+        yield from schema_nodes(resolved(node["additionalProperties"]), prefix + "<name>.")
 
 
-def test_every_schema_key_has_a_description_and_is_documented():
-    readme = (REPO / "config/README.md").read_text()
-    keys = list(schema_keys(SCHEMA))
-    assert "search.sparsity" in keys and "models.<name>.source" in keys
-    undocumented = [key for key in keys if f"`{key}`" not in readme]
-    assert not undocumented
+def readme_rows(text):
+    """Where config/README.md documents a key: {key: its text}, from table rows
+    `| `key` | default | meaning |` (the meaning) and section headings `## `key`: text` (the text)."""
+    rows = {}
+    for line in text.splitlines():
+        heading = re.fullmatch(r"## `([^`]+)`:(.*)", line.strip())
+        if heading:
+            rows[heading[1]] = heading[2].strip()
+            continue
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and re.fullmatch(r"`[^`]+`", cells[0]):
+            rows[cells[0].strip("`")] = cells[2]
+    return rows
+
+
+def words(text):
+    return re.findall(r"[A-Za-z]{2,}", text)
+
+
+KEYS = dict(schema_nodes(SCHEMA))
+README_ROWS = readme_rows((REPO / "config/README.md").read_text())
+
+
+def test_the_schema_walk_finds_nested_and_named_keys():
+    assert {"search.sparsity", "models.<name>.source", "tasks.<name>.search.n_masks",
+            "data.allow_code_execution"} <= set(KEYS)
+    assert "smollm2-135m" not in str(list(KEYS)), "user-chosen names appear as <name>"
+
+
+@pytest.mark.parametrize("key", sorted(KEYS))
+def test_every_schema_key_has_a_description(key):
+    description = KEYS[key].get("description")
+    assert isinstance(description, str) and len(words(description)) >= 3, (
+        f"config/schema.yaml: {key} has no description (got {description!r})")
+
+
+@pytest.mark.parametrize("key", sorted(KEYS))
+def test_every_schema_key_is_documented(key):
+    assert key in README_ROWS, f"config/README.md has no table row | `{key}` | default | meaning |"
+    meaning = README_ROWS[key]
+    leaf = key.rsplit(".", 1)[-1]
+    assert len([w for w in words(meaning) if w != leaf]) >= 3, (
+        f"config/README.md: the row of {key} says nothing beyond its name: {meaning!r}")
+
+
+def test_readme_documents_no_key_the_schema_lacks():
+    assert sorted(set(README_ROWS) - set(KEYS)) == []
 
 
 @pytest.mark.parametrize("config", ["demo.yaml", "config.yaml"])

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -253,12 +256,11 @@ def test_load_profanity_local_csv_skips_phrases(tmp_path):
     assert load_profanity(str(path)) == {"h3ck", "heck", "d@rn", "darn", "dang"}
 
 
-def test_hub_profanity_offline_says_what_to_do(monkeypatch):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    try:
-        words = load_profanity()
-    except RuntimeError as error:
-        assert "profanity=/path/to/profanity_en.csv" in str(error)
-    else:  # a machine with the dataset cached
-        assert words
+def test_hub_profanity_offline_says_what_to_do(tmp_path):
+    """Offline with an empty Hugging Face cache, the hub list cannot load: the error says what to pass."""
+    env = {**os.environ, "HF_HOME": str(tmp_path), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    result = subprocess.run([sys.executable, "-c", "from headloc.data import load_profanity; load_profanity()"],
+                            env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 1
+    assert "\nRuntimeError: could not load the profanity list 'mmathys/profanity' from the Hugging Face Hub" in result.stderr
+    assert result.stderr.rstrip().endswith("pass a local copy instead: profanity=/path/to/profanity_en.csv (the surge-ai/profanity CSV)")

@@ -47,11 +47,20 @@ def test_cv_is_deterministic_for_a_seed():
 
 
 def test_zero_coefficients_are_ranked_by_marginal_effect():
-    phi, y, heads, _ = planted(60, 40, "cs_stratified", 0.1, 4)
+    phi, y, _, _ = planted(60, 40, "cs_stratified", 0.1, 4)
     fit = LassoRecovery(alpha=10.0).fit(phi, y)  # huge penalty: every coefficient is zero
     assert not fit.coef_.any()
-    expected = np.lexsort((np.arange(60), marginal_effects(phi, y)))
-    assert np.array_equal(fit.ranking_, expected)
+    # by hand: mean score of the masks that ablate the head minus that of the masks that don't
+    effect = [y[phi[:, j] == 1].mean() - y[phi[:, j] == 0].mean() for j in range(60)]
+    assert fit.ranking_.tolist() == sorted(range(60), key=lambda j: (effect[j], j))
+
+
+def test_zero_coefficient_ties_by_hand():
+    phi = np.array([[0, 1, 0, 0], [0, 0, 1, 0], [0, 1, 1, 0], [0, 0, 0, 0]])
+    y = np.array([0.5, 0.9, 0.4, 1.0])
+    fit = LassoRecovery(alpha=10.0).fit(phi, y)
+    # head 1: 0.45 - 0.95 = -0.5; head 2: 0.65 - 0.75 = -0.1; heads 0 and 3 never vary: 0, by index
+    assert not fit.coef_.any() and fit.ranking_.tolist() == [1, 2, 0, 3]
 
 
 def test_marginal_effects_by_hand():

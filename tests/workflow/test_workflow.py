@@ -204,8 +204,16 @@ def test_documented_spellings_dry_run(args):
 
 def test_resources_swallows_a_trailing_target():
     """The Snakemake 9 pitfall documented in docs/pitfalls.md: --resources eats 'all'."""
+    from snakemake.resources import Resources
+
+    parse = Resources.parser_factory(allow_expressions=False)  # what --resources parses its values with
+    assert parse(["gpu=1"])["gpu"] == 1
+    with pytest.raises(ValueError) as swallowed:  # 'all' taken as a second resource
+        parse(["gpu=1", "all"])
     result = snakemake("-n", "--cores", "1", "--resources", "gpu=1", "all", check=False)
-    assert result.returncode != 0
+    assert result.returncode == 1
+    assert "in parse_args" in result.stderr and "snakemake/resources.py" in result.stderr, result.stderr[-2000:]
+    assert result.stderr.rstrip().endswith(f"ValueError: {swallowed.value}"), result.stderr[-2000:]
 
 
 def test_demo_dag_counts():
