@@ -17,40 +17,32 @@ def job_counts(output: str) -> dict[str, int]:
     return {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.MULTILINE)}
 
 
-def expected_counts() -> dict[str, int]:
-    """What the grid implies before the first checkpoint (recover_heads) resolves, from the config."""
-    models = len(PAPER["models"])
-    search, top_k, chunks = PAPER["search"], PAPER["validation"]["top_k"], PAPER["search"]["chunks"]
-    localized = [t for t, spec in PAPER["tasks"].items() if spec.get("localize", True)]
-    mask_searches = set()  # (task, method, M, sparsity): one make_masks each
-    greedy = 0
-    for task in localized:
-        settings = {**search, **PAPER["tasks"][task].get("search", {})}
-        for method in settings["methods"]:
-            if method == "greedy":
-                greedy += 1
-            else:
-                key = (task, method) if method == "greedy1s" else (task, method, settings["n_masks"],
-                                                                    settings["sparsity"])
-                mask_searches.add(key)
-    tuning = PAPER["tuning"]
-    grid = {(task, tuning["method"], m, p) for task in tuning["tasks"] for m in tuning["n_masks"]
-            for p in tuning["sparsity"]}
-    n_grid = len(tuning["tasks"]) * len(tuning["n_masks"]) * len(tuning["sparsity"])
-    mask_searches |= grid
-    return {
-        "model_geometry": models,
-        "materialize_dataset": len(localized),  # the searched tasks; the rest after the checkpoint
-        "subset_dataset": len(localized),
-        "make_masks": models * len(mask_searches),
-        "score_masks": models * len(mask_searches) * chunks,
-        "make_greedy_masks": models * greedy * top_k,
-        "score_greedy_masks": models * greedy * top_k * chunks,
-        "choose_greedy_head": models * greedy * top_k,
-        "recover_heads": models * (len(mask_searches) + greedy),
-        "score_top_heads": models * n_grid,
-        "choose_hyperparameters": models * len(tuning["tasks"]),
-    }
+# Jobs each target schedules on the paper grid before the recover_heads checkpoints resolve (the
+# validation jobs come after them), worked out by hand from the paper's design rather than read from
+# config.yaml: 5 models; 8 searched tasks (gsm8k, arithmetic, mbpp, swear, rhyme, wmdp x 3); 4
+# scoring chunks per search; greedy k = 5 rounds; the A.1 grid on 4 tasks x 3 M x 3 sparsities.
+MAIN = {  # the main method (cs_stratified) only: 5 x 8 searches
+    "materialize_dataset": 8, "subset_dataset": 8, "make_masks": 40, "score_masks": 160,
+    "recover_heads": 40, "run_config": 1, "render_table": 1,
+}
+METHODS = {  # every method: 5 x 8 x (cs_stratified, cs_bernoulli, greedy1s) matrices, 5 x 8 greedy
+    "materialize_dataset": 8, "subset_dataset": 8, "make_masks": 120, "score_masks": 480,
+    "make_greedy_masks": 200, "score_greedy_masks": 800, "choose_greedy_head": 200, "recover_heads": 160,
+    "run_config": 1, "render_table": 1, "collect_recoveries": 1,
+}
+EXPECTED = {
+    "table1": {"model_geometry": 5, "run_config": 1, "collect_models": 1, "render_table": 1},
+    **{name: {**MAIN, "collect_evals": 1} for name in ("table2", "table3", "table5", "table6", "table7", "table8")},
+    "table10": {**MAIN, "collect_recoveries": 1},
+    "table4": {**METHODS, "collect_evals": 1},
+    "table9": METHODS,
+    "tuning": {  # 5 x 36 grid searches, each with its top-k check; one choice per (model, task)
+        "materialize_dataset": 4, "subset_dataset": 4, "make_masks": 180, "score_masks": 720,
+        "recover_heads": 180, "score_top_heads": 180, "choose_hyperparameters": 20, "run_config": 1,
+        "collect_tuning": 1, "render_table": 1},
+    **{name: {**{k: v for k, v in MAIN.items() if k != "render_table"}, "collect_evals": 1, "render_figure": 1}
+       for name in ("fig1", "fig2", "fig3", "fig4")},
+}
 
 
 def test_the_paper_grid_config_is_the_paper():
@@ -68,20 +60,21 @@ def test_the_paper_grid_config_is_the_paper():
 
 @pytest.mark.parametrize("profile", [[], ["--profile", "profiles/slurm"]], ids=["local", "slurm"])
 def test_paper_grid_dry_run_job_counts(profile):
-    result = snakemake("-n", *profile, "--forceall", "all")
-    counts = job_counts(result.stdout)
-    expected = expected_counts()
-    assert {rule: counts.get(rule) for rule in expected} == expected
-    # the paper's numbers for this config: 5 models x (8 tasks x 3 mask searches + 36 grid points - 4
-    # shared with the main searches) = 280 measurement matrices
-    assert counts["make_masks"] == 280 and counts["score_greedy_masks"] == 800
+    counts = job_counts(snakemake("-n", *profile, "--forceall", "all").stdout)
+    # every method's searches (8 tasks x cs_stratified, cs_bernoulli, greedy1s matrices) and the 36
+    # tuning grid points, 4 of which are main searches already (gsm8k/rhyme M=100, mbpp/swear M=200 at
+    # sparsity 0.05), per model; greedy's 8 x 5 rounds x 4 chunks
+    assert counts["make_masks"] == 5 * (8 * 3 + 36 - 4) == 280
+    assert counts["score_masks"] == 4 * 280 and counts["score_greedy_masks"] == 800
+    assert counts["recover_heads"] == 5 * (8 * 4 + 36 - 4)
+    assert counts["collect_evals"] == 5 and counts["collect_recoveries"] == 2
 
 
-@pytest.mark.parametrize("table, wanted, unwanted", [
-    ("table1", {"model_geometry", "collect_models", "render_table"}, {"score_masks", "validate_headset"}),
-    ("table10", {"score_masks", "recover_heads", "collect_recoveries"}, {"score_top_heads"}),
-    ("tuning", {"score_top_heads", "choose_hyperparameters", "collect_tuning"}, {"score_greedy_masks"}),
-])
-def test_one_table_runs_only_what_it_needs(table, wanted, unwanted):
-    counts = job_counts(snakemake("-n", "--forceall", table).stdout)
-    assert wanted <= set(counts) and not unwanted & set(counts)
+@pytest.mark.parametrize("target", list(EXPECTED))
+def test_each_target_schedules_exactly_its_jobs(target):
+    counts = job_counts(snakemake("-n", "--forceall", target).stdout)
+    total = counts.pop("total")
+    assert total == sum(counts.values()) and counts.pop(target) == 1
+    assert counts == EXPECTED[target]
+    if target != "table4" and target != "table9":
+        assert "score_greedy_masks" not in counts

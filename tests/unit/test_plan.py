@@ -1,0 +1,163 @@
+"""The experiment plan (headloc.plan) and the task/document checks (headloc.documents)."""
+
+import copy
+import json
+
+import pytest
+import yaml
+
+from conftest import REPO
+from headloc.config import TASKS_DIR, validate_config
+from headloc.data import build_docs, read_jsonl_numbered
+from headloc.documents import check_documents, load_task_yaml, required_fields, task_files, task_yaml
+from headloc.plan import COLLECTIONS, Plan, choose_tuning_point, config_digest, in_collection
+
+
+def validated(path_or_config):
+    config = (yaml.safe_load((REPO / path_or_config).read_text()) if isinstance(path_or_config, str)
+              else copy.deepcopy(path_or_config))
+    validate_config(config, REPO / "config/schema.yaml")
+    return config
+
+
+@pytest.fixture(scope="module")
+def paper():
+    return Plan(validated("config/config.yaml"))
+
+
+def test_paper_grid_searches(paper):
+    # 8 searched tasks (humaneval and the four general benchmarks are evaluated only)
+    assert sorted(paper.localized) == ["arithmetic", "gsm8k", "mbpp", "rhyme", "swear", "wmdp_bio", "wmdp_chem",
+                                       "wmdp_cyber"]
+    assert list(paper.searches["gsm8k"]) == ["cs_stratified_m100_p0.05_n100_s0", "cs_bernoulli_m100_p0.05_n100_s0",
+                                             "greedy1s_n100_s0", "greedy_k5_n100_s0"]
+    assert paper.main_search("swear") == "cs_stratified_m200_p0.05_n12_s0"  # its own M and subset size
+    assert paper.search("gsm8k", "cs_stratified_m400_p0.1_n100_s0").spec() == {
+        "method": "cs_stratified", "n_masks": 400, "sparsity": 0.1}  # a tuning grid point
+    with pytest.raises(KeyError, match="no search 'nope' on task 'gsm8k'"):
+        paper.search("gsm8k", "nope")
+
+
+def test_each_collection_needs_only_its_searches(paper):
+    main = paper.searches_of("evals_main")
+    assert len(main) == 8 and {paper.search(t, s).method for t, s in main} == {"cs_stratified"}
+    assert paper.searches_of("recoveries_main") == main
+    assert paper.searches_of("evals_universal") == main and paper.searches_of("evals_knowledge") == main
+    every = paper.searches_of("evals_methods")
+    assert len(every) == 32 and set(main) <= set(every)
+    assert paper.searches_of("models") == [] and paper.searches_of("tuning") == []
+
+
+def test_head_sets_of_a_collection():
+    config = validated("config/demo.yaml")
+    config["search"]["methods"] = ["cs_stratified", "greedy1s"]
+    config["validation"]["top_k"] = 2
+    config["validation"]["headsets"] = ["L9H9+L0H1"]
+    config["universal"].update(top_n=1, min_capabilities=2)
+    plan = Plan(config)
+    cs, one = "cs_stratified_m100_p0.05_n20_s0", "greedy1s_n20_s0"
+    rankings = {("ioi", cs): ["L1H5", "L2H0", "L3H3"], ("capitals", cs): ["L1H5", "L4H4", "L5H5"],
+                ("induction", cs): ["L6H6", "L1H5", "L7H7"], ("ioi", one): ["L8H8", "L1H5", "L0H0"]}
+    main = {key: r for key, r in rankings.items() if key[1] == cs}
+    # L1H5 tops ioi and capitals (two capabilities): universal, filtered out of every top-k
+    assert plan.headsets("evals_main", main) == ["L2H0", "L2H0+L3H3", "L4H4", "L4H4+L5H5", "L6H6",
+                                                 "L6H6+L7H7", "none"]
+    assert plan.headsets("evals_methods", rankings) == sorted(
+        plan.headsets("evals_main", main) + ["L8H8", "L0H0+L8H8"])
+    assert plan.headsets("evals_universal", main) == ["L1H5", "none"]
+    assert plan.headsets("evals_all", rankings) == sorted(
+        plan.headsets("evals_methods", rankings) + ["L1H5", "L0H1+L9H9"])
+
+
+def test_selections_in_a_collection():
+    task = {"kind": "task", "method": "greedy"}
+    assert not in_collection("evals_main", task, "cs_stratified")
+    assert in_collection("evals_methods", task, "cs_stratified")
+    assert in_collection("recoveries", task, "cs_stratified")
+    assert not in_collection("recoveries_main", task, "cs_stratified")
+    assert not in_collection("evals_universal", {"kind": "knowledge", "method": ""}, "cs_stratified")
+    assert set(COLLECTIONS) == {"models", "tuning", "recoveries", "recoveries_main", "evals_main", "evals_methods",
+                                "evals_universal", "evals_knowledge", "evals_all"}
+
+
+@pytest.mark.parametrize("change", [
+    ("models", lambda c: c["models"].pop("smollm2-135m") and c["models"].update(x={"source": "a/b"})),
+    ("n_masks", lambda c: c["search"].update(n_masks=16)),
+    ("top_k", lambda c: c["validation"].update(top_k=3)),
+    ("tasks", lambda c: c["tasks"].pop("induction")),
+    ("data file", lambda c: c["tasks"]["ioi"].update(data_file="other.jsonl")),
+])
+def test_every_config_change_moves_the_collected_tables(change):
+    config = validated("config/demo.yaml")
+    before = Plan(config)
+    changed = copy.deepcopy(config)
+    change[1](changed)
+    after = Plan(changed)
+    assert after.digest != before.digest
+    assert after.collected_path("evals_main") != before.collected_path("evals_main")
+    assert Plan(copy.deepcopy(config)).collected_path("evals_main") == before.collected_path("evals_main")
+    assert before.collected_path("evals_main") == f"results/runs/{config_digest(config)}/evals_main.tsv"
+
+
+def test_report_options_and_tuning_choice():
+    plan = Plan(validated("config/demo.yaml"))
+    assert plan.report_options() == {
+        "top_k": 5, "gen_tasks": None, "method": "cs_stratified",
+        "capabilities": {"ioi": "ioi", "capitals": "capitals", "induction": "induction"},
+        "knowledge_tasks": [], "knowledge_eval_tasks": [], "figure_model": "smollm2-135m",
+        "figure_capability": "ioi"}
+    points = [{"degradation": -10.0, "n_masks": 200, "sparsity": 0.05},
+              {"degradation": -12.5, "n_masks": 400, "sparsity": 0.1},
+              {"degradation": -12.5, "n_masks": 400, "sparsity": 0.05}]
+    assert choose_tuning_point(points) is points[2]  # most degradation, then the cheaper sparsity
+
+
+# ------------------------------------------------------------------ task files and documents
+
+
+def test_fields_each_builtin_task_reads():
+    expected = {"headloc_ioi": ["choices", "label", "text"], "headloc_capitals": ["capital", "country"],
+                "headloc_swear": ["prompt"], "headloc_gsm8k": ["answer", "question"],
+                "headloc_arc_challenge": ["answerKey", "choices", "question"],
+                "headloc_mbpp": ["code", "test_list", "text"]}  # `is_fewshot is defined` is optional
+    for task, fields in expected.items():
+        assert required_fields(load_task_yaml(task_yaml(task, [TASKS_DIR]))) == fields
+    # and the built-in documents have them
+    for name, task in (("ioi", "headloc_ioi"), ("capitals", "headloc_capitals"), ("swear", "headloc_swear")):
+        docs = build_docs(name, n_docs=5)
+        check_documents(enumerate(docs, 1), expected[task], name, task=task)
+
+
+def test_task_files_are_the_yaml_its_template_python_and_data():
+    files = [p.replace(str(TASKS_DIR) + "/", "") for p in task_files("headloc_ioi", [TASKS_DIR])]
+    assert files[:2] == ["headloc_ioi.yaml", "_headloc_template_yaml"]
+    assert {"utils.py", "paper_utils.py", "data/capitals.tsv"} <= set(files)
+    with pytest.raises(ValueError, match=f"no task YAML defines task 'nope'; searched {TASKS_DIR}"):
+        task_files("nope", [TASKS_DIR])
+
+
+def write(path, lines):
+    path.write_text("".join(line + "\n" for line in lines))
+    return path
+
+
+@pytest.mark.parametrize("lines, message", [
+    (['{"text": "a", "choices": ["x", "y"], "label": 0}', '', '{"choices": ["x", "y"], "label": 1}'],
+     r"line 3: no field 'text'; task headloc_ioi reads fields choices, label, text \(the document has choices, label\)"),
+    (['{"text": "", "choices": ["x", "y"], "label": 0}'],
+     r"line 1: field 'text' is empty \(''\); task headloc_ioi needs a value there"),
+    (['{"text": "a", "choices": [], "label": 0}'], r"line 1: field 'choices' is empty \(\[\]\)"),
+    (['{"text": "a", "choices": ["x", "y"], "label": null}'], r"line 1: field 'label' is empty \(None\)"),
+    ([], r"no documents; expected one JSON object per line with fields choices, label, text for task headloc_ioi"),
+])
+def test_bad_documents_name_file_line_and_field(tmp_path, lines, message):
+    path = write(tmp_path / "docs.jsonl", lines)
+    fields = required_fields(load_task_yaml(task_yaml("headloc_ioi", [TASKS_DIR])))
+    with pytest.raises(ValueError, match=f"{path}(, |: ){message}"):
+        check_documents(read_jsonl_numbered(path), fields, str(path), task="headloc_ioi")
+
+
+def test_good_documents_pass(tmp_path):
+    docs = build_docs("ioi", n_docs=3)
+    path = write(tmp_path / "docs.jsonl", [json.dumps(d) for d in docs])
+    check_documents(read_jsonl_numbered(path), ["choices", "label", "text"], str(path), task="headloc_ioi")
