@@ -54,8 +54,11 @@ def chunk_files(work):
 def start(work):
     command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), *args(work)]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    # SIGINT as a terminal's Ctrl-C delivers it: a shell that starts tests in the background may
+    # leave SIGINT ignored, and an ignored signal stays ignored in children
     return subprocess.Popen(command, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True)
+                            text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def wait_for_a_running_chunk(work, process, timeout=600):
@@ -93,7 +96,7 @@ def stats(paths):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=["SIGINT", "SIGTERM", "SIGKILL"])
 def test_killed_mid_chunk_resumes_without_redoing_finished_chunks(tmp_path_factory, tiny_model_dir, reference, sig):
     work = workdir(tmp_path_factory, tiny_model_dir, f"killed-{sig.name}")
     process = start(work)
@@ -108,6 +111,9 @@ def test_killed_mid_chunk_resumes_without_redoing_finished_chunks(tmp_path_facto
     assert_every_target_whole(work)
     kept = stats(finished + [work / "results" / SEARCH / "masks.npy"])
 
+    if sig == signal.SIGINT:  # Ctrl-C: the killed job keeps an incomplete marker (docs/pitfalls.md)
+        assert list((work / ".snakemake" / "incomplete").iterdir()), "Ctrl-C left no incomplete marker"
+        assert not list((work / ".snakemake" / "locks").glob("*")), "Ctrl-C left the lock"
     if sig == signal.SIGKILL:  # no clean-up ran: Snakemake's lock stays until --unlock (docs/pitfalls.md)
         locked = snakemake(*args(work), check=False)
         assert locked.returncode != 0 and "--unlock" in locked.stdout + locked.stderr
