@@ -38,6 +38,9 @@ from headloc.heads import parse_head
 TASK_EVALS_NEED = ("model", "task", "method", "search", "k", "eval_task", "score")
 SHARED_EVALS_NEED = ("model", "k", "headset", "eval_task", "score")
 RECOVERIES_NEED = ("model", "task", "method", "search", "top_heads", "n_evals")
+MODELS_NEED = ("model", "n_layers", "n_heads", "total")
+TUNING_NEED = ("model", "task", "method", "n_masks", "sparsity", "top_heads", "baseline",
+               "ablated", "degradation", "chosen")
 
 RUN_KEYS = ("model", "task", "method", "search")
 DELTA_COLUMNS = ("capability", *RUN_KEYS, "k", "score", "delta_task", "delta_gen")

@@ -23,14 +23,16 @@ import pandas as pd
 
 from headloc.heads import HEAD_PATTERN
 from headloc.report.frames import (
+    MODELS_NEED,
+    NO_KNOWLEDGE_HEADS,
     NO_MODELS,
     NO_SEARCHES,
     NO_TASK_RUNS,
     NO_TUNING,
-    NO_KNOWLEDGE_HEADS,
     NO_UNIVERSAL_HEADS,
     RECOVERIES_NEED,
     RUN_KEYS,
+    TUNING_NEED,
     baselines,
     capabilities_of,
     capability_map,
@@ -49,9 +51,6 @@ from headloc.report.frames import (
 )
 from headloc.report.spec import TableSpec
 
-MODELS_NEED = ("model", "n_layers", "n_heads", "total")
-TUNING_NEED = ("model", "task", "method", "n_masks", "sparsity", "top_heads", "baseline",
-               "ablated", "degradation", "chosen")
 BASELINE = "BL"
 KNOWLEDGE_AVG = "knowledge_mc_avg"
 OTHER_AVG = "other_avg"
