@@ -65,10 +65,9 @@ class ReportOptions:
     figure_capability: str | None = None
 
     def __post_init__(self):
-        if isinstance(self.top_k, bool) or not isinstance(self.top_k, numbers.Integral):
-            raise ValueError(f"top_k must be an integer >= 0, got {self.top_k!r}")
-        if self.top_k < 0:
-            raise ValueError(f"top_k must be an integer >= 0, got {self.top_k!r}")
+        top_k = self.top_k
+        if isinstance(top_k, bool) or not isinstance(top_k, numbers.Integral) or top_k < 0:
+            raise ValueError(f"top_k must be an integer >= 0, got {top_k!r}")
         for name in ("gen_tasks", "knowledge_tasks", "knowledge_eval_tasks"):
             value = getattr(self, name)
             if value is None:
