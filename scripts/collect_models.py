@@ -3,9 +3,9 @@
 import pandas as pd
 
 from headloc.io import log_to_file, read_json, write_table
+from headloc.results import MODELS_FRAME_COLUMNS
 
 log = log_to_file(snakemake.log[0])
-frame = pd.DataFrame([read_json(path) for path in snakemake.input.models],
-                     columns=["model", "source", "n_layers", "n_heads", "n_kv_heads", "total"])
+frame = pd.DataFrame([read_json(path) for path in snakemake.input.models], columns=MODELS_FRAME_COLUMNS)
 write_table(snakemake.output[0], frame)
 log.info("%d models", len(frame))

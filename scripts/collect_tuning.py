@@ -3,12 +3,11 @@
 import pandas as pd
 
 from headloc.io import log_to_file, read_json, write_table
+from headloc.results import TUNING_FRAME_COLUMNS
 
-COLUMNS = ["model", "task", "method", "n_masks", "sparsity", "search", "top_heads", "baseline", "ablated",
-           "degradation", "chosen"]
 log = log_to_file(snakemake.log[0])
 rows = [point for path in snakemake.input.points for point in read_json(path)["points"]]
-frame = pd.DataFrame(rows, columns=COLUMNS)
+frame = pd.DataFrame(rows, columns=TUNING_FRAME_COLUMNS)
 frame["top_heads"] = frame["top_heads"].str.join(",")
 write_table(snakemake.output[0], frame)
 log.info("%d grid points", len(frame))

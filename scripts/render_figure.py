@@ -1,4 +1,9 @@
-"""Render one paper figure as PNG and PDF (rule render_figure)."""
+"""Render one paper figure as PNG and PDF (rule render_figure).
+
+The figure is ``headloc.report.FIGURES[wildcards.figure]``; its named inputs are the collected
+tables the spec reads (``evals_main``, ...) and ``params.options`` holds the fields of
+``headloc.report.ReportOptions``.
+"""
 
 import pandas as pd
 
@@ -6,29 +11,14 @@ from headloc import report
 from headloc.io import atomic_path, log_to_file
 
 log = log_to_file(snakemake.log[0])
-evals = pd.read_csv(snakemake.input.evals, sep="\t")
-params = snakemake.params
-k = params.get("top_k", 5)
-gen_tasks = params.get("gen_tasks")
-method = params.get("method")
-model = params.get("figure_model")
-capability = params.get("figure_capability")
 name = snakemake.wildcards.figure
+if name not in report.FIGURES:
+    raise ValueError(f"unknown figure {name!r}; known: {', '.join(report.FIGURES)}")
+spec = report.FIGURES[name]
+options = report.ReportOptions(**snakemake.params.options)
+frames = {key: pd.read_csv(path, sep="\t") for key, path in snakemake.input.items()}
 footer = f"made by rule render_figure ({name}) with scripts/render_figure.py"
-builders = {
-    "fig1": lambda: report.figure1(evals, model=model, capability=capability, k=k,
-                                   gen_tasks=gen_tasks, method=method, footer=footer),
-    "fig2": lambda: report.figure2(evals, model=model, capability=capability,
-                                   gen_tasks=gen_tasks, method=method, footer=footer),
-    "fig3": lambda: report.figure3(evals, params.get("knowledge_eval_tasks") or [],
-                                   gen_tasks=gen_tasks, footer=footer),
-    "fig4": lambda: report.figure4(evals, model=model,
-                                   knowledge_tasks=params.get("knowledge_tasks") or [],
-                                   method=method, footer=footer),
-}
-if name not in builders:
-    raise ValueError(f"unknown figure {name!r}; known: {', '.join(builders)}")
-figure = builders[name]()
+figure = spec.build(frames, options, footer=footer)
 for path in (snakemake.output.png, snakemake.output.pdf):
     with atomic_path(path) as tmp:
         figure.savefig(tmp, format=path.rsplit(".", 1)[1], dpi=150, bbox_inches="tight")

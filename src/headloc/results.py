@@ -18,9 +18,15 @@ import pandas as pd
 from headloc.heads import format_headset
 from headloc.selection import select_heads
 
-RECOVERY_COLUMNS = ["model", "task", "capability", "method", "search", "top_heads", "n_evals", "r2", "alpha"]
-EVAL_COLUMNS = ["model", "kind", "task", "capability", "method", "search", "k", "headset", "eval_task",
-                "eval_capability", "score"]
+# The columns of each collected table (results/tables/*.tsv). The report reads these tables and
+# names what each of its builders needs in headloc.report.frames (TASK_EVALS_NEED, ...).
+RECOVERIES_FRAME_COLUMNS = ["model", "task", "capability", "method", "search", "top_heads", "n_evals", "r2",
+                            "alpha"]
+EVALS_FRAME_COLUMNS = ["model", "kind", "task", "capability", "method", "search", "k", "headset", "eval_task",
+                       "eval_capability", "score"]
+MODELS_FRAME_COLUMNS = ["model", "source", "n_layers", "n_heads", "n_kv_heads", "total"]
+TUNING_FRAME_COLUMNS = ["model", "task", "method", "n_masks", "sparsity", "search", "top_heads", "baseline",
+                        "ablated", "degradation", "chosen"]
 KINDS = ("task", "universal", "knowledge", "extra")
 
 
@@ -66,10 +72,10 @@ def recoveries_frame(recoveries: Sequence[dict], chosen: Sequence[dict] = (),
     rows = []
     for record in recoveries:
         key = (record["model"], record["task"], record["search"])
-        rows.append({**{c: record.get(c) for c in RECOVERY_COLUMNS},
+        rows.append({**{c: record.get(c) for c in RECOVERIES_FRAME_COLUMNS},
                      "capability": capabilities.get(record["task"], record["task"]),
                      "top_heads": list(heads.get(key, record["top_heads"]))})
-    return pd.DataFrame(rows, columns=RECOVERY_COLUMNS)
+    return pd.DataFrame(rows, columns=RECOVERIES_FRAME_COLUMNS)
 
 
 def evals_frame(chosen: Sequence[dict], evals: Sequence[dict], relative_tasks=(),
@@ -114,4 +120,4 @@ def evals_frame(chosen: Sequence[dict], evals: Sequence[dict], relative_tasks=()
             baselines_done.add(key)
             add(selection, 0, [])
         add(selection, len(heads), heads)
-    return pd.DataFrame(rows, columns=EVAL_COLUMNS)
+    return pd.DataFrame(rows, columns=EVALS_FRAME_COLUMNS)

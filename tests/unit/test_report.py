@@ -1,9 +1,12 @@
-"""headloc.report: deltas checked against hand-computed values, formats, and Figure 2."""
+"""headloc.report: deltas checked against hand-computed values, the shared frame helpers, the
+registry of tables and figures, formats, figures, and the render scripts."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -11,6 +14,10 @@ import pytest
 from matplotlib.figure import Figure
 
 from headloc.report import (
+    FIGURES,
+    TABLES,
+    ReportOptions,
+    TableSpec,
     add_footer,
     figure1,
     figure2,
@@ -31,6 +38,7 @@ from headloc.report import (
     to_markdown,
     tuning_table,
 )
+from headloc.report import frames
 
 BASELINE = {
     "llama": {"gsm8k": 80.0, "swear": 100.0, "boolq": 70.0},
@@ -477,37 +485,388 @@ def test_figures_with_nothing_to_plot_show_a_note(pevals):
     assert "knowledge.tasks is empty" in cases["fig4"].axes[0].texts[0].get_text()
 
 
+# ---------------------------------------------------------------- shared tidy-frame helpers
+
+
+def test_check_columns_names_every_missing_column():
+    frames.check_columns(pd.DataFrame(columns=["a", "b"]), ["a"], "evals")  # no error
+    with pytest.raises(ValueError, match=r"^recoveries is missing required column\(s\): b, c$"):
+        frames.check_columns(pd.DataFrame(columns=["a"]), ["a", "b", "c"], "recoveries")
+
+
+def test_check_k_accepts_zero_refuses_negative():
+    frames.check_k(0)
+    with pytest.raises(ValueError, match="k must be >= 0, got -2"):
+        frames.check_k(-2)
+    # every k-taking builder uses it
+    for call in (lambda: table2(make_evals(), k=-1), lambda: table3(make_evals(), k=-1),
+                 lambda: figure1(make_evals(), k=-1)):
+        with pytest.raises(ValueError, match="got -1"):
+            call()
+
+
+def test_empty_table_and_is_blank():
+    t = frames.empty_table(("model", "head"), "why")
+    assert list(t.columns) == ["model", "head"] and t.empty and t.attrs["note"] == "why"
+    assert [frames.is_blank(v) for v in (math.nan, None, "", " ", "x", 0, 0.0)] == [
+        True, True, True, False, False, False, False]
+
+
+def test_kind_rows_reads_a_frame_without_kind_as_task_rows(pevals):
+    assert len(frames.kind_rows(pevals, "universal")) == len(TASKS) * (1 + len(UNIVERSAL))
+    bare = pevals.drop(columns="kind")
+    assert len(frames.kind_rows(bare, "task")) == len(bare)
+    assert frames.kind_rows(bare, "knowledge").empty
+
+
+def test_capability_map_config_first_then_frame_first_seen():
+    evals = pd.DataFrame({"task": ["gsm8k", "gsm8k", np.nan], "capability": ["math", "x", np.nan],
+                          "eval_task": ["gsm8k", "boolq", "mbpp"],
+                          "eval_capability": ["y", "general", "code"]})
+    # task/capability pairs are read before eval_task/eval_capability; first seen wins
+    assert frames.capability_map(evals) == {"gsm8k": "math", "boolq": "general", "mbpp": "code"}
+    assert frames.capability_map(evals, {"gsm8k": "arith", "swear": "lang"}) == {
+        "gsm8k": "arith", "boolq": "general", "mbpp": "code", "swear": "lang"}
+    assert frames.capability_map(evals[["eval_task"]]) == {}
+    assert frames.capabilities_of(["gsm8k", "other"], {"gsm8k": "math"}) == ["math", "other"]
+
+
+def test_only_method_filters_names_and_passes_empty_frames():
+    runs = pd.DataFrame({"method": ["greedy", "cs", "cs"], "search": ["g", "a", "b"]})
+    assert frames.only_method(runs, "cs", name="x", source="y")["search"].tolist() == ["a", "b"]
+    assert frames.only_method(runs, None, name="x", source="y") is runs
+    empty = runs.iloc[0:0]
+    assert frames.only_method(empty, "lasso", name="x", source="y") is empty
+    with pytest.raises(ValueError, match=r"^table10: no searches with method 'lasso' in "
+                                         r"recoveries; methods present: greedy, cs$"):
+        frames.only_method(runs, "lasso", name="table10", source="recoveries")
+
+
+def test_the_method_filter_is_the_same_for_evals_and_recoveries(pevals):
+    recoveries = pd.DataFrame({"model": ["m1"], "task": ["gsm8k"], "method": ["cs_stratified"],
+                               "search": ["cs"], "top_heads": ["L1H1"], "n_evals": [1]})
+    for call, source in ((lambda: table2(pevals, method="greedy"), "evals"),
+                         (lambda: figure2(pevals, method="greedy"), "evals"),
+                         (lambda: table10(recoveries, method="greedy"), "recoveries")):
+        with pytest.raises(ValueError, match=rf"no searches with method 'greedy' in {source}; "
+                                             r"methods present: cs_stratified"):
+            call()
+
+
+def test_task_runs_keeps_task_rows_of_the_method(pevals):
+    rows = frames.task_runs(pevals, "cs_stratified")
+    assert set(rows["kind"]) == {"task"}
+    assert len(rows) == len(TASKS) * sum(len(v) + 1 for v in TASK_RUNS.values())
+    with pytest.raises(ValueError, match="missing required column.*search"):
+        frames.task_runs(pevals.drop(columns="search"))
+
+
+def test_knowledge_eval_task_check_is_shared_by_table8_and_figure3(pevals):
+    assert frames.check_knowledge_eval_tasks(pevals, ["mmlu"], "x") == TASKS
+    for call, name in ((lambda: table8(pevals, ["wmdp_chem"]), "table8"),
+                       (lambda: figure3(pevals, ["wmdp_chem"]), "figure3")):
+        with pytest.raises(ValueError, match=rf"^{name}: knowledge eval task\(s\) wmdp_chem not "
+                                             r"evaluated with the knowledge heads; evaluated: "
+                                             r"gsm8k, arith, mbpp, boolq, mmlu, wmdp_bio$"):
+            call()
+
+
+def test_sort_first_seen_is_stable_and_orders_by_first_appearance():
+    df = pd.DataFrame({"a": ["y", "x", "y", "x"], "k": [2, 9, 1, 3], "id": [0, 1, 2, 3]})
+    assert frames.sort_first_seen(df, ["a"])["id"].tolist() == [0, 2, 1, 3]
+    assert frames.sort_first_seen(df, ["a"], then=["k"])["id"].tolist() == [2, 0, 3, 1]
+
+
+def test_baselines_and_deltas_against_the_mean_of_k0_rows():
+    rows = pd.DataFrame({"model": ["m", "m", "m", "n", "n"], "eval_task": ["a", "a", "a", "a", "a"],
+                         "k": [0, 0, 1, 0, 2], "score": [70.0, 72.0, 50.0, 10.0, 4.0]})
+    base = frames.baselines(rows)
+    assert base.to_dict() == {("m", "a"): 71.0, ("n", "a"): 10.0}
+    np.testing.assert_allclose(frames.with_delta(rows, base)["delta"], [-1, 1, -21, 0, -6])
+    with pytest.raises(ValueError, match=r"model 'm' eval_task 'b', model 'n' eval_task 'c'"):
+        frames.check_baselines(pd.DataFrame({"model": ["m", "n"], "eval_task": ["b", "c"]}),
+                               base)
+
+
+def test_deltas_every_k_hand_values(evals):
+    d = frames.deltas(evals, method="greedy")
+    assert list(d.columns) == list(frames.DELTA_COLUMNS)
+    assert d["k"].tolist() == [0, 1, 2, 3]
+    # greedy gsm8k of llama: 60, 55, 52 against 80; gen mean(swear, boolq) deltas
+    np.testing.assert_allclose(d["delta_task"], [0, -20, -25, -28])
+    np.testing.assert_allclose(d["delta_gen"], [0, 0, (1 - 1) / 2, (-1 + 0.5) / 2])
+    assert frames.deltas(evals.iloc[0:0]).empty
+
+
+def test_shared_heads_rows_pairs_and_baseline(pevals):
+    rows, pairs = frames.shared_heads(pevals, "universal")
+    assert pairs == [("m1", "L0H3"), ("m1", "L1H2")]  # sorted by (layer, head)
+    mine = rows[(rows["headset"] == "L1H2")].set_index("eval_task")["delta"]
+    np.testing.assert_allclose(mine[TASKS], np.subtract(UNIVERSAL["L1H2"], BASE))
+    rows, pairs = frames.shared_heads(pevals[pevals["kind"] == "task"], "knowledge")
+    assert rows.empty and pairs == []
+    assert sorted(["L10H0", "L2H5+L0H0", "L2H1"], key=frames.headset_key) == [
+        "L2H1", "L2H5+L0H0", "L10H0"]
+
+
+def test_no_report_module_imports_another_ones_private_names():
+    import ast
+    from pathlib import Path
+
+    import headloc.report
+
+    for path in Path(headloc.report.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("headloc"):
+                private = [alias.name for alias in node.names if alias.name.startswith("_")]
+                assert not private, f"{path.name} imports {private} from {node.module}"
+
+
+# ---------------------------------------------------------------- the registry of tables/figures
+
+OPTIONS = ReportOptions(
+    top_k=5, gen_tasks=("boolq", "mmlu"), method="cs_stratified", capabilities=CAPS,
+    knowledge_tasks=("wmdp_bio",), knowledge_eval_tasks=("mmlu", "wmdp_bio"),
+)
+# today's inputs, about lines and titles (rules/common.smk TABLES/FIGURES, scripts/render_table.py)
+INPUTS = {
+    "table1": ("models",), "table2": ("evals_main",), "table3": ("evals_main",),
+    "table4": ("evals_methods", "recoveries"), "table5": ("evals_universal",),
+    "table6": ("evals_main",), "table7": ("evals_universal",), "table8": ("evals_knowledge",),
+    "table9": ("recoveries",), "table10": ("recoveries_main",), "tuning": ("tuning",),
+    "fig1": ("evals_main",), "fig2": ("evals_main",), "fig3": ("evals_knowledge",),
+    "fig4": ("evals_main",),
+}
+ABOUT = {
+    "table1": "Layers, heads per layer and total heads of every model.",
+    "table2": "Delta Task and Delta Gen of the top-k task-specific heads.",
+    "table3": "Heads found on one dataset, evaluated on the others of its capability.",
+    "table4": "Search methods compared: Delta Task, Delta Gen and evaluations used.",
+    "table5": "Universal heads: mean Delta per capability.",
+    "table6": "Degradation against the number of heads ablated.",
+    "table7": "Universal heads: Delta on every task.",
+    "table8": "Knowledge multiple-choice heads: Delta on every task.",
+    "table9": "Heads found by every method on every task.",
+    "table10": "Heads found by the main method, per model and task.",
+    "tuning": "Hyperparameter search of appendix A.1.",
+    "fig1": "Every task's score with the top-k heads of one capability ablated.",
+    "fig2": "Degradation against the number of heads ablated, for one capability.",
+    "fig3": "Knowledge multiple-choice heads ablated alone.",
+    "fig4": "Localization of the knowledge tasks (WMDP) in one model.",
+}
+TITLES = {  # with OPTIONS, then with ReportOptions() where the title depends on the run
+    "table1": "Table 1. Layers L, heads per layer H and total heads N of each model",
+    "table2": "Table 2. Change in task score (Delta Task) and in the mean of boolq, mmlu (Delta "
+              "Gen), percentage points, top 5 heads (method cs_stratified) ablated",
+    "table3": "Table 3. Heads identified on one task (id on), top 5 (method cs_stratified) "
+              "ablated, evaluated on every task of the same capability (eval on); percentage "
+              "points",
+    "table4": "Table 4. Every search method: Delta Task, Delta Gen (top 5 heads ablated, "
+              "percentage points) and the number of evaluations it needed",
+    "table5": "Table 5. Universal heads: mean change per capability when one head is ablated "
+              "(percentage points)",
+    "table6": "Table 6. Score and degradation against the number of top heads (method "
+              "cs_stratified) ablated (BL = unablated)",
+    "table7": "Table 7. Universal heads: unablated scores (BL) and the change on every task "
+              "when one head is ablated (percentage points)",
+    "table8": "Table 8. Knowledge multiple-choice heads: unablated scores (BL) and the change "
+              "when one head is ablated, knowledge MC tasks grouped apart (percentage points)",
+    "table9": "Table 9. Top 5 heads identified by every method, per model and task",
+    "table10": "Table 10. Top 5 heads per model and task (method cs_stratified, most damaging "
+               "first)",
+    "tuning": "Hyperparameter search (appendix A.1): degradation on the identification subset "
+              "per number of masks and sparsity; chosen = largest degradation",
+    "fig1": "Figure 1", "fig2": "Figure 2", "fig3": "Figure 3", "fig4": "Figure 4",
+}
+DEFAULT_TITLES = {
+    "table2": "Table 2. Change in task score (Delta Task) and in the mean of the other tasks "
+              "(Delta Gen), percentage points, top 5 heads (every method) ablated",
+    "table3": "Table 3. Heads identified on one task (id on), top 5 (every method) ablated, "
+              "evaluated on every task of the same capability (eval on); percentage points",
+    "table6": "Table 6. Score and degradation against the number of top heads (every method) "
+              "ablated (BL = unablated)",
+    "table9": "Table 9. Top 5 heads identified by every method, per model and task",
+    "table10": "Table 10. Top 5 heads per model and task (every method, most damaging first)",
+}
+
+
+def report_frames(pevals: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Every collected table a spec may read, small and hand-made, as the scripts read them."""
+    greedy = pevals[(pevals["kind"] == "task") & (pevals["task"] == "gsm8k")].copy()
+    greedy["method"], greedy["search"] = "greedy", "g"
+    greedy.loc[greedy["k"] > 0, "score"] -= 5
+    recoveries = pd.DataFrame({
+        "model": "m1", "task": ["gsm8k", "gsm8k", "arith", "wmdp_bio"],
+        "capability": ["math", "math", "math", "knowledge"],
+        "method": ["cs_stratified", "greedy", "cs_stratified", "cs_stratified"],
+        "search": ["cs", "g", "cs", "cs"],
+        "top_heads": ["L9H0,L9H1", "L9H1,L9H0", "L9H0", "L9H0"], "n_evals": [100, 5120, 200, 300],
+        "r2": 0.5, "alpha": 0.01})
+    models = pd.DataFrame({"model": ["m1"], "source": ["x"], "n_layers": [10], "n_heads": [10],
+                           "n_kv_heads": [5], "total": [100]})
+    tuning = pd.DataFrame({
+        "model": "m1", "task": "gsm8k", "method": "cs_stratified", "n_masks": [100, 200],
+        "sparsity": 0.05, "search": ["a", "b"], "top_heads": ["L1H2", "L3H4"], "baseline": 80.0,
+        "ablated": [60.0, 40.0], "degradation": [-20.0, -40.0], "chosen": [False, True]})
+    named = {"evals_main": pevals, "evals_methods": pd.concat([pevals, greedy], ignore_index=True),
+             "evals_universal": pevals, "evals_knowledge": pevals, "recoveries": recoveries,
+             "recoveries_main": recoveries, "models": models, "tuning": tuning}
+    return {name: tsv_round_trip(frame) for name, frame in named.items()}
+
+
+def columns_pattern(columns: tuple[str, ...]) -> re.Pattern:
+    """A spec's columns as a regex over ``"," + ",".join(columns)``; "{name}": one or more."""
+    parts = []
+    for column in columns:
+        literal = [re.escape(piece) for piece in re.split(r"\{\w+\}", column)]
+        parts.append(f"(?:,{'[^,]+'.join(literal)})+" if len(literal) > 1 else f",{literal[0]}")
+    return re.compile("".join(parts))
+
+
+def test_registry_names_inputs_about_and_titles_as_today():
+    assert list(TABLES) == ["table1", "table2", "table3", "table4", "table5", "table6", "table7",
+                            "table8", "table9", "table10", "tuning"]
+    assert list(FIGURES) == ["fig1", "fig2", "fig3", "fig4"]
+    for name, spec in {**TABLES, **FIGURES}.items():
+        assert spec.name == name
+        assert spec.inputs == INPUTS[name], name
+        assert spec.about == ABOUT[name], name
+        assert spec.title(OPTIONS) == TITLES[name], name
+        assert spec.title(ReportOptions()) == DEFAULT_TITLES.get(name, TITLES[name]), name
+
+
+def test_every_table_spec_builds_its_declared_columns(pevals):
+    given = report_frames(pevals)
+    for name, spec in TABLES.items():
+        table = spec.build(given, OPTIONS)
+        assert len(table), name
+        assert columns_pattern(spec.columns).fullmatch("," + ",".join(table.columns)), (
+            name, list(table.columns), spec.columns)
+
+
+def test_table_specs_pass_the_run_options_through(pevals):
+    """Each spec equals its builder called with the options it depends on (hand-wired)."""
+    given = report_frames(pevals)
+    options = ReportOptions(top_k=1, gen_tasks=["boolq"], method="cs_stratified",
+                            capabilities={"mbpp": "code", "gsm8k": "math"},
+                            knowledge_eval_tasks=["wmdp_bio"])
+    main, methods = given["evals_main"], given["evals_methods"]
+    recoveries = given["recoveries"]
+    expected = {
+        "table1": table1(given["models"]),
+        "table2": table2(main, k=1, gen_tasks=["boolq"], method="cs_stratified"),
+        "table3": table3(main, k=1, gen_tasks=["boolq"], method="cs_stratified"),
+        "table4": table4(methods, recoveries, k=1, gen_tasks=["boolq"]),
+        "table5": table5(main, gen_tasks=["boolq"], capabilities={"mbpp": "code",
+                                                                  "gsm8k": "math"}),
+        "table6": table6(main, gen_tasks=["boolq"], method="cs_stratified"),
+        "table7": table7(main),
+        "table8": table8(main, ["wmdp_bio"]),
+        "table9": table9(recoveries, k=1),
+        "table10": table10(recoveries, k=1, method="cs_stratified"),
+        "tuning": tuning_table(given["tuning"]),
+    }
+    for name, spec in TABLES.items():
+        pd.testing.assert_frame_equal(spec.build(given, options), expected[name], obj=name)
+    # and the options change the result: Table 4 with every method, Table 10 with the main one
+    t4 = TABLES["table4"].build(given, options)
+    assert t4["method"].tolist() == ["cs_stratified", "greedy", "cs_stratified", "cs_stratified"]
+    np.testing.assert_allclose(t4["delta_task"], [-20, -25, -60, -6])  # k = 1
+    assert TABLES["table10"].build(given, options)["heads"].tolist() == ["L9H0"] * 3
+    assert TABLES["table5"].build(given, options).columns.tolist() == [
+        "model", "head", "delta_code", "delta_math", "delta_knowledge", "delta_gen"]
+
+
+def test_every_empty_table_carries_its_specs_note(pevals):
+    empty = {name: frame.iloc[0:0] for name, frame in report_frames(pevals).items()}
+    for name, spec in TABLES.items():
+        table = spec.build(empty, OPTIONS)
+        assert table.empty and table.attrs["note"] == spec.empty_note, name
+
+
+def test_a_missing_input_is_named(pevals):
+    given = report_frames(pevals)
+    with pytest.raises(ValueError, match=r"^table4 needs input\(s\) 'recoveries' \(it reads "
+                                         r"evals_methods, recoveries\); given: evals_methods$"):
+        TABLES["table4"].build({"evals_methods": given["evals_methods"]}, OPTIONS)
+    with pytest.raises(ValueError, match=r"'evals_methods', 'recoveries' .*given: evals_main"):
+        TABLES["table4"].build({"evals_main": given["evals_main"]}, OPTIONS)
+    with pytest.raises(ValueError, match=r"fig3 needs input\(s\) 'evals_knowledge'.*given: "
+                                         r"nothing"):
+        FIGURES["fig3"].build({}, OPTIONS)
+    with pytest.raises(ValueError, match=r"inputs must be among .*; got evals_mian"):
+        TableSpec(name="x", about="", inputs=("evals_mian",), columns=(), empty_note="",
+                  caption="", builder=lambda evals, options: evals)
+
+
+def test_every_figure_spec_builds_with_footer(pevals):
+    given = report_frames(pevals)
+    options = dataclasses.replace(OPTIONS, figure_model="m1", figure_capability="math")
+    panels = {"fig1": 1, "fig2": 2, "fig3": 1, "fig4": 1}
+    for name, spec in FIGURES.items():
+        fig = spec.build(given, options, footer=f"made by {name}")
+        assert isinstance(fig, Figure) and len(fig.axes) == panels[name], name
+        assert fig.texts[-1].get_text() == f"made by {name}"
+        assert not any(t.get_text().startswith("no data") for t in fig.axes[0].texts), name
+    fig1 = FIGURES["fig1"].build(given, options).axes[0]
+    assert "top 2 gsm8k heads (cs_stratified)" in fig1.get_title()  # figure_capability: math
+    assert FIGURES["fig4"].build(given, options).axes[0].get_title() == (
+        "m1 / heads of wmdp_bio (cs_stratified)")  # knowledge_tasks
+
+
+def test_empty_figures_show_their_specs_note_and_title(pevals):
+    empty = {name: frame.iloc[0:0] for name, frame in report_frames(pevals).items()}
+    for name, spec in FIGURES.items():
+        (ax,) = spec.build(empty, ReportOptions()).axes
+        assert ax.texts[0].get_text() == f"no data: {spec.empty_note}", name
+        assert ax.get_title() == spec.title(ReportOptions()), name
+
+
+def test_report_options_from_workflow_params():
+    options = ReportOptions(**{"top_k": 3, "gen_tasks": ["boolq"], "method": None,
+                               "capabilities": {"gsm8k": "math"}, "knowledge_tasks": None,
+                               "knowledge_eval_tasks": ["mmlu"], "figure_model": "m",
+                               "figure_capability": None})
+    assert options.gen_tasks == ("boolq",) and options.knowledge_eval_tasks == ("mmlu",)
+    assert options.knowledge_tasks == () and ReportOptions().gen_tasks is None
+    assert options.caption_fields() == {"k": 3, "gen": "boolq", "main": "every method"}
+    with pytest.raises(ValueError, match="gen_tasks must be a list of task names, got the "
+                                         "string 'boolq'"):
+        ReportOptions(gen_tasks="boolq")
+    for bad in (-1, 2.5, True):
+        with pytest.raises(ValueError, match=r"top_k must be an integer >= 0"):
+            ReportOptions(top_k=bad)
+    with pytest.raises(TypeError, match="n_masks"):
+        ReportOptions(n_masks=3)
+
+
 # ------------------------------------------------------- the render scripts, through Snakemake
 
 RENDER_SNAKEFILE = """
-TABLE_INPUTS = {{
-    "table1": ["models"], "table2": ["evals"], "table3": ["evals"],
-    "table4": ["evals", "recoveries"], "table5": ["evals"], "table6": ["evals"],
-    "table7": ["evals"], "table8": ["evals"], "table9": ["recoveries"],
-    "table10": ["recoveries"], "tuning": ["tuning"],
-}}
-PARAMS = dict(
+from headloc import report
+
+OPTIONS = dict(
     top_k=5, gen_tasks={gen!r}, method="cs_stratified", capabilities={caps!r},
     knowledge_tasks=["wmdp_bio"], knowledge_eval_tasks=["mmlu", "wmdp_bio"],
     figure_model=None, figure_capability=None,
 )
 
 
-def table_inputs(wildcards):
-    return {{name: f"{{wildcards.case}}/{{name}}.tsv" for name in TABLE_INPUTS[wildcards.table]}}
+def spec_inputs(registry, name, case):
+    return {{key: f"{{case}}/{{key}}.tsv" for key in registry[name].inputs}}
 
 
 rule all:
     input:
-        expand("full/{{table}}.md", table=TABLE_INPUTS),
-        expand("full/{{figure}}.png", figure=["fig1", "fig2", "fig3", "fig4"]),
+        expand("full/{{table}}.md", table=list(report.TABLES)),
+        expand("full/{{figure}}.png", figure=list(report.FIGURES)),
         expand("bare/{{table}}.md", table=["table7", "tuning"]),
         expand("bare/{{figure}}.png", figure=["fig3"]),
 
 
 rule render_table:
     input:
-        unpack(table_inputs),
+        unpack(lambda wildcards: spec_inputs(report.TABLES, wildcards.table, wildcards.case)),
     output:
         md="{{case}}/{{table}}.md",
         csv="{{case}}/{{table}}.csv",
@@ -515,14 +874,14 @@ rule render_table:
     log:
         "logs/{{case}}/{{table}}.log",
     params:
-        **PARAMS,
+        options=OPTIONS,
     script:
         "{repo}/scripts/render_table.py"
 
 
 rule render_figure:
     input:
-        evals="{{case}}/evals.tsv",
+        unpack(lambda wildcards: spec_inputs(report.FIGURES, wildcards.figure, wildcards.case)),
     output:
         png="{{case}}/{{figure}}.png",
         pdf="{{case}}/{{figure}}.pdf",
@@ -531,7 +890,7 @@ rule render_figure:
     wildcard_constraints:
         figure="fig[0-9]+",
     params:
-        **PARAMS,
+        options=OPTIONS,
     script:
         "{repo}/scripts/render_figure.py"
 """
@@ -555,11 +914,16 @@ def test_render_scripts_write_every_table_and_figure(tmp_path):
         "model": "m1", "task": "gsm8k", "method": "cs_stratified", "n_masks": [100, 200],
         "sparsity": 0.05, "search": ["a", "b"], "top_heads": ["L1H2", "L3H4"], "baseline": 80.0,
         "ablated": [60.0, 40.0], "degradation": [-20.0, -40.0], "chosen": [False, True]})
-    frames = {
-        "full": {"evals": full, "recoveries": recoveries, "models": models, "tuning": tuning},
-        "bare": {"evals": full[full["kind"] == "task"], "tuning": tuning.iloc[0:0]},
+    task_only = full[full["kind"] == "task"]
+    cases = {
+        "full": {"evals_main": full, "evals_methods": full, "evals_universal": full,
+                 "evals_knowledge": full, "recoveries": recoveries, "recoveries_main": recoveries,
+                 "models": models,
+                 "tuning": tuning},
+        "bare": {"evals_universal": task_only, "evals_knowledge": task_only,
+                 "tuning": tuning.iloc[0:0]},
     }
-    for case, named in frames.items():
+    for case, named in cases.items():
         (tmp_path / case).mkdir()
         for name, frame in named.items():
             frame.to_csv(tmp_path / case / f"{name}.tsv", sep="\t", index=False)
@@ -576,7 +940,14 @@ def test_render_scripts_write_every_table_and_figure(tmp_path):
     np.testing.assert_allclose(t5["delta_math"], [-1, -70])
     md = (tmp_path / "full" / "table8.md").read_text()
     assert "| m1 | L0H22 | -21.0 | -30.0 | -25.5 |" in md
-    assert "made by rule render_table (table8)" in md
+    assert md.splitlines()[-1] == ("made by rule render_table (table8) with "
+                                   "scripts/render_table.py from full/evals_knowledge.tsv")
+    md2 = (tmp_path / "full" / "table2.md").read_text().splitlines()
+    assert md2[0] == f"**{TITLES['table2']}**"  # the run's gen tasks, k and main method
+    assert md2[-1].endswith("from full/evals_main.tsv")
+    md4 = (tmp_path / "full" / "table4.md").read_text().splitlines()
+    assert md4[-1].endswith("from full/evals_methods.tsv, full/recoveries.tsv")
+    assert "\\caption{Table 9. Top 5 heads" in (tmp_path / "full" / "table9.tex").read_text()
     assert (tmp_path / "full" / "table1.tex").read_text().count(r"\\") >= 2
     assert "| yes |" in (tmp_path / "full" / "tuning.md").read_text()
     for case, names in (("full", ["fig1", "fig2", "fig3", "fig4"]), ("bare", ["fig3"])):

@@ -76,3 +76,42 @@ def test_selections_filter_universal_heads():
 def test_recoveries_frame_without_selection_keeps_recovered_top():
     frame = recoveries_frame([RECOVERY])
     assert frame.loc[0, "top_heads"] == ["L3H1", "L0H2"] and frame.loc[0, "n_evals"] == 100
+
+
+def test_collected_tables_have_what_the_report_needs():
+    """The columns each collect script writes (headloc.results) cover what the report reads."""
+    from headloc.report import frames
+    from headloc.results import (EVALS_FRAME_COLUMNS, MODELS_FRAME_COLUMNS, RECOVERIES_FRAME_COLUMNS,
+                                 TUNING_FRAME_COLUMNS)
+
+    frame = evals_frame([TASK], EVALS, relative_tasks=["swear"], capabilities=CAPS)
+    assert list(frame.columns) == EVALS_FRAME_COLUMNS
+    assert list(recoveries_frame([RECOVERY]).columns) == RECOVERIES_FRAME_COLUMNS
+    for needs, has in ((frames.TASK_EVALS_NEED, EVALS_FRAME_COLUMNS),
+                       (frames.SHARED_EVALS_NEED, EVALS_FRAME_COLUMNS),
+                       (frames.RECOVERIES_NEED, RECOVERIES_FRAME_COLUMNS),
+                       (frames.MODELS_NEED, MODELS_FRAME_COLUMNS),
+                       (frames.TUNING_NEED, TUNING_FRAME_COLUMNS)):
+        assert set(needs) <= set(has), set(needs) - set(has)
+
+
+def test_report_reads_the_collected_evaluations():
+    """results -> TSV -> report Table 2: deltas by hand from the records above (swear relative)."""
+    import io
+
+    import pandas as pd
+
+    from headloc.report import TABLES, ReportOptions
+
+    frame = evals_frame([TASK], EVALS, relative_tasks=["swear"], capabilities=CAPS)
+    evals = pd.read_csv(io.StringIO(frame.to_csv(sep="\t", index=False)), sep="\t")
+    recoveries = recoveries_frame([RECOVERY], capabilities=CAPS)
+    recoveries["top_heads"] = recoveries["top_heads"].str.join(",")  # as collect_recoveries writes
+    given = {"evals_main": evals, "recoveries": recoveries, "recoveries_main": recoveries}
+    for k, delta_task, delta_gen in ((1, 60 - 90, 75 - 100), (2, 30 - 90, 25 - 100)):
+        t2 = TABLES["table2"].build(given, ReportOptions(top_k=k, method="cs_stratified"))
+        assert t2[["capability", "task", "k"]].values.tolist() == [["syntax", "ioi", k]]
+        assert t2["delta_task"].item() == pytest.approx(delta_task)
+        assert t2["delta_gen"].item() == pytest.approx(delta_gen)
+    t10 = TABLES["table10"].build(given, ReportOptions(top_k=1))
+    assert t10["heads"].tolist() == ["L3H1"]

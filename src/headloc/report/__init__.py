@@ -1,12 +1,28 @@
 """Paper tables and figures from evaluation results: pure functions, no file writing.
 
 Tables (:mod:`headloc.report.tables`) and figures (:mod:`headloc.report.figures`) take DataFrames
-and return a DataFrame or a matplotlib Figure; :mod:`headloc.report.formats` turns a table into
-Markdown, LaTeX or CSV text. The scripts in ``scripts/`` write the files. A legitimately empty
-table carries ``attrs["note"]`` saying why; an empty figure shows a centred "no data" note.
+and return a DataFrame or a matplotlib Figure; both build on the shared tidy-frame helpers of
+:mod:`headloc.report.frames` (baselines, deltas, and every input check).
+:mod:`headloc.report.formats` turns a table into Markdown, LaTeX or CSV text; the scripts in
+``scripts/`` write the files. A legitimately empty table carries ``attrs["note"]`` saying why;
+an empty figure shows a centred "no data" note.
+
+Each table and figure is described once, next to its builder (:mod:`headloc.report.spec`):
+:data:`TABLES` and :data:`FIGURES` map its name to a spec with what it shows (``about``), the
+collected tables it reads (``inputs``), its columns, its empty-case note, its title for a run's
+:class:`ReportOptions` and ``build(frames, options)``.
+
+Examples
+--------
+>>> spec = TABLES["table10"]
+>>> spec.inputs
+('recoveries_main',)
+>>> print(spec.title(ReportOptions(top_k=3, method="cs_stratified")))
+Table 10. Top 3 heads per model and task (method cs_stratified, most damaging first)
 """
 
 from headloc.report.figures import (
+    FIGURES,
     add_footer,
     figure1,
     figure2,
@@ -15,9 +31,10 @@ from headloc.report.figures import (
     no_data_figure,
 )
 from headloc.report.formats import format_cell, to_csv, to_latex, to_markdown
+from headloc.report.frames import baselines, deltas, empty_table
+from headloc.report.spec import FigureSpec, ReportOptions, TableSpec
 from headloc.report.tables import (
-    deltas,
-    empty_table,
+    TABLES,
     table1,
     table2,
     table3,
@@ -32,7 +49,13 @@ from headloc.report.tables import (
 )
 
 __all__ = [
+    "FIGURES",
+    "TABLES",
+    "FigureSpec",
+    "ReportOptions",
+    "TableSpec",
     "add_footer",
+    "baselines",
     "deltas",
     "empty_table",
     "figure1",

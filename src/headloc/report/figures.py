@@ -1,10 +1,11 @@
-"""The paper's figures as matplotlib Figures (Figures 1-4).
+"""The paper's figures as matplotlib Figures (Figures 1-4), each with its
+:class:`~headloc.report.spec.FigureSpec` next to it, collected in :data:`FIGURES`.
 
 Figures are built with :class:`matplotlib.figure.Figure` on an Agg canvas, never through
 ``pyplot``: nothing is shown, no global figure registry fills up, and the code runs headless
 whatever backend the caller has configured. Saving is the caller's job (``fig.savefig``).
 
-Input is the long evaluations frame described in :mod:`headloc.report.tables`. When a figure's
+Input is the long evaluations frame described in :mod:`headloc.report.frames`. When a figure's
 input is legitimately empty (no task searches yet, no knowledge heads found, no knowledge tasks
 configured) the figure is a single axes with a centred ``"no data: <why>"`` note instead of an
 error, so the workflow can render every figure on small runs. Malformed input (missing columns
@@ -23,22 +24,36 @@ from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine, TightLayoutEngine
 from matplotlib.ticker import MaxNLocator
 
-from headloc.report.tables import (
-    _capability_map,
-    _shared_heads,
-    _task_runs,
-    _with_delta,
+from headloc.report.frames import (
+    NO_KNOWLEDGE_HEADS,
+    NO_KNOWLEDGE_TASKS,
+    NO_TASK_RUNS,
     baselines,
+    capability_map,
     check_columns,
+    check_k,
+    check_knowledge_eval_tasks,
     deltas,
-    kind_rows,
+    shared_heads,
+    task_runs,
+    with_delta,
 )
+from headloc.report.spec import FigureSpec
 
 FOOTER_HEIGHT_IN = 0.25
 CHANCE = 25.0  # percent: random choice among four options (MMLU, WMDP)
 HIGHLIGHT = "C3"
 MUTED = "0.6"
 GEN_LABEL = "gen (mean)"
+
+FIGURES: dict[str, FigureSpec] = {}
+"""Every paper figure by name, in paper order; each added next to its builder."""
+
+
+def _add(spec: FigureSpec) -> None:
+    if spec.name in FIGURES:
+        raise ValueError(f"figure {spec.name!r} is described twice")
+    FIGURES[spec.name] = spec
 
 
 def add_footer(fig: Figure, text: str) -> Figure:
@@ -120,12 +135,12 @@ def _pick_model(rows: pd.DataFrame, model: str | None, name: str) -> str:
 
 def _select(evals, model, capability, method, name):
     """(model, capability, that model's task rows, task -> capability) or a no-data reason."""
-    rows = _task_runs(evals, method, name)
+    rows = task_runs(evals, method, name)
     if rows.empty:
-        return "no task-specific searches in evals (kind == 'task')"
+        return NO_TASK_RUNS
     model = _pick_model(rows, model, name)
     rows = rows[rows["model"] == model]
-    mapping = _capability_map(evals)
+    mapping = capability_map(evals)
     searched = list(pd.unique(rows["task"]))
     caps = list(dict.fromkeys(mapping.get(task, task) for task in searched))
     if capability is None:
@@ -151,7 +166,7 @@ def figure1(
     Parameters
     ----------
     evals : DataFrame
-        Long evaluations frame (see :mod:`headloc.report.tables`).
+        Long evaluations frame (see :mod:`headloc.report.frames`).
     model : str, optional
         The model (default: the first with task searches).
     capability : str, optional
@@ -184,8 +199,7 @@ def figure1(
     >>> len(ax.patches), [t.get_text() for t in ax.get_xticklabels()]
     (6, ['gsm8k', 'boolq', 'gen (mean)'])
     """
-    if k < 0:
-        raise ValueError(f"k must be >= 0, got {k}")
+    check_k(k)
     picked = _select(evals, model, capability, method, "figure1")
     if isinstance(picked, str):
         return no_data_figure(picked, title="Figure 1", footer=footer)
@@ -195,7 +209,7 @@ def figure1(
     run = run[run["search"] == run["search"].iloc[0]]
     k_used = int(min(k, run["k"].max()))
     base = baselines(rows)
-    _with_delta(run, base)  # raises naming a missing baseline
+    with_delta(run, base)  # raises naming a missing baseline
     ablated = run[run["k"] == k_used].groupby("eval_task", sort=False)["score"].mean()
     eval_tasks = list(ablated.index)
     before = [base.loc[(model, t)] for t in eval_tasks]
@@ -225,6 +239,18 @@ def figure1(
     if footer:
         add_footer(fig, footer)
     return fig
+
+
+_add(FigureSpec(
+    name="fig1",
+    about="Every task's score with the top-k heads of one capability ablated.",
+    inputs=("evals_main",),
+    empty_note=NO_TASK_RUNS,
+    caption="Figure 1",
+    builder=lambda evals, options, footer: figure1(
+        evals, model=options.figure_model, capability=options.figure_capability,
+        k=options.top_k, gen_tasks=options.gen_tasks, method=options.method, footer=footer),
+))
 
 
 def _plot_run(ax, lines: dict, title: str) -> None:
@@ -293,7 +319,7 @@ def figure2(
     model, capability, rows, mapping = picked
     rows = rows[[mapping.get(t, t) == capability for t in rows["task"]]]
     d = deltas(rows, gen_tasks=gen_tasks)
-    long = _with_delta(rows, baselines(rows))
+    long = with_delta(rows, baselines(rows))
     runs = list(d.groupby(["task", "search"], sort=False))
     fig, axes = _figure(len(runs), ncols, (3.4, 2.8))
     for ax, ((task, search), run) in zip(axes, runs):
@@ -309,6 +335,18 @@ def figure2(
     if footer:
         add_footer(fig, footer)
     return fig
+
+
+_add(FigureSpec(
+    name="fig2",
+    about="Degradation against the number of heads ablated, for one capability.",
+    inputs=("evals_main",),
+    empty_note=NO_TASK_RUNS,
+    caption="Figure 2",
+    builder=lambda evals, options, footer: figure2(
+        evals, model=options.figure_model, capability=options.figure_capability,
+        gen_tasks=options.gen_tasks, method=options.method, footer=footer),
+))
 
 
 def figure3(
@@ -353,16 +391,11 @@ def figure3(
     >>> len(ax.patches), ax.lines[0].get_ydata()[0]
     (6, 25.0)
     """
-    rows, pairs = _shared_heads(evals, "knowledge")
+    rows, pairs = shared_heads(evals, "knowledge")
     if not pairs:
-        return no_data_figure("no knowledge heads in evals (kind == 'knowledge')",
-                              title="Figure 3", footer=footer)
+        return no_data_figure(NO_KNOWLEDGE_HEADS, title="Figure 3", footer=footer)
     knowledge = list(knowledge_eval_tasks)
-    present = list(pd.unique(kind_rows(evals, "knowledge")["eval_task"]))
-    unknown = [task for task in knowledge if task not in present]
-    if unknown:
-        raise ValueError(f"figure3: knowledge eval task(s) {', '.join(unknown)} not evaluated "
-                         f"with the knowledge heads; evaluated: {', '.join(present)}")
+    present = check_knowledge_eval_tasks(evals, knowledge, "figure3")
     gen = [t for t in present if t not in knowledge and (gen_tasks is None or t in set(gen_tasks))]
     labels = knowledge + ([GEN_LABEL] if gen else [])
     base = baselines(evals)
@@ -391,6 +424,17 @@ def figure3(
     if footer:
         add_footer(fig, footer)
     return fig
+
+
+_add(FigureSpec(
+    name="fig3",
+    about="Knowledge multiple-choice heads ablated alone.",
+    inputs=("evals_knowledge",),
+    empty_note=NO_KNOWLEDGE_HEADS,
+    caption="Figure 3",
+    builder=lambda evals, options, footer: figure3(
+        evals, options.knowledge_eval_tasks, gen_tasks=options.gen_tasks, footer=footer),
+))
 
 
 def figure4(
@@ -440,19 +484,17 @@ def figure4(
     check_columns(evals, ["model", "task", "search", "k", "eval_task", "score"], "evals")
     knowledge = list(knowledge_tasks)
     if not knowledge:
-        return no_data_figure("no knowledge tasks configured (knowledge.tasks is empty)",
-                              title="Figure 4", footer=footer)
-    rows = _task_runs(evals, method, "figure4")
+        return no_data_figure(NO_KNOWLEDGE_TASKS, title="Figure 4", footer=footer)
+    rows = task_runs(evals, method, "figure4")
     if rows.empty:
-        return no_data_figure("no task-specific searches in evals (kind == 'task')",
-                              title="Figure 4", footer=footer)
+        return no_data_figure(NO_TASK_RUNS, title="Figure 4", footer=footer)
     model = _pick_model(rows, model, "figure4")
     rows = rows[rows["model"] == model]
     searched = [t for t in knowledge if t in set(rows["task"])]
     if not searched:
         return no_data_figure(f"model {model} searched none of {', '.join(knowledge)}",
                               title="Figure 4", footer=footer)
-    long = _with_delta(rows, baselines(rows))
+    long = with_delta(rows, baselines(rows))
     fig, axes = _figure(len(searched), ncols, (3.4, 2.8))
     for ax, task in zip(axes, searched):
         mine = long[long["task"] == task]
@@ -468,3 +510,15 @@ def figure4(
     if footer:
         add_footer(fig, footer)
     return fig
+
+
+_add(FigureSpec(
+    name="fig4",
+    about="Localization of the knowledge tasks (WMDP) in one model.",
+    inputs=("evals_main",),
+    empty_note=NO_KNOWLEDGE_TASKS,
+    caption="Figure 4",
+    builder=lambda evals, options, footer: figure4(
+        evals, model=options.figure_model, knowledge_tasks=options.knowledge_tasks,
+        method=options.method, footer=footer),
+))

@@ -1,31 +1,16 @@
-"""The paper's tables as DataFrames (Tables 1-10 and the appendix A.1 tuning grid).
+"""The paper's tables as DataFrames (Tables 1-10 and the appendix A.1 tuning grid), each with
+its :class:`~headloc.report.spec.TableSpec` next to it, collected in :data:`TABLES`.
 
 Every function is pure: DataFrames in, a DataFrame out; writing files is the job of
-``scripts/``. Scores arrive in display units (accuracy in percent, or percent of the unablated
-baseline for "relative" tasks), so every delta is in percentage points. Deltas keep full
-precision here; rounding happens only in :mod:`headloc.report.formats`.
-
-The long evaluations frame (``results/tables/evals_<scope>.tsv``) has one row per full-dataset
-evaluation: ``model, kind, task, capability, method, search, k, headset, eval_task,
-eval_capability, score``. ``kind`` says where the head set came from: ``"task"`` (the top-k
-heads of a search), ``"universal"`` and ``"knowledge"`` (one shared head, k = 1) or ``"extra"``
-(user-given head sets, ignored here). A frame without a ``kind`` column is read as all
-``"task"`` rows; without ``capability``/``eval_capability`` a task is its own capability.
-
-Delta Task and Delta Gen follow the paper (section 5, Table 2 caption). For one run
-(``model, task, search``) after ablating its top ``k`` heads::
-
-    delta_task = score(eval_task == task, k) - score(eval_task == task, 0)
-    delta_gen  = mean over eval_task != task of (score(eval_task, k) - score(eval_task, 0))
-
-The baseline ``score(eval_task, 0)`` is shared by every run of a model: it is the mean of that
-model's ``k == 0`` rows for the eval task (they are copies of one unablated evaluation).
+``scripts/render_table.py``. The input frames and the definition of Delta Task and Delta Gen
+are described in :mod:`headloc.report.frames`, whose helpers the figures share. Deltas keep
+full precision here; rounding happens only in :mod:`headloc.report.formats`.
 
 Empty results. The workflow renders every table even on small runs, so a table whose input is
 legitimately empty (no universal heads found, no knowledge tasks configured, no tuning grid)
 is returned as an empty frame with the table's columns and an explanatory
-``df.attrs["note"]``, which :func:`~headloc.report.to_markdown` and
-:func:`~headloc.report.to_latex` print under the header. Malformed input (missing columns,
+``df.attrs["note"]`` (the spec's ``empty_note``), which :func:`~headloc.report.to_markdown`
+and :func:`~headloc.report.to_latex` print under the header. Malformed input (missing columns,
 missing baselines, a method, model or task that the data does not have) raises ValueError.
 """
 
@@ -36,229 +21,57 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from headloc.heads import HEAD_PATTERN, parse_head
-
-EVAL_COLUMNS = ("model", "task", "method", "search", "k", "eval_task", "score")
-SHARED_HEAD_COLUMNS = ("model", "k", "headset", "eval_task", "score")
-RECOVERY_COLUMNS = ("model", "task", "method", "search", "top_heads", "n_evals")
-MODEL_COLUMNS = ("model", "n_layers", "n_heads", "total")
-TUNING_COLUMNS = (
-    "model", "task", "method", "n_masks", "sparsity", "search", "top_heads", "baseline",
-    "ablated", "degradation", "chosen",
+from headloc.heads import HEAD_PATTERN
+from headloc.report.frames import (
+    MODELS_NEED,
+    NO_KNOWLEDGE_HEADS,
+    NO_MODELS,
+    NO_SEARCHES,
+    NO_TASK_RUNS,
+    NO_TUNING,
+    NO_UNIVERSAL_HEADS,
+    RECOVERIES_NEED,
+    RUN_KEYS,
+    TUNING_NEED,
+    baselines,
+    capabilities_of,
+    capability_map,
+    check_columns,
+    check_k,
+    check_knowledge_eval_tasks,
+    deltas,
+    empty_table,
+    is_blank,
+    kind_rows,
+    only_method,
+    shared_heads,
+    sort_first_seen,
+    task_runs,
+    with_delta,
 )
-RUN_KEYS = ["model", "task", "method", "search"]
+from headloc.report.spec import TableSpec
+
 BASELINE = "BL"
 KNOWLEDGE_AVG = "knowledge_mc_avg"
 OTHER_AVG = "other_avg"
 
-
-def check_columns(df: pd.DataFrame, required: Iterable[str], name: str) -> None:
-    """Raise ValueError naming every column of ``required`` that ``df`` lacks.
-
-    Parameters
-    ----------
-    df : DataFrame
-        The frame to check.
-    required : iterable of str
-        Column names that must be present.
-    name : str
-        What ``df`` is called in the message (``"evals"``, ``"recoveries"``).
-
-    Examples
-    --------
-    >>> check_columns(pd.DataFrame({"model": []}), ["model", "score"], "evals")
-    Traceback (most recent call last):
-    ...
-    ValueError: evals is missing required column(s): score
-    """
-    missing = [column for column in required if column not in df.columns]
-    if missing:
-        raise ValueError(f"{name} is missing required column(s): {', '.join(missing)}")
+TABLES: dict[str, TableSpec] = {}
+"""Every paper table by name, in paper order (appendix last); each added next to its builder."""
 
 
-def empty_table(columns: Sequence[str], note: str) -> pd.DataFrame:
-    """An empty table with the given columns and ``attrs["note"]`` saying why it is empty.
-
-    Examples
-    --------
-    >>> t = empty_table(["model", "head"], "no universal heads in evals (kind == 'universal')")
-    >>> list(t.columns), len(t), t.attrs["note"]
-    (['model', 'head'], 0, "no universal heads in evals (kind == 'universal')")
-    """
-    table = pd.DataFrame(columns=list(columns))
-    table.attrs["note"] = note
-    return table
-
-
-def _check_k(k: int) -> None:
-    if k < 0:
-        raise ValueError(f"k must be >= 0, got {k}")
-
-
-def _blank(value) -> bool:
-    """True for the empty cells of universal/knowledge rows: NaN, None or ""."""
-    return value is None or (isinstance(value, float) and np.isnan(value)) or value == ""
-
-
-def kind_rows(evals: pd.DataFrame, kind: str) -> pd.DataFrame:
-    """The rows of one ``kind``; a frame without a ``kind`` column is all ``"task"`` rows."""
-    if "kind" not in evals.columns:
-        return evals if kind == "task" else evals.iloc[0:0]
-    return evals[evals["kind"] == kind]
-
-
-def _capability_map(evals: pd.DataFrame, capabilities: Mapping[str, str] | None = None) -> dict:
-    """task -> capability, from ``capabilities`` first, then the frame's own columns."""
-    mapping: dict[str, str] = {}
-    for task_col, cap_col in (("task", "capability"), ("eval_task", "eval_capability")):
-        if task_col in evals.columns and cap_col in evals.columns:
-            for task, cap in zip(evals[task_col], evals[cap_col]):
-                if not _blank(task) and not _blank(cap):
-                    mapping.setdefault(task, cap)
-    mapping.update(capabilities or {})
-    return mapping
-
-
-def _capability_of(tasks: Iterable[str], mapping: Mapping[str, str]) -> list[str]:
-    return [mapping.get(task, task) for task in tasks]
-
-
-def _task_runs(evals: pd.DataFrame, method: str | None, name: str) -> pd.DataFrame:
-    """``kind == "task"`` rows, of ``method`` only when given (ValueError if it has none)."""
-    check_columns(evals, EVAL_COLUMNS, "evals")
-    rows = kind_rows(evals, "task")
-    if method is not None and len(rows):
-        present = list(pd.unique(rows["method"]))
-        if method not in present:
-            raise ValueError(
-                f"{name}: no searches with method {method!r} in evals; methods present: "
-                f"{', '.join(map(str, present))}"
-            )
-        rows = rows[rows["method"] == method]
-    return rows
-
-
-def _sort_first_seen(
-    df: pd.DataFrame, keys: Sequence[str], then: Sequence[str] = ()
-) -> pd.DataFrame:
-    """Stable sort by each of ``keys`` in order of first appearance, then by ``then`` values."""
-    df = df.reset_index(drop=True)
-    order = pd.DataFrame(
-        {f"_{key}": df[key].map({v: i for i, v in enumerate(pd.unique(df[key]))}) for key in keys},
-        index=df.index,
-    )
-    for column in then:
-        order[f"_{column}"] = df[column]
-    if order.empty or not len(order.columns):
-        return df
-    index = order.sort_values(list(order.columns), kind="stable").index
-    return df.loc[index].reset_index(drop=True)
-
-
-def _check_baselines(rows: pd.DataFrame, baseline: pd.Series) -> None:
-    """Raise ValueError naming each (model, eval_task) that has no k = 0 row."""
-    pairs = rows[["model", "eval_task"]].drop_duplicates()
-    if pairs.empty:
-        return
-    known = pd.MultiIndex.from_frame(pairs).isin(baseline.index)
-    if not known.all():
-        lacking = pairs[~known].itertuples(index=False)
-        names = ", ".join(f"model {m!r} eval_task {t!r}" for m, t in lacking)
-        raise ValueError(f"no baseline (k = 0) rows for {names}; every delta needs one")
-
-
-def baselines(evals: pd.DataFrame) -> pd.Series:
-    """Unablated score per (model, eval_task): the mean of every ``k == 0`` row.
-
-    Examples
-    --------
-    >>> evals = pd.DataFrame({"model": "m", "k": [0, 0, 1], "eval_task": ["a", "a", "a"],
-    ...                       "score": [70.0, 70.0, 50.0]})
-    >>> baselines(evals).to_dict()
-    {('m', 'a'): 70.0}
-    """
-    rows = evals[evals["k"] == 0]
-    return rows.groupby(["model", "eval_task"])["score"].mean()
-
-
-def _with_delta(rows: pd.DataFrame, baseline: pd.Series) -> pd.DataFrame:
-    """``rows`` plus a ``delta`` column (score minus the model's baseline on the eval task)."""
-    _check_baselines(rows, baseline)
-    rows = rows.copy()
-    rows["delta"] = rows["score"] - rows.join(baseline.rename("_base"), on=["model", "eval_task"])[
-        "_base"
-    ]
-    return rows
-
-
-DELTA_COLUMNS = ["capability", *RUN_KEYS, "k", "score", "delta_task", "delta_gen"]
-
-
-def deltas(
-    evals: pd.DataFrame, *, gen_tasks: Iterable[str] | None = None, method: str | None = None
-) -> pd.DataFrame:
-    """Score, Delta Task and Delta Gen for every run and number of ablated heads.
-
-    Parameters
-    ----------
-    evals : DataFrame
-        Long evaluations frame with at least ``model, task, method, search, k, eval_task,
-        score``; only ``kind == "task"`` rows are used when there is a ``kind`` column.
-    gen_tasks : iterable of str, optional
-        The eval tasks that make up "general ability" (the paper uses HellaSwag, BoolQ, ARC
-        Challenge and MMLU). Default: every eval task of the run other than its own task.
-    method : str, optional
-        Keep only the searches of this method (default: every method).
-
-    Returns
-    -------
-    DataFrame
-        Columns ``capability, model, task, method, search, k, score, delta_task, delta_gen``;
-        one row per (model, task, search, k), sorted by capability, model, task and search
-        (each in order of first appearance), then k. ``score`` is the score on the run's own
-        task; ``delta_gen`` is NaN when the run has no other eval task. Empty (with these
-        columns) when ``evals`` has no task rows.
-
-    Raises
-    ------
-    ValueError
-        If a required column is missing, a (model, eval_task) has no ``k == 0`` row, or
-        ``method`` has no searches while others do.
-
-    Examples
-    --------
-    >>> evals = pd.DataFrame({
-    ...     "model": "m", "task": "gsm8k", "method": "cs_stratified", "search": "s0",
-    ...     "k": [0, 0, 1, 1], "eval_task": ["gsm8k", "boolq"] * 2,
-    ...     "score": [80.0, 70.0, 50.0, 69.0]})
-    >>> deltas(evals)[["k", "score", "delta_task", "delta_gen"]]
-       k  score  delta_task  delta_gen
-    0  0   80.0         0.0        0.0
-    1  1   50.0       -30.0       -1.0
-    """
-    task_rows = _task_runs(evals, method, "deltas")
-    if task_rows.empty:
-        return pd.DataFrame(columns=DELTA_COLUMNS)
-    rows = task_rows.loc[:, list(EVAL_COLUMNS)].copy()
-    rows["own"] = rows["eval_task"] == rows["task"]
-    if gen_tasks is not None:
-        rows = rows[rows["own"] | rows["eval_task"].isin(list(gen_tasks))]
-    rows = _with_delta(rows, baselines(rows))
-
-    keys = RUN_KEYS + ["k"]
-    own = rows[rows["own"]].groupby(keys)[["score", "delta"]].mean()
-    gen = rows[~rows["own"]].groupby(keys)["delta"].mean().rename("delta_gen")
-    out = rows[keys].drop_duplicates().join(own, on=keys).join(gen, on=keys)
-    out = out.rename(columns={"delta": "delta_task"})
-    out.insert(0, "capability", _capability_of(out["task"], _capability_map(task_rows)))
-    out = _sort_first_seen(out, ["capability", "model", "task", "search"], then=["k"])
-    return out[DELTA_COLUMNS]
+def _add(spec: TableSpec) -> None:
+    if spec.name in TABLES:
+        raise ValueError(f"table {spec.name!r} is described twice")
+    TABLES[spec.name] = spec
 
 
 def _at_k(d: pd.DataFrame, k: int) -> pd.DataFrame:
     """Each run's row at ``min(k, largest k evaluated)``."""
     largest = d.groupby(["model", "task", "search"])["k"].transform("max")
     return d[d["k"] == np.minimum(largest, k)].reset_index(drop=True)
+
+
+TABLE1_COLUMNS = ("model", "layers", "heads", "total")
 
 
 def table1(models: pd.DataFrame) -> pd.DataFrame:
@@ -288,11 +101,10 @@ def table1(models: pd.DataFrame) -> pd.DataFrame:
          model  layers  heads  total
     0  smollm2      30      9    270
     """
-    check_columns(models, MODEL_COLUMNS, "models")
-    columns = ["model", "layers", "heads", "total"]
+    check_columns(models, MODELS_NEED, "models")
     if models.empty:
-        return empty_table(columns, "no models in models.tsv")
-    out = models.rename(columns={"n_layers": "layers", "n_heads": "heads"})[columns]
+        return empty_table(TABLE1_COLUMNS, NO_MODELS)
+    out = models.rename(columns={"n_layers": "layers", "n_heads": "heads"})[list(TABLE1_COLUMNS)]
     bad = out[out["layers"] * out["heads"] != out["total"]]
     if len(bad):
         row = bad.iloc[0]
@@ -303,7 +115,18 @@ def table1(models: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
-TABLE2_COLUMNS = ["capability", "model", "task", "search", "k", "delta_task", "delta_gen"]
+_add(TableSpec(
+    name="table1",
+    about="Layers, heads per layer and total heads of every model.",
+    inputs=("models",),
+    columns=TABLE1_COLUMNS,
+    empty_note=NO_MODELS,
+    caption="Table 1. Layers L, heads per layer H and total heads N of each model",
+    builder=lambda models, options: table1(models),
+))
+
+
+TABLE2_COLUMNS = ("capability", "model", "task", "search", "k", "delta_task", "delta_gen")
 
 
 def table2(
@@ -345,15 +168,28 @@ def table2(
        k  delta_task  delta_gen
     0  1       -30.0       -1.0
     """
-    _check_k(k)
+    check_k(k)
     d = deltas(evals, gen_tasks=gen_tasks, method=method)
     if d.empty:
-        return empty_table(TABLE2_COLUMNS, "no task-specific searches in evals (kind == 'task')")
-    return _at_k(d, k)[TABLE2_COLUMNS]
+        return empty_table(TABLE2_COLUMNS, NO_TASK_RUNS)
+    return _at_k(d, k)[list(TABLE2_COLUMNS)]
 
 
-TABLE3_COLUMNS = ["capability", "model", "id_on", "eval_on", "search", "k", "delta_task",
-                  "delta_gen"]
+_add(TableSpec(
+    name="table2",
+    about="Delta Task and Delta Gen of the top-k task-specific heads.",
+    inputs=("evals_main",),
+    columns=TABLE2_COLUMNS,
+    empty_note=NO_TASK_RUNS,
+    caption="Table 2. Change in task score (Delta Task) and in the mean of {gen} (Delta Gen), "
+            "percentage points, top {k} heads ({main}) ablated",
+    builder=lambda evals, options: table2(evals, k=options.top_k, gen_tasks=options.gen_tasks,
+                                          method=options.method),
+))
+
+
+TABLE3_COLUMNS = ("capability", "model", "id_on", "eval_on", "search", "k", "delta_task",
+                  "delta_gen")
 
 
 def table3(
@@ -397,15 +233,15 @@ def table3(
     0  gsm8k       gsm8k       -30.0      -15.5
     1  gsm8k  arithmetic       -30.0      -15.5
     """
-    _check_k(k)
+    check_k(k)
     d = deltas(evals, gen_tasks=gen_tasks, method=method)
     if d.empty:
-        return empty_table(TABLE3_COLUMNS, "no task-specific searches in evals (kind == 'task')")
+        return empty_table(TABLE3_COLUMNS, NO_TASK_RUNS)
     chosen = _at_k(d, k)
-    rows = _task_runs(evals, method, "table3")
-    mapping = _capability_map(evals)
-    rows = _with_delta(rows, baselines(rows))
-    rows["eval_cap"] = _capability_of(rows["eval_task"], mapping)
+    rows = task_runs(evals, method, "table3")
+    mapping = capability_map(evals)
+    rows = with_delta(rows, baselines(rows))
+    rows["eval_cap"] = capabilities_of(rows["eval_task"], mapping)
     out = []
     for run in chosen.itertuples(index=False):
         mine = rows[(rows["model"] == run.model) & (rows["task"] == run.task)
@@ -418,11 +254,24 @@ def table3(
                         "eval_on": eval_on, "search": run.search, "k": run.k,
                         "delta_task": per_task.get(eval_on, np.nan),
                         "delta_gen": run.delta_gen})
-    return pd.DataFrame(out, columns=TABLE3_COLUMNS)
+    return pd.DataFrame(out, columns=list(TABLE3_COLUMNS))
 
 
-TABLE4_COLUMNS = ["capability", "model", "task", "method", "search", "k", "delta_task",
-                  "delta_gen", "n_evals"]
+_add(TableSpec(
+    name="table3",
+    about="Heads found on one dataset, evaluated on the others of its capability.",
+    inputs=("evals_main",),
+    columns=TABLE3_COLUMNS,
+    empty_note=NO_TASK_RUNS,
+    caption="Table 3. Heads identified on one task (id on), top {k} ({main}) ablated, "
+            "evaluated on every task of the same capability (eval on); percentage points",
+    builder=lambda evals, options: table3(evals, k=options.top_k, gen_tasks=options.gen_tasks,
+                                          method=options.method),
+))
+
+
+TABLE4_COLUMNS = ("capability", "model", "task", "method", "search", "k", "delta_task",
+                  "delta_gen", "n_evals")
 
 
 def table4(
@@ -466,44 +315,37 @@ def table4(
       method  delta_task  delta_gen  n_evals
     0     cs       -30.0       -1.0      100
     """
-    _check_k(k)
+    check_k(k)
     check_columns(recoveries, ["model", "task", "method", "search", "n_evals"], "recoveries")
     d = deltas(evals, gen_tasks=gen_tasks)
     if d.empty:
-        return empty_table(TABLE4_COLUMNS, "no task-specific searches in evals (kind == 'task')")
+        return empty_table(TABLE4_COLUMNS, NO_TASK_RUNS)
     out = _at_k(d, k)
-    n_evals = recoveries.drop_duplicates(RUN_KEYS).set_index(RUN_KEYS)["n_evals"]
-    out = out.join(n_evals, on=RUN_KEYS)
-    out = _sort_first_seen(out, ["capability", "model", "task", "method"])
-    return out[TABLE4_COLUMNS]
+    n_evals = recoveries.drop_duplicates(list(RUN_KEYS)).set_index(list(RUN_KEYS))["n_evals"]
+    out = out.join(n_evals, on=list(RUN_KEYS))
+    out = sort_first_seen(out, ["capability", "model", "task", "method"])
+    return out[list(TABLE4_COLUMNS)]
 
 
-def _shared_heads(evals: pd.DataFrame, kind: str) -> tuple[pd.DataFrame, list]:
-    """Rows of one shared-head kind with a ``delta`` column, and the (model, head) pairs in order.
-
-    Models keep their order of first appearance; heads are sorted by (layer, head).
-    """
-    check_columns(evals, SHARED_HEAD_COLUMNS, "evals")
-    rows = kind_rows(evals, kind)
-    ablated = rows[rows["k"] > 0]
-    if ablated.empty:
-        return ablated, []
-    base_rows = evals[(evals["k"] == 0) & evals["model"].isin(set(ablated["model"]))]
-    rows = _with_delta(ablated, baselines(base_rows))
-    pairs = []
-    for model in pd.unique(rows["model"]):
-        heads = pd.unique(rows.loc[rows["model"] == model, "headset"])
-        pairs += [(model, head) for head in sorted(heads, key=_headset_key)]
-    return rows, pairs
-
-
-def _headset_key(headset: str):
-    return [parse_head(head) for head in str(headset).split("+")]
+_add(TableSpec(
+    name="table4",
+    about="Search methods compared: Delta Task, Delta Gen and evaluations used.",
+    inputs=("evals_methods", "recoveries"),
+    columns=TABLE4_COLUMNS,
+    empty_note=NO_TASK_RUNS,
+    caption="Table 4. Every search method: Delta Task, Delta Gen (top {k} heads ablated, "
+            "percentage points) and the number of evaluations it needed",
+    builder=lambda evals, recoveries, options: table4(
+        evals, recoveries, k=options.top_k, gen_tasks=options.gen_tasks),
+))
 
 
 def _mean(values) -> float:
     values = [v for v in values if not pd.isna(v)]
     return float(np.mean(values)) if values else np.nan
+
+
+TABLE5_COLUMNS = ("model", "head", "delta_{capability}", "delta_gen")
 
 
 def table5(
@@ -545,19 +387,19 @@ def table5(
       model  head  delta_math  delta_code  delta_gen
     0     m  L0H3       -40.0        -5.0      -10.0
     """
-    rows, pairs = _shared_heads(evals, "universal")
-    mapping = _capability_map(evals, capabilities)
+    rows, pairs = shared_heads(evals, "universal")
+    mapping = capability_map(evals, capabilities)
     gen = None if gen_tasks is None else set(gen_tasks)
     # the columns of an empty table come from the configured capabilities
     eval_tasks = list(pd.unique(rows["eval_task"])) if len(rows) else list(capabilities or {})
     caps: list[str] = []
-    for cap in [*(capabilities or {}).values(), *_capability_of(eval_tasks, mapping)]:
+    for cap in [*(capabilities or {}).values(), *capabilities_of(eval_tasks, mapping)]:
         members = [t for t in eval_tasks if mapping.get(t, t) == cap]
         if cap not in caps and members and not (gen is not None and set(members) <= gen):
             caps.append(cap)
     columns = ["model", "head", *(f"delta_{cap}" for cap in caps), "delta_gen"]
     if not pairs:
-        return empty_table(columns, "no universal heads in evals (kind == 'universal')")
+        return empty_table(columns, NO_UNIVERSAL_HEADS)
     out = []
     for model, head in pairs:
         mine = rows[(rows["model"] == model) & (rows["headset"] == head)]
@@ -572,8 +414,21 @@ def table5(
     return pd.DataFrame(out, columns=columns)
 
 
-TABLE6_COLUMNS = ["capability", "model", "task", "search", "n_heads", "score", "delta_task",
-                  "delta_gen"]
+_add(TableSpec(
+    name="table5",
+    about="Universal heads: mean Delta per capability.",
+    inputs=("evals_universal",),
+    columns=TABLE5_COLUMNS,
+    empty_note=NO_UNIVERSAL_HEADS,
+    caption="Table 5. Universal heads: mean change per capability when one head is ablated "
+            "(percentage points)",
+    builder=lambda evals, options: table5(evals, gen_tasks=options.gen_tasks,
+                                          capabilities=options.capabilities),
+))
+
+
+TABLE6_COLUMNS = ("capability", "model", "task", "search", "n_heads", "score", "delta_task",
+                  "delta_gen")
 
 
 def table6(
@@ -614,12 +469,25 @@ def table6(
     """
     d = deltas(evals, gen_tasks=gen_tasks, method=method)
     if d.empty:
-        return empty_table(TABLE6_COLUMNS, "no task-specific searches in evals (kind == 'task')")
+        return empty_table(TABLE6_COLUMNS, NO_TASK_RUNS)
     is_baseline = d["k"] == 0
     d[["delta_task", "delta_gen"]] = d[["delta_task", "delta_gen"]].mask(is_baseline)
     n_heads = [BASELINE if k == 0 else int(k) for k in d["k"]]
     d["n_heads"] = pd.Series(n_heads, index=d.index, dtype=object)
-    return d[TABLE6_COLUMNS]
+    return d[list(TABLE6_COLUMNS)]
+
+
+_add(TableSpec(
+    name="table6",
+    about="Degradation against the number of heads ablated.",
+    inputs=("evals_main",),
+    columns=TABLE6_COLUMNS,
+    empty_note=NO_TASK_RUNS,
+    caption="Table 6. Score and degradation against the number of top heads ({main}) ablated "
+            "(BL = unablated)",
+    builder=lambda evals, options: table6(evals, gen_tasks=options.gen_tasks,
+                                          method=options.method),
+))
 
 
 def _head_rows(
@@ -642,6 +510,9 @@ def _head_rows(
             out.append(row)
     columns = ["model", "head"] + [c for tasks, avg in groups for c in [*tasks, avg]]
     return pd.DataFrame(out, columns=columns)
+
+
+TABLE7_COLUMNS = ("model", "head", "{eval_task}", "avg")
 
 
 def table7(evals: pd.DataFrame) -> pd.DataFrame:
@@ -671,12 +542,28 @@ def table7(evals: pd.DataFrame) -> pd.DataFrame:
     0     m    BL   80.0   70.0  75.0
     1     m  L1H2  -40.0   -5.0 -22.5
     """
-    rows, pairs = _shared_heads(evals, "universal")
+    rows, pairs = shared_heads(evals, "universal")
     if not pairs:
         return empty_table(["model", "head", "avg"],
-                           "no universal heads in evals (kind == 'universal')")
+                           NO_UNIVERSAL_HEADS)
     tasks = list(pd.unique(kind_rows(evals, "universal")["eval_task"]))
     return _head_rows(rows, pairs, evals, [(tasks, "avg")])
+
+
+_add(TableSpec(
+    name="table7",
+    about="Universal heads: Delta on every task.",
+    inputs=("evals_universal",),
+    columns=TABLE7_COLUMNS,
+    empty_note=NO_UNIVERSAL_HEADS,
+    caption="Table 7. Universal heads: unablated scores (BL) and the change on every task when "
+            "one head is ablated (percentage points)",
+    builder=lambda evals, options: table7(evals),
+))
+
+
+TABLE8_COLUMNS = ("model", "head", "{knowledge_eval_task}", KNOWLEDGE_AVG, "{other_eval_task}",
+                  OTHER_AVG)
 
 
 def table8(evals: pd.DataFrame, knowledge_eval_tasks: Sequence[str] = ()) -> pd.DataFrame:
@@ -714,20 +601,26 @@ def table8(evals: pd.DataFrame, knowledge_eval_tasks: Sequence[str] = ()) -> pd.
     0     BL  46.0      56.0              51.0   33.0       33.0
     1  L0H22 -21.0     -30.0             -25.5    1.0        1.0
     """
-    rows, pairs = _shared_heads(evals, "knowledge")
+    rows, pairs = shared_heads(evals, "knowledge")
     knowledge = list(knowledge_eval_tasks)
     if not pairs:
         return empty_table(["model", "head", *knowledge, KNOWLEDGE_AVG, OTHER_AVG],
-                           "no knowledge heads in evals (kind == 'knowledge')")
-    present = list(pd.unique(kind_rows(evals, "knowledge")["eval_task"]))
-    unknown = [task for task in knowledge if task not in present]
-    if unknown:
-        raise ValueError(
-            f"table8: knowledge eval task(s) {', '.join(unknown)} not evaluated with the "
-            f"knowledge heads; evaluated: {', '.join(present)}"
-        )
+                           NO_KNOWLEDGE_HEADS)
+    present = check_knowledge_eval_tasks(evals, knowledge, "table8")
     other = [task for task in present if task not in knowledge]
     return _head_rows(rows, pairs, evals, [(knowledge, KNOWLEDGE_AVG), (other, OTHER_AVG)])
+
+
+_add(TableSpec(
+    name="table8",
+    about="Knowledge multiple-choice heads: Delta on every task.",
+    inputs=("evals_knowledge",),
+    columns=TABLE8_COLUMNS,
+    empty_note=NO_KNOWLEDGE_HEADS,
+    caption="Table 8. Knowledge multiple-choice heads: unablated scores (BL) and the change "
+            "when one head is ablated, knowledge MC tasks grouped apart (percentage points)",
+    builder=lambda evals, options: table8(evals, options.knowledge_eval_tasks),
+))
 
 
 def _head_list(value) -> list[str]:
@@ -739,7 +632,7 @@ def _head_list(value) -> list[str]:
     return [str(head) for head in value]
 
 
-TABLE9_COLUMNS = ["model", "capability", "task", "method", "search", "heads", "n_evals"]
+TABLE9_COLUMNS = ("model", "capability", "task", "method", "search", "heads", "n_evals")
 
 
 def table9(recoveries: pd.DataFrame, k: int = 5) -> pd.DataFrame:
@@ -772,20 +665,35 @@ def table9(recoveries: pd.DataFrame, k: int = 5) -> pd.DataFrame:
     0         greedy  L16H21
     1  cs_stratified  L15H13
     """
-    check_columns(recoveries, RECOVERY_COLUMNS, "recoveries")
-    _check_k(k)
+    check_columns(recoveries, RECOVERIES_NEED, "recoveries")
+    check_k(k)
     if recoveries.empty:
-        return empty_table(TABLE9_COLUMNS, "no searches in recoveries")
-    out = recoveries.loc[:, RUN_KEYS].copy()
+        return empty_table(TABLE9_COLUMNS, NO_SEARCHES)
+    out = recoveries.loc[:, list(RUN_KEYS)].copy()
     if "capability" in recoveries.columns:
-        caps = [task if _blank(c) else c for task, c in zip(out["task"], recoveries["capability"])]
+        caps = [task if is_blank(cap) else cap
+                for task, cap in zip(out["task"], recoveries["capability"])]
     else:
         caps = list(out["task"])
     out["capability"] = caps
     out["heads"] = [", ".join(_head_list(heads)[:k]) for heads in recoveries["top_heads"]]
     out["n_evals"] = recoveries["n_evals"].to_numpy()
-    out = _sort_first_seen(out, ["model", "capability", "task", "method"])
-    return out[TABLE9_COLUMNS]
+    out = sort_first_seen(out, ["model", "capability", "task", "method"])
+    return out[list(TABLE9_COLUMNS)]
+
+
+_add(TableSpec(
+    name="table9",
+    about="Heads found by every method on every task.",
+    inputs=("recoveries",),
+    columns=TABLE9_COLUMNS,
+    empty_note=NO_SEARCHES,
+    caption="Table 9. Top {k} heads identified by every method, per model and task",
+    builder=lambda recoveries, options: table9(recoveries, k=options.top_k),
+))
+
+
+TABLE10_COLUMNS = (*RUN_KEYS, "heads", "n_evals")
 
 
 def table10(recoveries: pd.DataFrame, k: int = 5, *, method: str | None = None) -> pd.DataFrame:
@@ -821,25 +729,31 @@ def table10(recoveries: pd.DataFrame, k: int = 5, *, method: str | None = None) 
     >>> table10(recoveries, k=2)["heads"].tolist()
     ['L15H13, L16H21']
     """
-    check_columns(recoveries, RECOVERY_COLUMNS, "recoveries")
-    _check_k(k)
-    columns = [*RUN_KEYS, "heads", "n_evals"]
+    check_columns(recoveries, RECOVERIES_NEED, "recoveries")
+    check_k(k)
     if recoveries.empty:
-        return empty_table(columns, "no searches in recoveries")
-    if method is not None:
-        present = list(pd.unique(recoveries["method"]))
-        if method not in present:
-            raise ValueError(f"table10: no searches with method {method!r} in recoveries; "
-                             f"methods present: {', '.join(map(str, present))}")
-        recoveries = recoveries[recoveries["method"] == method]
-    out = recoveries.loc[:, RUN_KEYS].copy()
+        return empty_table(TABLE10_COLUMNS, NO_SEARCHES)
+    recoveries = only_method(recoveries, method, name="table10", source="recoveries")
+    out = recoveries.loc[:, list(RUN_KEYS)].copy()
     out["heads"] = [", ".join(_head_list(heads)[:k]) for heads in recoveries["top_heads"]]
     out["n_evals"] = recoveries["n_evals"].to_numpy()
-    return _sort_first_seen(out, ["model", "task"])[columns]
+    return sort_first_seen(out, ["model", "task"])[list(TABLE10_COLUMNS)]
 
 
-TUNING_TABLE_COLUMNS = ["model", "task", "method", "n_masks", "sparsity", "top_heads",
-                        "baseline", "ablated", "degradation", "chosen"]
+_add(TableSpec(
+    name="table10",
+    about="Heads found by the main method, per model and task.",
+    inputs=("recoveries_main",),
+    columns=TABLE10_COLUMNS,
+    empty_note=NO_SEARCHES,
+    caption="Table 10. Top {k} heads per model and task ({main}, most damaging first)",
+    builder=lambda recoveries, options: table10(recoveries, k=options.top_k,
+                                                method=options.method),
+))
+
+
+TUNING_TABLE_COLUMNS = ("model", "task", "method", "n_masks", "sparsity", "top_heads",
+                        "baseline", "ablated", "degradation", "chosen")
 CHOSEN_MARK = "yes"
 
 
@@ -878,15 +792,26 @@ def tuning_table(tuning: pd.DataFrame) -> pd.DataFrame:
     >>> t["chosen"].tolist()
     ['', 'yes']
     """
-    check_columns(tuning, TUNING_COLUMNS, "tuning")
+    check_columns(tuning, TUNING_NEED, "tuning")
     if tuning.empty:
-        return empty_table(TUNING_TABLE_COLUMNS, "no hyperparameter search configured "
-                                                 "(tuning.tasks is empty)")
+        return empty_table(TUNING_TABLE_COLUMNS, NO_TUNING)
     out = tuning.copy()
     out["top_heads"] = [", ".join(_head_list(heads)) for heads in out["top_heads"]]
     chosen = out["chosen"].map(lambda v: str(v).strip().lower() in ("true", "1", "yes"))
     out["chosen"] = np.where(chosen, CHOSEN_MARK, "")
-    out = _sort_first_seen(out, ["model", "task", "method"], then=["n_masks", "sparsity"])
+    out = sort_first_seen(out, ["model", "task", "method"], then=["n_masks", "sparsity"])
     # a grid value, not a measurement: shown as written (0.25, not 0.2 after one-decimal rounding)
     out["sparsity"] = [f"{value:g}" for value in out["sparsity"]]
-    return out[TUNING_TABLE_COLUMNS]
+    return out[list(TUNING_TABLE_COLUMNS)]
+
+
+_add(TableSpec(
+    name="tuning",
+    about="Hyperparameter search of appendix A.1.",
+    inputs=("tuning",),
+    columns=TUNING_TABLE_COLUMNS,
+    empty_note=NO_TUNING,
+    caption="Hyperparameter search (appendix A.1): degradation on the identification subset "
+            "per number of masks and sparsity; chosen = largest degradation",
+    builder=lambda tuning, options: tuning_table(tuning),
+))

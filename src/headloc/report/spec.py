@@ -1,0 +1,194 @@
+"""What the run tells the report, and the declarative description of one table or figure.
+
+Each paper table and figure is described once, next to its builder, by a :class:`TableSpec` or
+:class:`FigureSpec`: its name, one line on what it shows, the collected tables it reads, its
+columns, the note it carries when legitimately empty, its caption and how it is built. The
+registries :data:`headloc.report.TABLES` and :data:`headloc.report.FIGURES` collect them; the
+workflow's rules, the render scripts and the README's target table all read these.
+
+The collected tables a spec may read (``inputs``) are named as the workflow names them:
+``"models"``, ``"recoveries"``, ``"tuning"`` and ``"evals_<scope>"`` for the evaluations of
+one scope (``"evals_main"``, ``"evals_methods"``, ``"evals_universal"``, ``"evals_knowledge"``).
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+INPUTS = ("models", "recoveries", "recoveries_main", "tuning", "evals_main", "evals_methods", "evals_universal",
+          "evals_knowledge")
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    """What the run tells the report (the workflow passes these as the render rules' params).
+
+    Lists are accepted wherever a tuple is declared and stored as tuples; ``None`` for a
+    sequence of knowledge tasks, or for ``capabilities``, means none.
+
+    Attributes
+    ----------
+    top_k : int
+        Heads ablated per search in Tables 2-4 and Figure 1, listed in Tables 9-10.
+    gen_tasks : tuple of str, optional
+        The eval tasks averaged into Delta Gen; None: every eval task other than the run's own.
+    method : str, optional
+        The main search method (Tables 2, 3, 6, 10, Figures 1, 2, 4); None: every method.
+    capabilities : mapping of str to str
+        Task -> capability, in config order.
+    knowledge_tasks : tuple of str
+        The searched knowledge tasks (Figure 4).
+    knowledge_eval_tasks : tuple of str
+        The knowledge multiple-choice eval tasks (Table 8, Figure 3).
+    figure_model, figure_capability : str, optional
+        The model and capability Figures 1, 2 (model also 4) show; None: the first searched.
+
+    Examples
+    --------
+    >>> options = ReportOptions(top_k=3, gen_tasks=["boolq", "mmlu"], knowledge_tasks=None)
+    >>> options.gen_tasks, options.knowledge_tasks
+    (('boolq', 'mmlu'), ())
+    """
+
+    top_k: int = 5
+    gen_tasks: tuple[str, ...] | None = None
+    method: str | None = None
+    capabilities: Mapping[str, str] = field(default_factory=dict)
+    knowledge_tasks: tuple[str, ...] = ()
+    knowledge_eval_tasks: tuple[str, ...] = ()
+    figure_model: str | None = None
+    figure_capability: str | None = None
+
+    def __post_init__(self):
+        top_k = self.top_k
+        if isinstance(top_k, bool) or not isinstance(top_k, numbers.Integral) or top_k < 0:
+            raise ValueError(f"top_k must be an integer >= 0, got {top_k!r}")
+        for name in ("gen_tasks", "knowledge_tasks", "knowledge_eval_tasks"):
+            value = getattr(self, name)
+            if value is None:
+                value = None if name == "gen_tasks" else ()
+            elif isinstance(value, str):
+                raise ValueError(f"{name} must be a list of task names, got the string {value!r}")
+            else:
+                value = tuple(value)
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "capabilities", dict(self.capabilities or {}))
+
+    def caption_fields(self) -> dict[str, object]:
+        """The values a caption template may name: ``{k}``, ``{gen}`` and ``{main}``.
+
+        Examples
+        --------
+        >>> ReportOptions(top_k=3, method="cs_stratified").caption_fields()
+        {'k': 3, 'gen': 'the other tasks', 'main': 'method cs_stratified'}
+        >>> ReportOptions(gen_tasks=["boolq", "mmlu"]).caption_fields()["gen"]
+        'boolq, mmlu'
+        """
+        return {
+            "k": self.top_k,
+            "gen": "the other tasks" if self.gen_tasks is None else ", ".join(self.gen_tasks),
+            "main": f"method {self.method}" if self.method else "every method",
+        }
+
+
+def _given(name: str, inputs: tuple[str, ...], frames: Mapping[str, pd.DataFrame]) -> list:
+    """The frames of ``inputs`` in their order; ValueError naming any that ``frames`` lacks."""
+    missing = [key for key in inputs if key not in frames]
+    if missing:
+        raise ValueError(
+            f"{name} needs input(s) {', '.join(map(repr, missing))} (it reads "
+            f"{', '.join(inputs)}); given: {', '.join(map(str, frames)) or 'nothing'}"
+        )
+    return [frames[key] for key in inputs]
+
+
+def _check_inputs(name: str, inputs: tuple[str, ...]) -> None:
+    unknown = [key for key in inputs if key not in INPUTS]
+    if unknown or not inputs:
+        raise ValueError(f"{name}: inputs must be among {', '.join(INPUTS)}; got "
+                         f"{', '.join(inputs) or 'none'}")
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """One paper table: what it shows, what it reads, its columns, caption and builder.
+
+    Attributes
+    ----------
+    name : str
+        Its file stem, ``"table2"`` (``results/tables/table2.md``).
+    about : str
+        One line on what it shows (the rule's message, the README's target table).
+    inputs : tuple of str
+        The collected tables it reads (see :data:`INPUTS`), in the order ``builder`` takes them.
+    columns : tuple of str
+        Its columns; a name in braces stands for one column per value (``delta_{capability}``:
+        ``delta_math``, ``delta_code``, ...).
+    empty_note : str
+        The note (``attrs["note"]``) it carries when its input is legitimately empty.
+    caption : str
+        The caption template; ``{k}``, ``{gen}`` and ``{main}`` are filled by :meth:`title`.
+    builder : callable
+        ``builder(*frames, options) -> DataFrame``, the frames in ``inputs`` order.
+    """
+
+    name: str
+    about: str
+    inputs: tuple[str, ...]
+    columns: tuple[str, ...]
+    empty_note: str
+    caption: str = field(repr=False)
+    builder: Callable[..., pd.DataFrame] = field(repr=False, compare=False)
+
+    def __post_init__(self):
+        _check_inputs(self.name, self.inputs)
+
+    def title(self, options: ReportOptions) -> str:
+        """The caption for this run (Markdown title line, LaTeX caption)."""
+        return self.caption.format(**options.caption_fields())
+
+    def build(self, frames: Mapping[str, pd.DataFrame], options: ReportOptions) -> pd.DataFrame:
+        """The table from the collected frames keyed by input name (others are ignored).
+
+        Raises ValueError naming each input of :attr:`inputs` that ``frames`` lacks, and
+        whatever the builder raises on malformed input.
+        """
+        return self.builder(*_given(self.name, self.inputs, frames), options)
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    """One paper figure: as :class:`TableSpec` without columns; the builder makes a Figure.
+
+    ``builder(*frames, options, footer) -> Figure``, the frames in ``inputs`` order; ``footer``
+    is the provenance line (None: no footer). ``caption`` is the figure's title (shown on a
+    "no data" figure).
+    """
+
+    name: str
+    about: str
+    inputs: tuple[str, ...]
+    empty_note: str
+    caption: str = field(repr=False)
+    builder: Callable[..., Figure] = field(repr=False, compare=False)
+
+    def __post_init__(self):
+        _check_inputs(self.name, self.inputs)
+
+    def title(self, options: ReportOptions) -> str:
+        """The figure's title for this run."""
+        return self.caption.format(**options.caption_fields())
+
+    def build(
+        self,
+        frames: Mapping[str, pd.DataFrame],
+        options: ReportOptions,
+        footer: str | None = None,
+    ) -> Figure:
+        """The figure from the collected frames keyed by input name (as :meth:`TableSpec.build`)."""
+        return self.builder(*_given(self.name, self.inputs, frames), options, footer)
