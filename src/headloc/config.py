@@ -135,9 +135,9 @@ def model_geometries(config: dict) -> dict:
     for name, spec in config["models"].items():
         try:
             source = resolve_source(spec["source"])
+            found = source_geometry(source)  # also checks that a GGUF file is complete
         except ValueError as error:
             raise ValueError(f"config models.{name}.source: {error}") from None
-        found = source_geometry(source)
         geometries[name] = HeadGeometry(*found) if found else None
     return geometries
 

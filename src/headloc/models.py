@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import re
 import shutil
 import struct
@@ -92,6 +93,7 @@ def convert_gguf(gguf_path: str, out_dir: str) -> Path:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     gguf = Path(gguf_path)
+    check_gguf(gguf)
     out = Path(out_dir)
     out.parent.mkdir(parents=True, exist_ok=True)
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
@@ -163,6 +165,7 @@ def source_geometry(source: ModelSource) -> tuple[int, int] | None:
     if source.kind == "directory":
         return geometry_of(json.loads((Path(source.location) / "config.json").read_text()))
     if source.kind == "gguf":
+        check_gguf(source.location)
         meta = read_gguf_metadata(source.location)
         arch = meta.get("general.architecture")
         layers, heads = meta.get(f"{arch}.block_count"), meta.get(f"{arch}.attention.head_count")
@@ -182,37 +185,76 @@ _GGUF_STRING, _GGUF_ARRAY = 8, 9
 
 
 def read_gguf_metadata(path) -> dict:
-    """The key-value header of a GGUF file (array values are skipped: None). Reads only the header."""
-    with open(path, "rb") as handle:
-        if handle.read(4) != b"GGUF":
-            raise ValueError(f"{path} is not a GGUF file (no GGUF magic number)")
-        version, _tensors, n_kv = struct.unpack("<IQQ", handle.read(20))
-        if version < 2:
-            raise ValueError(f"{path}: GGUF version {version} is not supported (expected 2 or 3)")
+    """The key-value header of a GGUF file (array values are skipped: None). Reads only the header.
 
-        def read(fmt):
-            return struct.unpack(fmt, handle.read(struct.calcsize(fmt)))[0]
+    Raises ValueError naming the file when it is not a GGUF file or is cut short.
+    """
+    return _read_gguf_header(path)[0]
 
-        def string():
-            return handle.read(read("<Q")).decode("utf-8", errors="replace")
 
-        def value(kind):
-            if kind in _GGUF_SCALARS:
-                return read(_GGUF_SCALARS[kind])
-            if kind == _GGUF_STRING:
-                return string()
-            if kind == _GGUF_ARRAY:
-                item_kind, count = read("<I"), read("<Q")
-                if item_kind in _GGUF_SCALARS:
-                    handle.seek(count * struct.calcsize(_GGUF_SCALARS[item_kind]), 1)
-                else:
-                    for _ in range(count):
-                        value(item_kind)
-                return None
-            raise ValueError(f"{path}: unknown GGUF value type {kind}")
+def check_gguf(path) -> None:
+    """Raise ValueError naming ``path`` unless it is a complete GGUF file: its header parses and
+    the file is long enough to hold every tensor its header declares (reads the header only)."""
+    _, end = _read_gguf_header(path, tensors=True)
+    size = Path(path).stat().st_size
+    if size < end:
+        raise ValueError(f"{path} is not a complete GGUF file: its tensors need {end} bytes, the file has "
+                         f"{size} (an interrupted download or copy?); expected the whole file")
 
-        metadata = {}
-        for _ in range(n_kv):
-            key = string()
-            metadata[key] = value(read("<I"))
-        return metadata
+
+def _read_gguf_header(path, tensors=False) -> tuple[dict, int]:
+    """(metadata, bytes the file needs) where the byte count is only computed with ``tensors``."""
+    try:
+        with open(path, "rb") as handle:
+            return _parse_gguf(path, handle, tensors)
+    except struct.error:
+        raise ValueError(f"{path} is not a complete GGUF file: it ends inside its header; expected the "
+                         "whole file") from None
+
+
+def _parse_gguf(path, handle, tensors) -> tuple[dict, int]:
+    if handle.read(4) != b"GGUF":
+        raise ValueError(f"{path} is not a GGUF file (no GGUF magic number)")
+    version, n_tensors, n_kv = struct.unpack("<IQQ", handle.read(20))
+    if version < 2:
+        raise ValueError(f"{path}: GGUF version {version} is not supported (expected 2 or 3)")
+
+    def read(fmt):
+        return struct.unpack(fmt, handle.read(struct.calcsize(fmt)))[0]
+
+    def string():
+        return handle.read(read("<Q")).decode("utf-8", errors="replace")
+
+    def value(kind):
+        if kind in _GGUF_SCALARS:
+            return read(_GGUF_SCALARS[kind])
+        if kind == _GGUF_STRING:
+            return string()
+        if kind == _GGUF_ARRAY:
+            item_kind, count = read("<I"), read("<Q")
+            if item_kind in _GGUF_SCALARS:
+                handle.seek(count * struct.calcsize(_GGUF_SCALARS[item_kind]), 1)
+            else:
+                for _ in range(count):
+                    value(item_kind)
+            return None
+        raise ValueError(f"{path}: unknown GGUF value type {kind}")
+
+    metadata = {}
+    for _ in range(n_kv):
+        key = string()
+        metadata[key] = value(read("<I"))
+    if not tensors:
+        return metadata, 0
+    from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
+
+    end = 0
+    for _ in range(n_tensors):  # name, dims, type, offset from the start of the data section
+        string()
+        dims = [read("<Q") for _ in range(read("<I"))]
+        block, type_size = GGML_QUANT_SIZES[GGMLQuantizationType(read("<I"))]
+        offset = read("<Q")
+        end = max(end, offset + math.prod(dims) // block * type_size)
+    alignment = metadata.get("general.alignment") or 32
+    data_start = -(-handle.tell() // alignment) * alignment
+    return metadata, data_start + end

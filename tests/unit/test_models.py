@@ -45,3 +45,20 @@ def test_converted_gguf_is_an_ordinary_checkpoint(smollm2_dir):
     assert (config.model_type, config.num_hidden_layers, config.num_attention_heads) == ("llama", 30, 9)
     assert not hasattr(config, "quantization_config")
     assert resolve_source(str(smollm2_dir)).kind == "directory"
+
+
+def test_a_truncated_gguf_is_named_before_any_job(tmp_path):
+    from headloc.config import model_geometries
+    from headloc.models import check_gguf, resolve_source
+
+    whole = resolve_source("smollm2-135m-instruct").location
+    check_gguf(whole)  # the shipped file is complete
+    data = open(whole, "rb").read()
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(data[: len(data) // 2])  # header intact, tensors cut
+    with pytest.raises(ValueError, match=rf"config models.m.source: {cut} is not a complete GGUF file: its "
+                                         rf"tensors need {len(data)} bytes, the file has {len(data) // 2}"):
+        model_geometries({"models": {"m": {"source": str(cut)}}})
+    cut.write_bytes(data[:1000])  # cut inside the header
+    with pytest.raises(ValueError, match=f"{cut} is not a complete GGUF file: it ends inside its header"):
+        check_gguf(cut)
