@@ -258,3 +258,29 @@ def choose_tuning_point(points: Iterable[Mapping]) -> Mapping:
     100
     """
     return min(points, key=lambda p: (p["degradation"], p["n_masks"], p["sparsity"]))
+
+
+# What each collected table makes the workflow run (the docs' target table says it per target).
+COLLECTION_RUNS = {
+    "models": "model configs only",
+    "tuning": "the tuning grid's searches and their top-k checks",
+    "recoveries_main": "the main method's searches",
+    "recoveries": "every method's searches",
+    "evals_main": "the main method's searches, full-data validation of their top-k",
+    "evals_methods": "every method's searches, full-data validation of their top-k",
+    "evals_universal": "the main method's searches, universal heads validated alone",
+    "evals_knowledge": "the main method's searches, knowledge heads validated alone",
+}
+
+
+def target_table() -> str:
+    """The Markdown table of every table and figure target (docs/targets.md holds it verbatim):
+    what it shows, which collected tables it reads and what it makes the workflow run."""
+    from headloc.report import FIGURES, TABLES  # matplotlib: only when asked
+
+    lines = ["| target | what it shows | reads | runs |", "|---|---|---|---|"]
+    for name, spec in {**TABLES, **FIGURES}.items():
+        reads = ", ".join(f"`{key}`" for key in spec.inputs)
+        runs = "; ".join(dict.fromkeys(COLLECTION_RUNS[key] for key in spec.inputs))
+        lines.append(f"| `{name}` | {spec.about} | {reads} | {runs} |")
+    return "\n".join(lines) + "\n"

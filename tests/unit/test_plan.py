@@ -10,7 +10,7 @@ from conftest import REPO
 from headloc.config import TASKS_DIR, validate_config
 from headloc.data import build_docs, read_jsonl_numbered
 from headloc.documents import check_documents, load_task_yaml, required_fields, task_files, task_yaml
-from headloc.plan import COLLECTIONS, Plan, choose_tuning_point, config_digest, in_collection
+from headloc.plan import COLLECTIONS, Plan, choose_tuning_point, config_digest, in_collection, target_table
 
 
 def validated(path_or_config):
@@ -161,3 +161,9 @@ def test_good_documents_pass(tmp_path):
     docs = build_docs("ioi", n_docs=3)
     path = write(tmp_path / "docs.jsonl", [json.dumps(d) for d in docs])
     check_documents(read_jsonl_numbered(path), ["choices", "label", "text"], str(path), task="headloc_ioi")
+
+
+def test_docs_target_table_is_the_registry():
+    """docs/targets.md shows headloc.plan.target_table() verbatim (regenerate it from there)."""
+    assert target_table() in (REPO / "docs/targets.md").read_text()
+    assert target_table().count("\n") == 2 + 11 + 4  # header, 11 tables, 4 figures

@@ -78,3 +78,9 @@ def test_each_target_schedules_exactly_its_jobs(target):
     assert counts == EXPECTED[target]
     if target != "table4" and target != "table9":
         assert "score_greedy_masks" not in counts
+
+
+def test_config_on_the_command_line_edits_the_default_config():
+    """`--config` alone changes keys of config/config.yaml; it does not replace the file."""
+    result = snakemake("-n", "--forceall", "table1", "--config", "report={model: llama-3.2-1b}")
+    assert job_counts(result.stdout)["model_geometry"] == 5  # the paper's five models are still there
