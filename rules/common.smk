@@ -265,7 +265,8 @@ def ranking(model, task, search):
 
 def get_collected_evals(wildcards):
     """The evaluation files one collected evals table needs: for each model, every task with each
-    head set the collection's searches select (after their recover_heads checkpoints)."""
+    head set the collection's searches select (after their recover_heads checkpoints).
+    """
     files = []
     for model in MODELS:
         rankings = {
@@ -283,7 +284,9 @@ def get_collected_evals(wildcards):
 
 def tuning_files():
     return [
-        f"results/{model}/{task}/tuning.json" for model in MODELS for task in PLAN.tuning
+        f"results/{model}/{task}/tuning.json"
+        for model in MODELS
+        for task in PLAN.tuning
     ]
 
 

@@ -66,7 +66,8 @@ rule collect_recoveries:
 
 rule collect_evals:
     """The full-data evaluations behind one group of tables, one tidy row per (heads, k, task):
-    main (the main method's top-k), methods (every method), universal, knowledge or all."""
+    main (the main method's top-k), methods (every method), universal, knowledge or all.
+    """
     input:
         run=RUN_CONFIG,
         recoveries=get_collected_recoveries,
