@@ -7,7 +7,7 @@ import pytest
 import torch
 import transformers as tf
 
-from headloc.ablation import HOOK_MODULES, HeadGeometry, ablate_heads, hook_module_path, masks_to_gate
+from headloc.ablation import HOOK_MODULES, HeadGeometry, ablate_heads, masks_to_gate
 
 VOCAB = 101
 SMALL = dict(vocab_size=VOCAB, num_hidden_layers=3, num_attention_heads=4, max_position_embeddings=128)
@@ -32,6 +32,12 @@ ARCHITECTURES = {
 
 NO_SDPA = {"gemma2"}  # transformers refuses SDPA attention for these (soft-capping)
 
+# Each architecture's attention output projection, spelled here independently of HOOK_MODULES, so
+# that a hook on the wrong module (a q_proj, say) cannot agree with its own reference.
+OUTPUT_PROJECTION = {"gpt2": "transformer.h.{layer}.attn.c_proj", "gpt_neox": "gpt_neox.layers.{layer}.attention.dense",
+                     "phi": "model.layers.{layer}.self_attn.dense"}
+DEFAULT_OUTPUT_PROJECTION = "model.layers.{layer}.self_attn.o_proj"
+
 
 def build(arch, attn="eager"):
     config_cls, model_cls, extra = ARCHITECTURES[arch]
@@ -50,7 +56,8 @@ def zero_heads(model, mask):
     geometry = HeadGeometry.of(model.config)
     for index in np.flatnonzero(mask):
         layer, head = divmod(int(index), geometry.n_heads)
-        proj = reference.get_submodule(hook_module_path(reference, layer))
+        path = OUTPUT_PROJECTION.get(arch_of(model), DEFAULT_OUTPUT_PROJECTION).format(layer=layer)
+        proj = reference.get_submodule(path)
         weight = proj.weight.data
         conv1d = arch_of(model) == "gpt2"  # Conv1D stores (in, out)
         width = weight.shape[0] if conv1d else weight.shape[1]
