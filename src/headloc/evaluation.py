@@ -3,9 +3,13 @@
 :class:`AblatedLM` is the seam: lm-eval's ``HFLM`` with a head gate installed around
 ``_model_call`` and ``_model_generate`` only, the pattern of lm-eval's own ``SteeredModel``
 (``lm_eval/models/hf_steered.py``). It is registered with lm-eval as ``headloc``, so lm-eval's
-own entry points run it too::
+own entry points run it once this module is imported, a task's documents given as metadata::
 
-    simple_evaluate(model="headloc", model_args="pretrained=DIR,heads=L0H1+L1H2", ...)
+    simple_evaluate(model="headloc", model_args="pretrained=DIR,heads=L0H1+L1H2", tasks=["headloc_ioi"],
+                    task_manager=TaskManager(include_path=TASKS_DIR, metadata={"data_file": "docs.jsonl"}))
+    python -c "import headloc.evaluation; from lm_eval.__main__ import cli_evaluate; cli_evaluate()" \
+        run --model headloc --model_args pretrained=DIR,heads=L0H1+L1H2 --include_path src/headloc/tasks \
+        --tasks headloc_ioi --metadata '{"data_file": "docs.jsonl"}'
 
 :class:`MaskEvaluator` loads one model and builds one lm-eval task once, then scores any number of
 masks against it, one lm-eval ``evaluate()`` per mask. With ``masks_per_pass > 1`` it hands the
@@ -45,7 +49,7 @@ class TaskSpec:
     lm_eval_task : registered task name, e.g. ``headloc_ioi``.
     metric : metric name, optionally with its filter (``acc`` means ``acc,none``).
     chat : apply the tokenizer's chat template to prompts.
-    dataset_kwargs : overrides passed to the task's data loader (e.g. ``data_file``).
+    dataset_kwargs : arguments of the task's data loader (e.g. ``data_file``), see :func:`load_task`.
     """
 
     lm_eval_task: str
@@ -108,7 +112,8 @@ def load_task(task: TaskSpec, include_path=TASKS_DIR) -> dict:
 
     ``task.dataset_kwargs`` reach the task's ``custom_dataset`` as the TaskManager's ``metadata``,
     lm-eval's public way to pass a task arguments (the CLI's ``--metadata``): lm-eval calls
-    ``custom_dataset(**metadata, **dataset_kwargs)``.
+    ``custom_dataset(**metadata, **dataset_kwargs)``. (So a key that a task YAML's own
+    ``dataset_kwargs`` also sets is refused as a duplicate argument; headloc's YAMLs set none.)
     """
     paths = include_path if isinstance(include_path, (list, tuple)) else [include_path]
     manager = TaskManager(include_path=[str(p) for p in paths], include_defaults=False,
@@ -117,7 +122,6 @@ def load_task(task: TaskSpec, include_path=TASKS_DIR) -> dict:
         known = ", ".join(manager.all_subtasks) or "none"
         raise ValueError(f"unknown lm-eval task {task.lm_eval_task!r}; the include path has: {known}")
     return manager.load([task.lm_eval_task])
-
 
 
 def require_chat_template(tokenizer, task: TaskSpec) -> None:

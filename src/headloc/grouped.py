@@ -257,6 +257,7 @@ class GroupedLM(AblatedLM):
                     ))
         return re_ord.get_original(results)
 
+    # HFLM's private generate call (the seam), overridden to decode a group's greedy requests itself.
     def _model_generate(self, context, max_length, stop, **generation_kwargs):
         if self._grouped() and max_length > context.shape[1] and self._greedy_loop_applies(generation_kwargs):
             return self._grouped_greedy_generate(context, max_length, stop, generation_kwargs.get("attention_mask"))
@@ -345,6 +346,7 @@ class GroupedLM(AblatedLM):
             index = (lengths == n).nonzero().squeeze(1)
             part_logits, part = self._decode_step(
                 context[index, width - n:], None, positions[index, width - n:], None, gate[index])
+            # the cache's public layer objects: plain DynamicLayers hold keys/values [rows, kv heads, pos, dim]
             if not all(type(layer) is DynamicLayer for layer in part.layers):
                 return self._decode_step(context, mask, positions, None, gate)
             if cache is None:  # the first part's cache object will hold the whole batch

@@ -216,13 +216,12 @@ def spanning_stop(tokenizer, tokens, k):
 
 
 @pytest.mark.parametrize("eos_from_text", [False, True])
-def test_grouped_greedy_loop_equals_lm_eval_generate(model, tokenizer, data, eos_from_text):
+def test_grouped_greedy_loop_equals_lm_eval_generate(model, tokenizer, eos_from_text):
     """Rows that stop at different steps, on stop strings spanning tokens, on max_gen_toks, on a
     truncated prompt, on EOS (a generated token made the model's EOS): the group's loop (rows
     dropped as they finish) gives lm-eval's texts."""
-    evaluator = MaskEvaluator(model, tokenizer, spec("induction", data), batch_size=6, masks_per_pass=3)
-    lm = evaluator.lm
-    lm._max_length = 24  # prompts longer than 24 - max_gen_toks tokens are left-truncated
+    # max_length 24: prompts longer than 24 - max_gen_toks tokens are left-truncated
+    lm = engine.GroupedLM(pretrained=model, tokenizer=tokenizer, batch_size=6, device="cpu", max_length=24)
     masks = tiny_masks(model)[[0, 2, 4]]
     gate = masks_to_gate(masks, HeadGeometry.of(model.config))
     # the unablated continuations (lm-eval's own generate) choose stop strings spanning tokens
