@@ -1,4 +1,4 @@
-"""The evaluation engine: real lm-eval over a tiny random model with gates installed."""
+"""The seam (AblatedLM, MaskEvaluator one mask at a time): real lm-eval over a tiny random model."""
 
 import copy
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from transformers import AutoModelForCausalLM
 
-from headloc.ablation import HeadGeometry, hook_module_path
+from headloc.ablation import HeadGeometry
 from headloc.data import build_docs, write_jsonl
 from headloc.evaluation import TASKS_DIR, AblatedLM, MaskEvaluator, TaskSpec, compact_sample
 from headloc.heads import headset_mask
@@ -34,7 +34,8 @@ def zeroed_copy(model, mask):
     n_heads = HeadGeometry.of(model.config).n_heads
     for index in np.flatnonzero(mask):
         layer, head = divmod(int(index), n_heads)
-        weight = reference.get_submodule(hook_module_path(reference, layer)).weight.data
+        # the tiny models are Llamas: their output projection, named here, not through HOOK_MODULES
+        weight = reference.get_submodule(f"model.layers.{layer}.self_attn.o_proj").weight.data
         d = weight.shape[1] // n_heads
         weight[:, head * d:(head + 1) * d] = 0
     return reference

@@ -17,7 +17,7 @@ from lm_eval.api.instance import Instance
 from transformers import AutoModelForCausalLM
 
 from headloc import grouped as engine
-from headloc.ablation import HeadGeometry, hook_module_path, masks_to_gate
+from headloc.ablation import HeadGeometry, masks_to_gate
 from headloc.data import build_docs, write_jsonl
 from headloc.evaluation import AblatedLM, MaskEvaluator, TaskSpec, load_evaluator
 
@@ -61,7 +61,8 @@ def zeroed_copy(model, mask):
     n_heads = HeadGeometry.of(model.config).n_heads
     for index in np.flatnonzero(mask):
         layer, head = divmod(int(index), n_heads)
-        weight = reference.get_submodule(hook_module_path(reference, layer)).weight.data
+        # the tiny models are Llamas: their output projection, named here, not through HOOK_MODULES
+        weight = reference.get_submodule(f"model.layers.{layer}.self_attn.o_proj").weight.data
         width = weight.shape[1] // n_heads
         weight[:, head * width:(head + 1) * width] = 0
     return reference
