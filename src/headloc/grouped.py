@@ -55,7 +55,7 @@ from transformers import DynamicLayer, EosTokenCriteria, MaxLengthCriteria
 from headloc.ablation import ablate_heads
 from headloc.evaluation import AblatedLM
 
-# The versions the engine was checked with: pyproject.toml's pins (a unit test keeps them equal).
+# The versions the engine was checked with: pyproject.toml's pins (test_multimask keeps them equal).
 CHECKED_VERSIONS = {"lm-eval": "0.4.13", "transformers": "5.23.0"}
 
 
