@@ -45,9 +45,7 @@ def build(arch, attn="eager"):
     if arch == "gpt2":
         options = {k: v for k, v in options.items() if k not in ("num_hidden_layers", "num_attention_heads", "max_position_embeddings")}
     torch.manual_seed(0)
-    config = config_cls(**options)
-    config._attn_implementation = attn
-    return model_cls(config).eval()
+    return model_cls(config_cls(**options, attn_implementation=attn)).eval()
 
 
 def zero_heads(model, mask):
