@@ -138,20 +138,21 @@ def run_released(location: Path, spec, masks, counter: TokenCounter) -> list[dic
     from lm_eval.models.huggingface import HFLM
     from lm_eval.tasks import TaskManager
 
-    from headloc.evaluation import TASKS_DIR, _compact_sample, task_config
+    from headloc.evaluation import TASKS_DIR, compact_sample
 
     out = []
     for mask in masks:
         lm = HFLM(pretrained=str(location), batch_size=1, device="cpu", dtype="float32")
         zero_heads(lm.model, mask)
         handle = counter.attach(lm.model)
-        manager = TaskManager(include_path=[str(TASKS_DIR)])  # the released code: TaskManager()
-        result = simple_evaluate(model=lm, tasks=[task_config(manager, spec)], task_manager=manager,
+        # the released code: TaskManager(); the data file reaches the task as lm-eval metadata
+        manager = TaskManager(include_path=[str(TASKS_DIR)], metadata=dict(spec.dataset_kwargs))
+        result = simple_evaluate(model=lm, tasks=[spec.lm_eval_task], task_manager=manager,
                                  verbosity="ERROR")
         handle.remove()
         name = spec.lm_eval_task
         out.append({"score": float(result["results"][name][spec.metric_key]),
-                    "samples": [_compact_sample(s, spec.metric) for s in result["samples"][name]]})
+                    "samples": [compact_sample(s, spec.metric) for s in result["samples"][name]]})
         del lm, result
     return out
 

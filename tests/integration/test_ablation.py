@@ -7,7 +7,7 @@ import pytest
 import torch
 import transformers as tf
 
-from headloc.ablation import HOOK_MODULES, HeadGeometry, ablate_heads, hook_module_path, masks_to_gate
+from headloc.ablation import HOOK_MODULES, HeadGeometry, ablate_heads, masks_to_gate
 
 VOCAB = 101
 SMALL = dict(vocab_size=VOCAB, num_hidden_layers=3, num_attention_heads=4, max_position_embeddings=128)
@@ -18,10 +18,25 @@ ARCHITECTURES = {
     "mistral": (tf.MistralConfig, tf.MistralForCausalLM, dict(hidden_size=32, intermediate_size=48, num_key_value_heads=2)),
     # Gemma: head_dim (16) differs from hidden_size / heads (8): the gate must use the projection width.
     "gemma": (tf.GemmaConfig, tf.GemmaForCausalLM, dict(hidden_size=32, intermediate_size=48, num_key_value_heads=1, head_dim=16)),
+    # Gemma 2 and Qwen 3: other attention code (soft-capping and sliding windows; q/k norms), and
+    # head_dim (16) again differs from hidden_size / heads.
+    "gemma2": (tf.Gemma2Config, tf.Gemma2ForCausalLM, dict(hidden_size=32, intermediate_size=48, num_key_value_heads=2, head_dim=16)),
+    "qwen3": (tf.Qwen3Config, tf.Qwen3ForCausalLM, dict(hidden_size=32, intermediate_size=48, num_key_value_heads=2, head_dim=16)),
     "phi3": (tf.Phi3Config, tf.Phi3ForCausalLM, dict(hidden_size=32, intermediate_size=48, num_key_value_heads=2, pad_token_id=0)),
+    # Phi (1/2): the output projection is called `dense`, and rotary embeddings cover half of a head.
+    "phi": (tf.PhiConfig, tf.PhiForCausalLM, dict(hidden_size=32, intermediate_size=48, num_key_value_heads=2)),
     "gpt2": (tf.GPT2Config, tf.GPT2LMHeadModel, dict(n_embd=32, n_layer=3, n_head=4, n_positions=128)),
     "gpt_neox": (tf.GPTNeoXConfig, tf.GPTNeoXForCausalLM, dict(hidden_size=32, intermediate_size=48)),
 }
+
+
+NO_SDPA = {"gemma2"}  # transformers refuses SDPA attention for these (soft-capping)
+
+# Each architecture's attention output projection, spelled here independently of HOOK_MODULES, so
+# that a hook on the wrong module (a q_proj, say) cannot agree with its own reference.
+OUTPUT_PROJECTION = {"gpt2": "transformer.h.{layer}.attn.c_proj", "gpt_neox": "gpt_neox.layers.{layer}.attention.dense",
+                     "phi": "model.layers.{layer}.self_attn.dense"}
+DEFAULT_OUTPUT_PROJECTION = "model.layers.{layer}.self_attn.o_proj"
 
 
 def build(arch, attn="eager"):
@@ -30,9 +45,7 @@ def build(arch, attn="eager"):
     if arch == "gpt2":
         options = {k: v for k, v in options.items() if k not in ("num_hidden_layers", "num_attention_heads", "max_position_embeddings")}
     torch.manual_seed(0)
-    config = config_cls(**options)
-    config._attn_implementation = attn
-    return model_cls(config).eval()
+    return model_cls(config_cls(**options, attn_implementation=attn)).eval()
 
 
 def zero_heads(model, mask):
@@ -41,7 +54,8 @@ def zero_heads(model, mask):
     geometry = HeadGeometry.of(model.config)
     for index in np.flatnonzero(mask):
         layer, head = divmod(int(index), geometry.n_heads)
-        proj = reference.get_submodule(hook_module_path(reference, layer))
+        path = OUTPUT_PROJECTION.get(arch_of(model), DEFAULT_OUTPUT_PROJECTION).format(layer=layer)
+        proj = reference.get_submodule(path)
         weight = proj.weight.data
         conv1d = arch_of(model) == "gpt2"  # Conv1D stores (in, out)
         width = weight.shape[0] if conv1d else weight.shape[1]
@@ -70,11 +84,17 @@ def arch(request):
 
 
 def test_every_architecture_is_covered():
-    assert set(ARCHITECTURES) <= set(HOOK_MODULES)
+    """Every model type ablation supports is built and tested here (and nothing else)."""
+    untested = sorted(set(HOOK_MODULES) - set(ARCHITECTURES))
+    assert not untested, f"HOOK_MODULES supports {untested} but no tiny model of them is tested"
+    assert set(ARCHITECTURES) == set(HOOK_MODULES)
+    assert all(build(arch).config.model_type == arch for arch in ARCHITECTURES)
 
 
 @pytest.mark.parametrize("attn", ["eager", "sdpa"])
 def test_gate_equals_zeroed_columns(arch, attn):
+    if attn == "sdpa" and arch in NO_SDPA:
+        pytest.skip(f"transformers has no SDPA attention for {arch}")
     model = build(arch, attn)
     geometry = HeadGeometry.of(model.config)
     mask = random_mask(geometry, 1)

@@ -1,4 +1,4 @@
-"""The evaluation engine: real lm-eval over a tiny random model with gates installed."""
+"""The seam (AblatedLM, MaskEvaluator one mask at a time): real lm-eval over a tiny random model."""
 
 import copy
 
@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 from transformers import AutoModelForCausalLM
 
-from headloc.ablation import HeadGeometry, hook_module_path
+from headloc.ablation import HeadGeometry
 from headloc.data import build_docs, write_jsonl
-from headloc.evaluation import AblatedLM, MaskEvaluator, TaskSpec
+from headloc.evaluation import TASKS_DIR, AblatedLM, MaskEvaluator, TaskSpec, compact_sample
+from headloc.heads import headset_mask
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +34,8 @@ def zeroed_copy(model, mask):
     n_heads = HeadGeometry.of(model.config).n_heads
     for index in np.flatnonzero(mask):
         layer, head = divmod(int(index), n_heads)
-        weight = reference.get_submodule(hook_module_path(reference, layer)).weight.data
+        # the tiny models are Llamas: their output projection, named here, not through HOOK_MODULES
+        weight = reference.get_submodule(f"model.layers.{layer}.self_attn.o_proj").weight.data
         d = weight.shape[1] // n_heads
         weight[:, head * d:(head + 1) * d] = 0
     return reference
@@ -66,10 +68,33 @@ def test_ablated_scores_equal_a_model_with_zeroed_heads(model, tokenizer, ioi_fi
     assert ablated.score == reference.score
 
 
-def test_lm_is_registered_with_lm_eval():
-    from lm_eval.api.registry import get_model
+def test_lm_eval_runs_the_registered_model_with_heads_ablated(model, tokenizer, tiny_model_dir, ioi_file):
+    """lm-eval's own entry point builds ``headloc`` from a model_args string, as its CLI does
+    (``--model headloc --model_args pretrained=DIR,heads=L0H1+L1H2 --metadata '{"data_file": ...}'``)."""
+    from lm_eval import simple_evaluate
+    from lm_eval.tasks import TaskManager
 
-    assert get_model("headloc") is AblatedLM
+    def run(heads):
+        manager = TaskManager(include_path=str(TASKS_DIR), include_defaults=False,
+                              metadata={"data_file": str(ioi_file)})
+        output = simple_evaluate(model="headloc", model_args=f"pretrained={tiny_model_dir},heads={heads}",
+                                 tasks=["headloc_ioi"], task_manager=manager, batch_size=4, device="cpu",
+                                 bootstrap_iters=0, verbosity="WARNING")
+        samples = [compact_sample(s, "acc") for s in output["samples"]["headloc_ioi"]]
+        return output["results"]["headloc_ioi"]["acc,none"], np.array([[c[0] for c in s["response"]] for s in samples])
+
+    mask = headset_mask(["L0H1", "L1H2"], 2, 4)
+    reference = MaskEvaluator(zeroed_copy(model, mask), tokenizer, ioi(ioi_file), batch_size=4).evaluate()
+    score, ablated = run("L0H1+L1H2")
+    np.testing.assert_allclose(ablated, loglikelihoods(reference), rtol=0, atol=1e-5)
+    assert score == reference.score
+    _, unablated = run("none")
+    assert not np.allclose(ablated, unablated, atol=1e-4), "the heads argument must ablate"
+
+
+def test_heads_outside_the_model_are_refused(model, tokenizer):
+    with pytest.raises(ValueError, match=r"head L2H0 is outside the model: layers 0\.\.1, heads 0\.\.3"):
+        AblatedLM(pretrained=model, tokenizer=tokenizer, heads="L0H1+L2H0")
 
 
 def test_unknown_metric_lists_the_known_ones(model, tokenizer, ioi_file):

@@ -1,6 +1,14 @@
-"""Masks sharing forward passes give what one mask at a time gives (real lm-eval, real models)."""
+"""The contract of ``MaskEvaluator.evaluate_masks``, on both of its paths: one mask at a time
+(``masks_per_pass=1``, the plain seam) and masks sharing forward passes (``headloc.grouped``).
+
+Every mask's result equals an independent reference: a copy of the model whose ablated heads'
+output-projection columns are zeroed, scored by lm-eval without any gate. Real lm-eval, real models.
+"""
 
 import contextlib
+import copy
+import tomllib
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -8,9 +16,12 @@ import torch
 from lm_eval.api.instance import Instance
 from transformers import AutoModelForCausalLM
 
+from headloc import grouped as engine
 from headloc.ablation import HeadGeometry, masks_to_gate
 from headloc.data import build_docs, write_jsonl
-from headloc.evaluation import MaskEvaluator, TaskSpec, load_evaluator
+from headloc.evaluation import AblatedLM, MaskEvaluator, TaskSpec, load_evaluator
+
+PLAIN = pytest.param(1, id="plain")
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +55,29 @@ def tiny_masks(model):
     return masks
 
 
+def zeroed_copy(model, mask):
+    """The reference model: the ablated heads' input columns of the output projection set to zero."""
+    reference = copy.deepcopy(model)
+    n_heads = HeadGeometry.of(model.config).n_heads
+    for index in np.flatnonzero(mask):
+        layer, head = divmod(int(index), n_heads)
+        # the tiny models are Llamas: their output projection, named here, not through HOOK_MODULES
+        weight = reference.get_submodule(f"model.layers.{layer}.self_attn.o_proj").weight.data
+        width = weight.shape[1] // n_heads
+        weight[:, head * width:(head + 1) * width] = 0
+    return reference
+
+
+@pytest.fixture(scope="module")
+def reference(model, tokenizer, data):
+    """task -> one result per tiny mask, each from its zeroed copy scored with no gate at all."""
+    return {
+        name: [MaskEvaluator(zeroed_copy(model, mask), tokenizer, spec(name, data), batch_size=1).evaluate()
+               for mask in tiny_masks(model)]
+        for name in ("ioi", "induction")
+    }
+
+
 def loglikelihoods(result):
     return np.array([[choice[0] for choice in s["response"]] for s in result.samples])
 
@@ -52,9 +86,9 @@ def greedy_flags(result):
     return [[choice[1] for choice in s["response"]] for s in result.samples]
 
 
-def assert_same(grouped, single, atol):
-    assert len(grouped) == len(single)
-    for g, s in zip(grouped, single):
+def assert_same(got, expected, atol):
+    assert len(got) == len(expected)
+    for g, s in zip(got, expected):
         assert g.score == s.score
         assert [x["doc_id"] for x in g.samples] == [x["doc_id"] for x in s.samples]
         if isinstance(s.samples[0]["response"], list):  # log-likelihood: (logprob, is_greedy) per choice
@@ -72,43 +106,94 @@ def count_rows(model):
     return rows, handle
 
 
-@pytest.mark.parametrize("masks_per_pass", [2, 3, 5])
-def test_loglikelihood_groups_equal_one_mask_at_a_time(model, tokenizer, data, masks_per_pass):
-    masks = tiny_masks(model)
-    single = MaskEvaluator(model, tokenizer, spec("ioi", data), batch_size=6).evaluate_masks(masks, progress=False)
-    evaluator = MaskEvaluator(model, tokenizer, spec("ioi", data), batch_size=6, masks_per_pass=masks_per_pass)
-    rows, handle = count_rows(model)
+def score(evaluator, masks):
+    """``evaluate_masks`` and the rows of each forward pass it made."""
+    rows, handle = count_rows(evaluator.lm.model)
     try:
-        grouped = evaluator.evaluate_masks(masks, progress=False)
+        return evaluator.evaluate_masks(masks, progress=False), rows
     finally:
         handle.remove()
-    assert_same(grouped, single, atol=1e-5)
+
+
+# --------------------------------------------------------------------------- the contract, both paths
+
+
+@pytest.mark.parametrize("masks_per_pass", [PLAIN, 2, 3, 5])
+def test_loglikelihood_results_equal_zeroed_heads(model, tokenizer, data, reference, masks_per_pass):
+    masks = tiny_masks(model)
+    evaluator = MaskEvaluator(model, tokenizer, spec("ioi", data), batch_size=6, masks_per_pass=masks_per_pass)
+    assert isinstance(evaluator.lm, engine.GroupedLM) == (masks_per_pass > 1)
+    results, rows = score(evaluator, masks)
+    assert_same(results, reference["ioi"], atol=1e-5)
     # the masks really act, each on its own rows: every ablated mask differs from the unablated one
     for index in (0, 1, 3, 4):
-        assert not np.allclose(loglikelihoods(grouped[index]), loglikelihoods(grouped[2]), atol=1e-4)
+        assert not np.allclose(loglikelihoods(results[index]), loglikelihoods(results[2]), atol=1e-4)
     # memory bound: never more than batch_size rows, always whole groups of mask copies
     group_sizes = [len(masks[i:i + masks_per_pass]) for i in range(0, len(masks), masks_per_pass)]
     assert max(rows) <= 6
     assert all(any(r % g == 0 for g in group_sizes) for r in rows)
     # one pass per document group of each mask group (IOI's two one-token answers share a pass)
     assert len(rows) == sum(-(-7 // (6 // g)) for g in group_sizes)
-    assert evaluator.lm.gate is None and evaluator.lm.group is None
+    assert evaluator.lm.gate is None and getattr(evaluator.lm, "group", None) is None
 
 
-@pytest.mark.parametrize("masks_per_pass", [2, 4])
-def test_generation_groups_equal_one_mask_at_a_time(model, tokenizer, data, masks_per_pass):
+@pytest.mark.parametrize("masks_per_pass", [PLAIN, 2, 4])
+def test_generated_texts_equal_zeroed_heads(model, tokenizer, data, reference, masks_per_pass):
     masks = tiny_masks(model)
-    single = MaskEvaluator(model, tokenizer, spec("induction", data), batch_size=4).evaluate_masks(masks, progress=False)
     evaluator = MaskEvaluator(model, tokenizer, spec("induction", data), batch_size=4, masks_per_pass=masks_per_pass)
-    rows, handle = count_rows(model)
-    try:
-        grouped = evaluator.evaluate_masks(masks, progress=False)
-    finally:
-        handle.remove()
-    assert_same(grouped, single, atol=0)
-    responses = {tuple(x["response"] for x in r.samples) for r in grouped}
+    results, rows = score(evaluator, masks)
+    assert_same(results, reference["induction"], atol=0)
+    responses = {tuple(x["response"] for x in r.samples) for r in results}
     assert len(responses) > 1, "different masks generate different text"
     assert max(rows) <= 4
+
+
+@pytest.mark.parametrize("masks_per_pass", [PLAIN, 4])
+def test_a_lone_unablated_mask_equals_the_plain_model(model, tokenizer, data, reference, masks_per_pass):
+    """A last group of one mask (here the only one), and the all-zero mask, on both paths."""
+    evaluator = MaskEvaluator(model, tokenizer, spec("ioi", data), batch_size=4, masks_per_pass=masks_per_pass)
+    (result,) = evaluator.evaluate_masks(tiny_masks(model)[[2]], progress=False)
+    assert_same([result], [reference["ioi"][2]], atol=1e-5)
+    assert_same([evaluator.evaluate()], [reference["ioi"][2]], atol=1e-5)
+
+
+@pytest.mark.parametrize("batch_size, masks_per_pass, message", [
+    (4, 0, "masks_per_pass must be a positive integer, got 0"),
+    (4, 2.0, "masks_per_pass must be a positive integer, got 2.0"),
+    (3, 4, "batch_size 3 cannot hold one group of masks_per_pass=4 masks"),
+    ("auto", 2, "batch_size 'auto' cannot hold one group of masks_per_pass=2 masks"),
+])
+def test_bad_grouping_is_refused_before_loading(model, tokenizer, data, batch_size, masks_per_pass, message):
+    with pytest.raises(ValueError, match=message):
+        MaskEvaluator(model, tokenizer, spec("ioi", data), batch_size=batch_size, masks_per_pass=masks_per_pass)
+    with pytest.raises(ValueError, match=message):
+        load_evaluator("/nonexistent/model", spec("ioi", data), batch_size=batch_size, masks_per_pass=masks_per_pass)
+
+
+# --------------------------------------------------------------------------- the engine's fallback
+
+
+def test_other_library_versions_fall_back_to_one_mask_at_a_time(model, tokenizer, data, reference, monkeypatch):
+    monkeypatch.setitem(engine.CHECKED_VERSIONS, "lm-eval", "0.4.12")
+    with pytest.warns(UserWarning, match=r"grouped evaluation was checked with lm-eval 0\.4\.12, transformers "
+                      r"5\.23\.0, but lm-eval 0\.4\.13 is installed; scoring one mask at a time instead of "
+                      r"masks_per_pass=3"):
+        evaluator = MaskEvaluator(model, tokenizer, spec("ioi", data), batch_size=6, masks_per_pass=3)
+    assert type(evaluator.lm) is AblatedLM and evaluator.masks_per_pass == 1
+    results, rows = score(evaluator, tiny_masks(model))
+    assert_same(results, reference["ioi"], atol=1e-5)
+    assert len(rows) == 5 * 2, "one mask per pass: two passes of 6 and 1 documents per mask"
+
+
+def test_checked_versions_are_the_pinned_ones():
+    """The engine's checked versions are pyproject.toml's pins, and this environment has them."""
+    pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    pins = dict(dep.split("==") for dep in pyproject["project"]["dependencies"])
+    assert engine.CHECKED_VERSIONS == {name: pins[name] for name in ("lm-eval", "transformers")}
+    assert engine.version_problem() is None
+
+
+# --------------------------------------------------------------------------- the engine's parts
 
 
 PROMPTS = [
@@ -132,13 +217,12 @@ def spanning_stop(tokenizer, tokens, k):
 
 
 @pytest.mark.parametrize("eos_from_text", [False, True])
-def test_grouped_greedy_loop_equals_lm_eval_generate(model, tokenizer, data, eos_from_text):
+def test_grouped_greedy_loop_equals_lm_eval_generate(model, tokenizer, eos_from_text):
     """Rows that stop at different steps, on stop strings spanning tokens, on max_gen_toks, on a
     truncated prompt, on EOS (a generated token made the model's EOS): the group's loop (rows
     dropped as they finish) gives lm-eval's texts."""
-    evaluator = MaskEvaluator(model, tokenizer, spec("induction", data), batch_size=6, masks_per_pass=3)
-    lm = evaluator.lm
-    lm._max_length = 24  # prompts longer than 24 - max_gen_toks tokens are left-truncated
+    # max_length 24: prompts longer than 24 - max_gen_toks tokens are left-truncated
+    lm = engine.GroupedLM(pretrained=model, tokenizer=tokenizer, batch_size=6, device="cpu", max_length=24)
     masks = tiny_masks(model)[[0, 2, 4]]
     gate = masks_to_gate(masks, HeadGeometry.of(model.config))
     # the unablated continuations (lm-eval's own generate) choose stop strings spanning tokens
@@ -198,24 +282,15 @@ def generate_both_ways(lm, requests, gate):
     return single, grouped, shapes, batch1_shapes
 
 
-def test_a_group_of_one_mask_and_the_unablated_mask(model, tokenizer, data):
-    masks = tiny_masks(model)[[2]]
-    evaluator = MaskEvaluator(model, tokenizer, spec("ioi", data), batch_size=4, masks_per_pass=4)
-    (grouped,) = evaluator.evaluate_masks(masks, progress=False)
-    plain = evaluator.evaluate()
-    assert grouped.score == plain.score
-    np.testing.assert_allclose(loglikelihoods(grouped), loglikelihoods(plain), rtol=0, atol=1e-5)
-
-
 def test_rows_that_do_not_hold_whole_mask_groups_are_refused(model, tokenizer, data):
     evaluator = MaskEvaluator(model, tokenizer, spec("ioi", data), batch_size=4, masks_per_pass=2)
     gate = torch.ones(2, 2, 4)
     with evaluator.lm.mask_group(gate):
         with pytest.raises(RuntimeError, match="does not hold each request's 2 mask copies in adjacent rows"):
-            evaluator.lm._ablation(torch.tensor([[1, 2], [3, 4]]))
+            evaluator.lm.ablation(torch.tensor([[1, 2], [3, 4]]))
         with pytest.raises(RuntimeError, match="does not hold"):
-            evaluator.lm._ablation(torch.tensor([[1, 2], [1, 2], [3, 4]]))
-        with evaluator.lm._ablation(torch.tensor([[1, 2], [1, 2], [3, 4], [3, 4]])):
+            evaluator.lm.ablation(torch.tensor([[1, 2], [1, 2], [3, 4]]))
+        with evaluator.lm.ablation(torch.tensor([[1, 2], [1, 2], [3, 4], [3, 4]])):
             pass
 
 
@@ -227,19 +302,6 @@ def test_replay_refuses_different_requests(model, tokenizer, data):
         assert evaluator.lm._answers("loglikelihood", ["a", "b"], lambda: pytest.fail("recomputed")) == [2, 4]
         with pytest.raises(RuntimeError, match="different loglikelihood requests while replaying mask 1"):
             evaluator.lm._answers("loglikelihood", ["a", "c"], lambda: None)
-
-
-@pytest.mark.parametrize("batch_size, masks_per_pass, message", [
-    (4, 0, "masks_per_pass must be a positive integer, got 0"),
-    (4, 2.0, "masks_per_pass must be a positive integer, got 2.0"),
-    (3, 4, "batch_size 3 cannot hold one group of masks_per_pass=4 masks"),
-    ("auto", 2, "batch_size 'auto' cannot hold one group of masks_per_pass=2 masks"),
-])
-def test_bad_grouping_is_refused_before_loading(model, tokenizer, data, batch_size, masks_per_pass, message):
-    with pytest.raises(ValueError, match=message):
-        MaskEvaluator(model, tokenizer, spec("ioi", data), batch_size=batch_size, masks_per_pass=masks_per_pass)
-    with pytest.raises(ValueError, match=message):
-        load_evaluator("/nonexistent/model", spec("ioi", data), batch_size=batch_size, masks_per_pass=masks_per_pass)
 
 
 @pytest.fixture(scope="module")
