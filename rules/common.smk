@@ -8,8 +8,15 @@ import json
 import os
 import re
 
-from headloc.config import TASKS_DIR, check_config, model_geometries, validate_config
-from headloc.documents import task_files
+from headloc.config import (
+    check_config,
+    lm_eval_tasks_dir,
+    model_geometries,
+    task_folders,
+    validate_config,
+)
+from headloc.data import DATASETS
+from headloc.documents import load_task_yaml, reads_own_documents, task_files, task_yaml
 from headloc.heads import HEADSET_PATTERN
 from headloc.models import resolve_source
 from headloc.plan import COLLECTIONS, Plan
@@ -22,7 +29,12 @@ MODELS, TASKS, LOCALIZED = PLAN.models, PLAN.tasks, PLAN.localized
 SEARCH = config["search"]
 DATA = config["data"]
 MIRROR = os.path.abspath(DATA["mirror"]) if DATA["mirror"] else None
-TASK_FOLDERS = [TASKS_DIR]
+TASK_FOLDERS = task_folders(config)  # headloc's tasks and include_path, handed to lm-eval
+LOOKUP_FOLDERS = [*TASK_FOLDERS, lm_eval_tasks_dir()]  # and lm-eval's registry
+TASK_CONFIGS = {
+    task: load_task_yaml(task_yaml(spec["lm_eval_task"], LOOKUP_FOLDERS))
+    for task, spec in config["tasks"].items()
+}
 
 
 def model_sources():
@@ -93,6 +105,27 @@ def model_options(wildcards):
 # ---------------------------------------------------------------- data and tasks
 
 
+def copies_documents(task):
+    """Whether headloc copies the task's documents into results/data (a dataset built into headloc,
+    or the task's data_file, handed to its custom_dataset loader); otherwise the task reads its own
+    documents (dataset_path: the hub, json, csv, ...) and headloc records which ones it scores."""
+    spec = config["tasks"][task]
+    builtin = spec.get("data_file") or spec.get("dataset", task) in DATASETS
+    return bool(builtin) and not reads_own_documents(TASK_CONFIGS[task])
+
+
+def full_documents(task):
+    """The task's full-data documents: a JSONL copy, or the record of its own documents' indices."""
+    name = "test.jsonl" if copies_documents(task) else "documents.json"
+    return f"results/data/{task}/{name}"
+
+
+def get_id_subset(wildcards):
+    task = wildcards.task
+    suffix = "jsonl" if copies_documents(task) else "json"
+    return f"results/data/{task}/id_{PLAN.id_docs(task)}_seed{SEARCH['seed']}.{suffix}"
+
+
 def get_data_file(wildcards):
     """A task's own JSONL file: an input, so an edited file re-runs what depends on it."""
     return config["tasks"][wildcards.task].get("data_file") or []
@@ -106,13 +139,13 @@ def dataset_options(wildcards):
         "seed": SEARCH["seed"],
         "mirror": MIRROR,
         "lm_eval_task": spec["lm_eval_task"],
-        "task_folders": [str(folder) for folder in TASK_FOLDERS],
+        "task_folders": [str(folder) for folder in LOOKUP_FOLDERS],
     }
 
 
 def files_of_task(task):
-    """The task's YAML, what it includes and the Python and data beside it."""
-    return task_files(config["tasks"][task]["lm_eval_task"], TASK_FOLDERS)
+    """The task's YAML, what it includes, the Python and data beside it and its local data files."""
+    return task_files(config["tasks"][task]["lm_eval_task"], LOOKUP_FOLDERS)
 
 
 def get_task_files(wildcards):
@@ -124,17 +157,19 @@ def get_all_task_files(wildcards):
 
 
 def options_of_task(task):
-    """Everything an evaluation job needs to build the lm-eval task (data file added by the job).
+    """Everything an evaluation job needs to build the lm-eval task (its documents added by the job).
 
-    Every loader accepts the data options (mirror, code execution) and ignores what it does not use.
+    headloc's data options (mirror, code execution, the task's dataset_kwargs) go only to tasks
+    with a custom_dataset loader, as lm-eval metadata; a dataset_path task gets none of them.
     """
     spec = config["tasks"][task]
     data = {"mirror": MIRROR, "allow_code_execution": DATA["allow_code_execution"]}
+    loader = {} if reads_own_documents(TASK_CONFIGS[task]) else {**data, **spec["dataset_kwargs"]}
     return {
         "lm_eval_task": spec["lm_eval_task"],
         "metric": spec["metric"],
         "chat": spec["chat"],
-        "dataset_kwargs": {**data, **spec["dataset_kwargs"]},
+        "dataset_kwargs": loader,
     }
 
 
@@ -142,18 +177,20 @@ def task_options(wildcards):
     return options_of_task(wildcards.task)
 
 
+def task_n_docs(wildcards):
+    return config["tasks"][wildcards.task]["n_docs"]
+
+
 def all_task_options(wildcards):
     """Task options of every task, in the order of TASKS (and of validate_headset's outputs)."""
     return [options_of_task(task) for task in TASKS]
 
 
+INCLUDE_PATH = [str(folder) for folder in TASK_FOLDERS]
+
+
 def relative(wildcards):
     return config["tasks"][wildcards.task]["relative"]
-
-
-def get_id_subset(wildcards):
-    task = wildcards.task
-    return f"results/data/{task}/id_{PLAN.id_docs(task)}_seed{SEARCH['seed']}.jsonl"
 
 
 # ---------------------------------------------------------------- search

@@ -28,3 +28,36 @@ rule subset_dataset:
         "../envs/headloc.yaml"
     script:
         "../scripts/subset_dataset.py"
+
+
+rule count_documents:
+    """Record the evaluation documents of a task that reads its own data (dataset_path: the hub,
+    json, csv, ...): how many there are, and the indices the full-data validation scores."""
+    input:
+        task=get_task_files,
+    output:
+        "results/data/{task}/documents.json",
+    log:
+        "results/logs/count_documents/{task}.log",
+    conda:
+        "../envs/headloc.yaml"
+    params:
+        task=task_options,
+        n_docs=task_n_docs,
+        include_path=INCLUDE_PATH,
+    script:
+        "../scripts/count_documents.py"
+
+
+rule subset_documents:
+    """Draw the seeded identification subset of a task that reads its own data, as document indices."""
+    input:
+        "results/data/{task}/documents.json",
+    output:
+        "results/data/{task}/id_{n}_seed{seed}.json",
+    log:
+        "results/logs/subset_documents/{task}/id_{n}_seed{seed}.log",
+    conda:
+        "../envs/headloc.yaml"
+    script:
+        "../scripts/subset_documents.py"

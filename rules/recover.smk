@@ -62,6 +62,7 @@ rule score_top_heads:
         location=model_location,
         model=model_options,
         task=task_options,
+        include_path=INCLUDE_PATH,
         spec=search_spec,
         relative=relative,
     script:

@@ -41,6 +41,7 @@ rule score_masks:
         location=model_location,
         model=model_options,
         task=task_options,
+        include_path=INCLUDE_PATH,
         chunks=SEARCH["chunks"],
     script:
         "../scripts/score_masks.py"

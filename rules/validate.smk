@@ -3,7 +3,7 @@ rule validate_headset:
     one model load for all tasks, one result file per task."""
     input:
         model=get_model_input,
-        docs=expand("results/data/{task}/test.jsonl", task=TASKS),
+        docs=[full_documents(task) for task in TASKS],
         tasks=get_all_task_files,
     output:
         expand("results/{{model}}/evals/{task}/{{headset}}.json", task=TASKS),
@@ -23,5 +23,6 @@ rule validate_headset:
         model=model_options,
         names=TASKS,
         tasks=all_task_options,
+        include_path=INCLUDE_PATH,
     script:
         "../scripts/validate_headset.py"

@@ -13,8 +13,9 @@ log = log_to_file(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)
 masks = np.load(snakemake.input.masks)
 rows = np.array_split(np.arange(len(masks)), snakemake.params.chunks)[int(snakemake.wildcards.chunk)]
-task = TaskSpec(**snakemake.params.task).with_data_file(snakemake.input.docs)
-evaluator = load_evaluator(snakemake.params.location, task, **snakemake.params.model)
+task = TaskSpec(**snakemake.params.task).with_documents(snakemake.input.docs)
+evaluator = load_evaluator(snakemake.params.location, task, include_path=snakemake.params.include_path,
+                           **snakemake.params.model)
 log.info("scoring masks %d..%d of %d on %s", rows[0], rows[-1], len(masks), task.lm_eval_task)
 results = evaluator.evaluate_masks(masks[rows], desc=f"chunk {snakemake.wildcards.chunk}")
 

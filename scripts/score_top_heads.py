@@ -11,8 +11,9 @@ from headloc.results import display_score
 log = log_to_file(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)
 recovery = read_json(snakemake.input.recovery)
-task = TaskSpec(**snakemake.params.task).with_data_file(snakemake.input.docs)
-evaluator = load_evaluator(snakemake.params.location, task, **snakemake.params.model)
+task = TaskSpec(**snakemake.params.task).with_documents(snakemake.input.docs)
+evaluator = load_evaluator(snakemake.params.location, task, include_path=snakemake.params.include_path,
+                           **snakemake.params.model)
 geometry = HeadGeometry.of(evaluator.lm.model.config)
 mask = headset_mask(recovery["top_heads"], geometry.n_layers, geometry.n_heads)
 baseline, ablated = (r.score for r in evaluator.evaluate_masks([np.zeros_like(mask), mask], progress=False))

@@ -17,8 +17,9 @@ mask = headset_mask(heads, geometry.n_layers, geometry.n_heads)
 
 p = snakemake.params
 for name, options, docs, output in zip(p.names, p.tasks, snakemake.input.docs, snakemake.output):
-    task = TaskSpec(**options).with_data_file(docs)
-    evaluator = MaskEvaluator(model, tokenizer, task, batch_size=snakemake.params.model["batch_size"])
+    task = TaskSpec(**options).with_documents(docs)
+    evaluator = MaskEvaluator(model, tokenizer, task, batch_size=snakemake.params.model["batch_size"],
+                              include_path=p.include_path)
     result = evaluator.evaluate_mask(mask)
     log.info("%s with %s ablated: %s = %.4f on %d documents",
              task.lm_eval_task, snakemake.wildcards.headset, task.metric, result.score, len(result.samples))

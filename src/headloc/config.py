@@ -9,11 +9,13 @@ Both raise ValueError listing every problem found, one per line.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import yaml
 
+from headloc.documents import load_task_yaml, reads_own_documents, task_yaml
 from headloc.heads import HeadGeometry, parse_head
 from headloc.models import resolve_source, source_geometry
 
@@ -142,14 +144,50 @@ def model_geometries(config: dict) -> dict:
     return geometries
 
 
-def lm_eval_tasks(tasks_dir=TASKS_DIR) -> list[str]:
-    """Names of the lm-eval tasks headloc ships (the ``task:`` of every YAML under ``tasks_dir``)."""
-    names = set()
-    for path in Path(tasks_dir).rglob("*.yaml"):
-        match = re.search(r"^task:\s*['\"]?([\w.-]+)", path.read_text(encoding="utf-8"), re.MULTILINE)
-        if match:
-            names.add(match.group(1))
-    return sorted(names)
+def task_folders(config: dict) -> list[Path]:
+    """Folders of task YAMLs headloc hands lm-eval: its own tasks, then ``include_path`` (absolute)."""
+    return [TASKS_DIR, *(Path(folder).expanduser().resolve() for folder in config.get("include_path") or [])]
+
+
+def lm_eval_tasks_dir() -> Path:
+    """lm-eval's own task folder (its registry), found without importing lm-eval."""
+    import importlib.util
+
+    return Path(importlib.util.find_spec("lm_eval").origin).parent / "tasks"
+
+
+_DEFINES = re.compile(r"^(task|group):\s*['\"]?([\w.-]+)", re.MULTILINE)
+
+
+def defined_tasks(folders) -> dict[str, str]:
+    """name -> "task" or "group" for every ``task:`` and ``group:`` line of the YAMLs in ``folders``
+    (a text scan: ~1 s over lm-eval's 14,000 YAMLs, where building its TaskManager index takes ~30 s)."""
+    names: dict[str, str] = {}
+    for folder in folders:
+        for path in sorted(Path(folder).rglob("*.yaml")):
+            for match in _DEFINES.finditer(path.read_text(encoding="utf-8", errors="replace")):
+                names.setdefault(match.group(2), match.group(1))
+    return names
+
+
+def lm_eval_tasks(folders=(TASKS_DIR,)) -> list[str]:
+    """Names of the lm-eval tasks (not groups) defined in ``folders``."""
+    return sorted(name for name, kind in defined_tasks(folders).items() if kind == "task")
+
+
+def has_chat_template(source) -> bool | None:
+    """Whether a model's tokenizer has a chat template, read offline; None when unknown (hub model)."""
+    if source.kind == "gguf":
+        from headloc.models import read_gguf_metadata
+
+        return bool(read_gguf_metadata(source.location).get("tokenizer.chat_template"))
+    if source.kind == "directory":
+        folder = Path(source.location)
+        if (folder / "chat_template.jinja").is_file() or (folder / "chat_template.json").is_file():
+            return True
+        settings = folder / "tokenizer_config.json"
+        return settings.is_file() and bool(json.loads(settings.read_text()).get("chat_template"))
+    return None
 
 
 # ------------------------------------------------------------------ cross-key rules
@@ -207,13 +245,43 @@ def check_config(config: dict, geometries: dict) -> None:
         problem("report.capability", f"{report['capability']!r} is not the capability of a searched task; "
                                      f"valid: {', '.join(capabilities) or '(none)'} or null")
 
-    known = lm_eval_tasks()
+    folders = task_folders(config)
+    for i, folder in enumerate(config.get("include_path") or []):
+        if not Path(folder).expanduser().is_dir():
+            problem(f"include_path[{i}]", f"{folder!r} is not a directory; expected a folder of lm-eval task YAMLs")
+    local = defined_tasks(folders)
+    registry = {}
+    if any(spec["lm_eval_task"] not in local for spec in tasks.values()):
+        registry = defined_tasks([lm_eval_tasks_dir()])
     for name, spec in tasks.items():
-        if spec["lm_eval_task"] not in known:
-            problem(f"tasks.{name}.lm_eval_task", f"{spec['lm_eval_task']!r} is not a task headloc knows; "
-                                                  f"valid: {', '.join(known)}")
+        task = spec["lm_eval_task"]
+        kind = local.get(task) or registry.get(task)
+        key = f"tasks.{name}.lm_eval_task"
+        if kind is None:
+            problem(key, f"{task!r} is not a task of {', '.join(map(str, folders))} nor of lm-eval's registry; "
+                         f"put its YAML in a folder and add the folder to the config key include_path "
+                         f"(headloc's own tasks: {', '.join(lm_eval_tasks())})")
+            continue
+        if kind == "group":
+            problem(key, f"{task!r} is an lm-eval group, not one task; headloc scores one task per entry of "
+                         "tasks: name one of its subtasks (one entry each)")
+            continue
+        task_config = load_task_yaml(task_yaml(task, [*folders, lm_eval_tasks_dir()]))
+        if reads_own_documents(task_config):
+            for option in ("data_file", "dataset_kwargs"):
+                if spec.get(option):
+                    problem(f"tasks.{name}.{option}", f"task {task} reads its documents itself (dataset_path "
+                                                      f"{task_config.get('dataset_path')!r}), so headloc has "
+                                                      f"nothing to pass {option} to; set data_files and other "
+                                                      "loader options in its YAML's dataset_kwargs")
         if spec.get("data_file") and not Path(spec["data_file"]).expanduser().is_file():
             problem(f"tasks.{name}.data_file", f"{spec['data_file']!r} does not exist; expected a JSONL file")
+        if spec.get("chat"):
+            for model, model_spec in models.items():
+                if has_chat_template(resolve_source(model_spec["source"])) is False:
+                    problem(f"tasks.{name}.chat", f"task {name} needs a chat template, but the tokenizer of model "
+                                                  f"{model} ({model_spec['source']}) has none; use a chat model or "
+                                                  f"set chat: false")
         subset = spec.get("id_docs") or search["id_docs"]
         key = f"tasks.{name}.id_docs" if spec.get("id_docs") else "search.id_docs"
         if name in localized and spec.get("n_docs") is not None and subset > spec["n_docs"]:

@@ -70,13 +70,36 @@ def included_files(path: Path | str) -> list[Path]:
 
 def task_files(name: str, folders: Sequence[Path | str]) -> list[str]:
     """Every file an lm-eval task is made of: its YAML, the files it includes, the Python modules
-    beside it (where ``!function`` points) and the files of a ``data/`` folder beside it."""
+    beside it (where ``!function`` points), the files of a ``data/`` folder beside it, and the local
+    files its ``dataset_kwargs.data_files`` name (relative ones resolved against the working
+    directory, as the datasets library does)."""
     path = task_yaml(name, folders)
     folder = path.parent
     files = [*included_files(path), *sorted(folder.glob("*.py"))]
     if (folder / "data").is_dir():
         files += sorted(p for p in (folder / "data").rglob("*") if p.is_file())
+    files += [Path(f) for f in local_data_files(load_task_yaml(path)) if Path(f).is_file()]
     return [str(p) for p in dict.fromkeys(files)]
+
+
+def local_data_files(task_config: dict) -> list[str]:
+    """The file names in a task's ``dataset_kwargs.data_files`` (a string, a list, or a split ->
+    file(s) mapping), as written; hub and URL names are left out.
+
+    >>> local_data_files({"dataset_kwargs": {"data_files": {"test": "a.jsonl", "train": ["b.csv"]}}})
+    ['a.jsonl', 'b.csv']
+    """
+    spec = (task_config.get("dataset_kwargs") or {}).get("data_files")
+    values = spec.values() if isinstance(spec, dict) else [spec]
+    names = [name for value in values for name in (value if isinstance(value, list) else [value])]
+    return [name for name in names if isinstance(name, str) and "://" not in name]
+
+
+def reads_own_documents(task_config: dict) -> bool:
+    """Whether a task loads its documents itself (``dataset_path``: the hub, json, csv, ...) rather
+    than through a ``custom_dataset`` function, which headloc can hand a ``data_file`` and its data
+    options (mirror, code execution) as lm-eval metadata."""
+    return "custom_dataset" not in task_config
 
 
 def _template_fields(value) -> set[str]:

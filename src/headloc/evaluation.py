@@ -21,6 +21,7 @@ versions that engine was checked with, it warns and scores one mask at a time in
 from __future__ import annotations
 
 import contextlib
+import json
 import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -50,12 +51,16 @@ class TaskSpec:
     metric : metric name, optionally with its filter (``acc`` means ``acc,none``).
     chat : apply the tokenizer's chat template to prompts.
     dataset_kwargs : arguments of the task's data loader (e.g. ``data_file``), see :func:`load_task`.
+    doc_ids : indices of the task's own evaluation documents to score (lm-eval's ``samples``);
+        None scores them all. For tasks that load their documents themselves (``dataset_path``),
+        where headloc selects documents instead of copying them.
     """
 
     lm_eval_task: str
     metric: str = "acc"
     chat: bool = False
     dataset_kwargs: dict = field(default_factory=dict)
+    doc_ids: tuple[int, ...] | None = None
 
     @property
     def metric_key(self) -> str:
@@ -64,6 +69,14 @@ class TaskSpec:
     def with_data_file(self, path) -> "TaskSpec":
         """The same task reading its documents from the JSONL file ``path``."""
         return replace(self, dataset_kwargs={**self.dataset_kwargs, "data_file": str(path)})
+
+    def with_documents(self, path) -> "TaskSpec":
+        """The same task on the documents the workflow chose: a JSONL file of documents (``.jsonl``,
+        handed to the task's loader) or a JSON record of document indices (``{"doc_ids": [...]}``)."""
+        if str(path).endswith(".jsonl"):
+            return self.with_data_file(path)
+        with open(path, encoding="utf-8") as handle:
+            return replace(self, doc_ids=tuple(int(i) for i in json.load(handle)["doc_ids"]))
 
 
 @dataclass
@@ -116,12 +129,21 @@ def load_task(task: TaskSpec, include_path=TASKS_DIR) -> dict:
     ``dataset_kwargs`` also sets is refused as a duplicate argument; headloc's YAMLs set none.)
     """
     paths = include_path if isinstance(include_path, (list, tuple)) else [include_path]
-    manager = TaskManager(include_path=[str(p) for p in paths], include_defaults=False,
-                          metadata=dict(task.dataset_kwargs))
+    folders = [str(p) for p in paths]
+    manager = TaskManager(include_path=folders, include_defaults=False, metadata=dict(task.dataset_kwargs))
+    if task.lm_eval_task not in manager.all_subtasks:  # lm-eval's own registry (indexing it takes ~30 s)
+        manager = TaskManager(include_path=folders, metadata=dict(task.dataset_kwargs))
     if task.lm_eval_task not in manager.all_subtasks:
-        known = ", ".join(manager.all_subtasks) or "none"
-        raise ValueError(f"unknown lm-eval task {task.lm_eval_task!r}; the include path has: {known}")
+        raise ValueError(f"unknown lm-eval task {task.lm_eval_task!r}: not in {', '.join(folders)} nor in "
+                         "lm-eval's registry")
     return manager.load([task.lm_eval_task])
+
+
+def count_documents(task: TaskSpec, include_path=TASKS_DIR) -> int:
+    """How many evaluation documents the task has (its test split, or the split lm-eval evaluates)."""
+    task_dict = load_task(task, include_path)
+    (loaded,) = task_dict["tasks"].values() if "tasks" in task_dict else task_dict.values()
+    return len(loaded.eval_docs)
 
 
 def require_chat_template(tokenizer, task: TaskSpec) -> None:
@@ -207,11 +229,12 @@ class MaskEvaluator:
         """
         for task in self.task_dict["tasks"].values():
             task.set_fewshot_seed(FEWSHOT_SEED)
+        name = self.task.lm_eval_task
+        chosen = None if self.task.doc_ids is None else {name: list(self.task.doc_ids)}
         output = evaluate(
-            lm=self.lm, task_dict=self.task_dict, bootstrap_iters=0, log_samples=True,
+            lm=self.lm, task_dict=self.task_dict, samples=chosen, bootstrap_iters=0, log_samples=True,
             apply_chat_template=self.task.chat, verbosity="WARNING", confirm_run_unsafe_code=True,
         )
-        name = self.task.lm_eval_task
         metrics = output["results"][name]
         if self.task.metric_key not in metrics:
             known = sorted(k for k in metrics if "," in k and not k.endswith("_stderr,none"))

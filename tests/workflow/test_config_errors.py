@@ -5,6 +5,7 @@ heads, read from the GGUF header) with one key broken.
 """
 
 import copy
+import json
 
 import pytest
 import yaml
@@ -71,9 +72,50 @@ def test_unknown_model(tmp_path):
 
 
 def test_unknown_lm_eval_task(tmp_path):
-    out = dry_run_error(tmp_path, set_key("tasks", "ioi", "lm_eval_task", value="headloc_io"))
-    assert "config tasks.ioi.lm_eval_task: 'headloc_io' is not a task headloc knows; valid: " in out
-    assert "headloc_ioi" in out
+    (tmp_path / "mine").mkdir()
+    change = set_key("tasks", "ioi", "lm_eval_task", value="headloc_io")
+    out = dry_run_error(tmp_path, lambda c: (change(c), c.update(include_path=[str(tmp_path / "mine")])))
+    assert (f"config tasks.ioi.lm_eval_task: 'headloc_io' is not a task of {REPO / 'src/headloc/tasks'}, "
+            f"{tmp_path / 'mine'} nor of lm-eval's registry; put its YAML in a folder and add the folder to the "
+            "config key include_path (headloc's own tasks: headloc_arc_challenge") in out
+
+
+def test_missing_include_folder(tmp_path):
+    out = dry_run_error(tmp_path, set_key("include_path", value=["no/such/folder"]))
+    assert "config include_path[0]: 'no/such/folder' is not a directory; expected a folder of lm-eval task YAMLs" in out
+
+
+def test_a_group_is_not_one_task(tmp_path):
+    out = dry_run_error(tmp_path, set_key("tasks", "ioi", "lm_eval_task", value="mmlu"))
+    assert ("config tasks.ioi.lm_eval_task: 'mmlu' is an lm-eval group, not one task; headloc scores one task per "
+            "entry of tasks: name one of its subtasks (one entry each)") in out
+
+
+def test_data_file_for_a_task_that_reads_its_own_documents(tmp_path):
+    (tmp_path / "docs.jsonl").write_text('{"question": "q", "answerKey": "A"}\n')
+    change = set_key("tasks", "ioi", value={"lm_eval_task": "arc_easy", "data_file": str(tmp_path / "docs.jsonl")})
+    out = dry_run_error(tmp_path, change)
+    assert ("config tasks.ioi.data_file: task arc_easy reads its documents itself (dataset_path 'allenai/ai2_arc'), "
+            "so headloc has nothing to pass data_file to; set data_files and other loader options in its YAML's "
+            "dataset_kwargs") in out
+
+
+def test_chat_task_on_a_model_without_chat_template(tmp_path, tiny_model_dir):
+    import shutil
+
+    model = tmp_path / "model"
+    shutil.copytree(tiny_model_dir, model)
+    (model / "chat_template.jinja").unlink(missing_ok=True)
+    settings = json.loads((model / "tokenizer_config.json").read_text())
+    settings.pop("chat_template", None)
+    (model / "tokenizer_config.json").write_text(json.dumps(settings))
+
+    def change(config):
+        config["models"] = {"plain": {"source": str(model)}}
+        config["tasks"]["ioi"]["chat"] = True
+    out = dry_run_error(tmp_path, change)
+    assert (f"config tasks.ioi.chat: task ioi needs a chat template, but the tokenizer of model plain ({model}) "
+            "has none; use a chat model or set chat: false") in out
 
 
 def test_unknown_task_name(tmp_path):

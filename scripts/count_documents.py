@@ -1,0 +1,19 @@
+"""Record the evaluation documents of a task that reads its own data (rule count_documents).
+
+headloc does not copy such a task's documents; it builds the task through lm-eval, counts the
+documents it evaluates, and writes the indices the full-data validation scores (the first
+``n_docs``, or all).
+"""
+
+from headloc.evaluation import TaskSpec, count_documents
+from headloc.io import log_to_file, write_json
+
+log = log_to_file(snakemake.log[0])
+task = TaskSpec(**snakemake.params.task)
+total = count_documents(task, snakemake.params.include_path)
+if total == 0:
+    raise ValueError(f"task {task.lm_eval_task} has no evaluation documents; check the data_files and "
+                     "splits in its YAML")
+n_docs = min(total, snakemake.params.n_docs or total)
+log.info("%s: %d evaluation documents, %d used", task.lm_eval_task, total, n_docs)
+write_json(snakemake.output[0], {"task": task.lm_eval_task, "total": total, "doc_ids": list(range(n_docs))})
