@@ -29,7 +29,9 @@ MODELS, TASKS, LOCALIZED = PLAN.models, PLAN.tasks, PLAN.localized
 SEARCH = config["search"]
 DATA = config["data"]
 MIRROR = os.path.abspath(DATA["mirror"]) if DATA["mirror"] else None
-TASK_FOLDERS = task_folders(config)  # headloc's tasks and include_path, handed to lm-eval
+TASK_FOLDERS = task_folders(
+    config
+)  # headloc's tasks and include_path, handed to lm-eval
 LOOKUP_FOLDERS = [*TASK_FOLDERS, lm_eval_tasks_dir()]  # and lm-eval's registry
 TASK_CONFIGS = {
     task: load_task_yaml(task_yaml(spec["lm_eval_task"], LOOKUP_FOLDERS))
@@ -108,7 +110,8 @@ def model_options(wildcards):
 def copies_documents(task):
     """Whether headloc copies the task's documents into results/data (a dataset built into headloc,
     or the task's data_file, handed to its custom_dataset loader); otherwise the task reads its own
-    documents (dataset_path: the hub, json, csv, ...) and headloc records which ones it scores."""
+    documents (dataset_path: the hub, json, csv, ...) and headloc records which ones it scores.
+    """
     spec = config["tasks"][task]
     builtin = spec.get("data_file") or spec.get("dataset", task) in DATASETS
     return bool(builtin) and not reads_own_documents(TASK_CONFIGS[task])
@@ -164,7 +167,11 @@ def options_of_task(task):
     """
     spec = config["tasks"][task]
     data = {"mirror": MIRROR, "allow_code_execution": DATA["allow_code_execution"]}
-    loader = {} if reads_own_documents(TASK_CONFIGS[task]) else {**data, **spec["dataset_kwargs"]}
+    loader = (
+        {}
+        if reads_own_documents(TASK_CONFIGS[task])
+        else {**data, **spec["dataset_kwargs"]}
+    )
     return {
         "lm_eval_task": spec["lm_eval_task"],
         "metric": spec["metric"],

@@ -32,7 +32,8 @@ rule subset_dataset:
 
 rule count_documents:
     """Record the evaluation documents of a task that reads its own data (dataset_path: the hub,
-    json, csv, ...): how many there are, and the indices the full-data validation scores."""
+    json, csv, ...): how many there are, and the indices the full-data validation scores.
+    """
     input:
         task=get_task_files,
     output:

@@ -67,3 +67,23 @@ def test_chat_task_with_a_tokenizer_without_chat_template(tmp_path, tiny_model_d
     assert "chat_template" not in yaml.safe_load(config)
     with pytest.raises(ValueError, match=rf"task headloc_swear is a chat task but the tokenizer '{model}' has no chat template"):
         load_evaluator(str(model), TaskSpec("headloc_swear", metric="profane_words", chat=True))
+
+
+@pytest.mark.parametrize("lines, message", [
+    (['{"choices": [" Mary", " John"], "label": 1}'],
+     "line 1: no field 'text'; task headloc_ioi reads fields choices, label, text (the document has choices, label)"),
+    (['{"text": "x", "choices": [" Mary", " John"]}'], "line 1: no field 'label'"),
+    ([], ": no documents; expected one JSON object per line with fields choices, label, text for task headloc_ioi"),
+], ids=["no prompt field", "no label", "empty file"])
+def test_a_bad_data_file_fails_before_any_evaluation_and_leaves_no_copy(tmp_path, tiny_model_dir, lines, message):
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text("".join(line + "\n" for line in lines))
+    config = {"models": {"tiny": {"source": str(tiny_model_dir)}},
+              "tasks": {"ioi": {"lm_eval_task": "headloc_ioi", "data_file": str(docs)}}}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    result = snakemake("results/data/ioi/test.jsonl", "--cores", "1", "--directory", str(tmp_path),
+                       "--configfile", str(tmp_path / "config.yaml"), check=False)
+    assert result.returncode != 0
+    log = (tmp_path / "results/logs/materialize_dataset/ioi.log").read_text() + result.stderr
+    assert f"{docs}{message}" in log
+    assert not list((tmp_path / "results/data").rglob("*.jsonl")), "no copy, whole or partial"
