@@ -31,6 +31,10 @@ ending almost binary, seeds agreeing poorly, NLL on the training prompts falling
   trained on. Every ``eval_every`` updates each row's objective (its stage's eq. (1), NLL on the
   held-out documents) is computed; a row keeps its best gates and stops after ``patience``
   checks without improvement; a stage ends when every row has stopped or after its steps.
+* **Starting gates within the clip.** The initial ``U(0, 1)`` gates' logits are clipped to
+  ``[-clip, clip]`` (``U`` within about 0.018..0.982 for clip 4): past the clip the regulariser has no
+  gradient, so an irrelevant head drawn there would never move in the G+ / G- fits and would read
+  as interfering or facilitating by the luck of its draw.
 * **Explicit ties.** Ranking key: facilitation (mean G- over seeds, float64 from the logits, so
   gates saturated in float32 are still ordered), then higher mean G+ (lower interference), then
   the lower flat head index.
@@ -231,7 +235,7 @@ def chg(model, examples: Sequence[Example], *, seeds: Sequence[int] = (0, 1, 2, 
     n_seeds = len(seeds)
     start = torch.stack([
         torch.logit(torch.rand(geometry.n_layers, geometry.n_heads, generator=torch.Generator().manual_seed(int(s)))
-                    .clamp(1e-4, 1 - 1e-4))
+                    ).clamp(-clip, clip)
         for s in seeds
     ]).to(device)
     stopping = dict(eval_every=eval_every, patience=patience)
@@ -250,7 +254,7 @@ def chg(model, examples: Sequence[Example], *, seeds: Sequence[int] = (0, 1, 2, 
     facilitation = g_minus.mean(0)
     interference = 1.0 - g_plus.mean(0)
     irrelevance = (g_plus * (1.0 - g_minus)).mean(0)
-    ranking = [int(i) for i in np.lexsort((np.arange(geometry.total), -g_plus.mean(0), -facilitation))]
+    ranking = rank_by_facilitation(g_minus, g_plus)
     split_stage = _split_stage(stage_pm, n_seeds)
     extra = {
         "g_minus": head_map(facilitation, geometry),
@@ -277,6 +281,17 @@ def chg(model, examples: Sequence[Example], *, seeds: Sequence[int] = (0, 1, 2, 
     }
     return MethodResult(method="chg", geometry=geometry, ranking=ranking, effects=-facilitation, cost=cost,
                         baseline=None, extra=extra)
+
+
+def rank_by_facilitation(g_minus: np.ndarray, g_plus: np.ndarray) -> list[int]:
+    """Flat head indices by ``TIE_RULE``; ``g_minus`` and ``g_plus`` are ``[seeds, heads]``.
+
+    >>> rank_by_facilitation(np.array([[0.9, 0.9, 0.2, 0.9]]), np.array([[1.0, 1.0, 1.0, 0.5]]))
+    [0, 1, 3, 2]
+    """
+    g_minus, g_plus = np.atleast_2d(g_minus), np.atleast_2d(g_plus)
+    heads = g_minus.shape[1]
+    return [int(i) for i in np.lexsort((np.arange(heads), -g_plus.mean(0), -g_minus.mean(0)))]
 
 
 def mean_pairwise_spearman(per_seed: np.ndarray) -> float | None:
