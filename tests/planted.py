@@ -27,7 +27,7 @@ NOISE = 0.1
 
 
 @functools.lru_cache(maxsize=None)
-def planted_model(steps: int = 200, seed: int = 0) -> LlamaForCausalLM:
+def planted_model(steps: int = 150, seed: int = 0) -> LlamaForCausalLM:
     """Trained once per test session (cached); callers must not modify it."""
     torch.manual_seed(seed)
     config = LlamaConfig(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=N_LAYERS,

@@ -75,7 +75,7 @@ def test_recovery_fields_rank_by_facilitation(fitted):
 def test_seed_rows_fit_independently():
     """Three seeds as batch rows give each seed's gates as fitted alone."""
     model, examples = planted_model(), planted_examples(20)
-    options = dict(init_steps=30, fit_steps=30, eval_every=10, patience=2)
+    options = dict(init_steps=20, fit_steps=20, eval_every=5, patience=2)
     together = chg(model, examples, seeds=(4, 5, 6), **options)
     for row, seed in enumerate((4, 5, 6)):
         alone = chg(model, examples, seeds=(seed,), **options)
