@@ -82,10 +82,10 @@ class _Stage:
 class _Fitter:
     """Runs the fits of one call to :func:`chg` and counts their cost."""
 
-    def __init__(self, model, train, holdout, *, batch_size, docs_per_pass, pad, max_length, clip, cost, generator,
+    def __init__(self, model, train, holdout, *, batch_size, rows_per_pass, pad, max_length, clip, cost, generator,
                  device):
         self.model, self.train, self.holdout = model, list(train), list(holdout)
-        self.batch_size, self.docs_per_pass = batch_size, docs_per_pass
+        self.batch_size, self.rows_per_pass = batch_size, rows_per_pass
         self.pad, self.max_length, self.clip = pad, max_length, clip
         self.cost, self.generator, self.device = cost, generator, device
         self._order: list[int] = []
@@ -102,7 +102,7 @@ class _Fitter:
         return picked
 
     def chunks(self, docs: Sequence[Example], n_gates: int):
-        per_pass = max(1, self.docs_per_pass // max(1, n_gates)) if self.docs_per_pass else len(docs)
+        per_pass = max(1, self.rows_per_pass // max(1, n_gates)) if self.rows_per_pass else len(docs)
         for start in range(0, len(docs), per_pass):
             yield make_batch(docs[start:start + per_pass], pad_id=self.pad, max_length=self.max_length,
                              device=self.device)
@@ -188,7 +188,7 @@ class _Fitter:
 def chg(model, examples: Sequence[Example], *, seeds: Sequence[int] = (0, 1, 2, 3), lam: float = 0.1,
         clip: float = 4.0, batch_size: int = 64, init_steps: int = 500, init_lr: tuple[float, float] = (0.1, 0.01),
         fit_steps: int = 500, fit_lr: tuple[float, float] = (0.5, 0.1), holdout: float = 0.2,
-        eval_every: int = 25, patience: int = 4, split_seed: int = 0, docs_per_pass: int | None = None,
+        eval_every: int = 25, patience: int = 4, split_seed: int = 0, rows_per_pass: int | None = None,
         pad_id: int | None = None, max_length: int | None = None) -> MethodResult:
     """Fit CHG gates on ``examples`` and rank heads by facilitation (see the module docstring).
 
@@ -208,7 +208,7 @@ def chg(model, examples: Sequence[Example], *, seeds: Sequence[int] = (0, 1, 2, 
     eval_every, patience : a held-out check every ``eval_every`` updates; a row stops after
         ``patience`` checks without a better held-out objective and keeps its best gates.
     split_seed : seeds the held-out split and the minibatch order.
-    docs_per_pass : cap on rows (documents x gates) in one forward pass (gradients are accumulated);
+    rows_per_pass : cap on rows (documents x gates) in one forward pass (gradients are accumulated);
         default: a whole minibatch in one pass.
     pad_id, max_length : as in :func:`headloc.supervision.make_batch`.
 
@@ -219,7 +219,7 @@ def chg(model, examples: Sequence[Example], *, seeds: Sequence[int] = (0, 1, 2, 
     agreement, the held-out split, each stage's early stopping, and the hyperparameters.
     """
     _check(seeds=seeds, lam=lam, clip=clip, batch_size=batch_size, init_steps=init_steps, fit_steps=fit_steps,
-           holdout=holdout, eval_every=eval_every, patience=patience, examples=examples)
+           holdout=holdout, eval_every=eval_every, patience=patience, rows_per_pass=rows_per_pass, examples=examples)
     geometry = HeadGeometry.of(model.config)
     device = next(model.parameters()).device
     generator = torch.Generator().manual_seed(int(split_seed))
@@ -229,7 +229,7 @@ def chg(model, examples: Sequence[Example], *, seeds: Sequence[int] = (0, 1, 2, 
     train = [examples[i] for i in sorted(order[n_holdout:])]
     held_out = [examples[i] for i in held]
     cost = Cost(eval_tokens=total_tokens(examples))
-    fitter = _Fitter(model, train, held_out, batch_size=batch_size, docs_per_pass=docs_per_pass,
+    fitter = _Fitter(model, train, held_out, batch_size=batch_size, rows_per_pass=rows_per_pass,
                      pad=pad_id_of(model=model) if pad_id is None else pad_id, max_length=max_length, clip=clip,
                      cost=cost, generator=generator, device=device)
     n_seeds = len(seeds)
@@ -316,7 +316,8 @@ def _split_stage(stage: _Stage, n_seeds: int) -> tuple[dict, dict]:
     return plus, minus
 
 
-def _check(*, seeds, lam, clip, batch_size, init_steps, fit_steps, holdout, eval_every, patience, examples):
+def _check(*, seeds, lam, clip, batch_size, init_steps, fit_steps, holdout, eval_every, patience, rows_per_pass,
+           examples):
     if not examples:
         raise ValueError("chg needs at least one document")
     if len(seeds) < 1 or len(set(seeds)) != len(seeds):
@@ -331,5 +332,7 @@ def _check(*, seeds, lam, clip, batch_size, init_steps, fit_steps, holdout, eval
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     if not isinstance(eval_every, int) or eval_every < 0:
         raise ValueError(f"eval_every must be a non-negative integer (0: no early stopping), got {eval_every!r}")
+    if rows_per_pass is not None and (not isinstance(rows_per_pass, int) or rows_per_pass < 1):
+        raise ValueError(f"rows_per_pass must be a positive integer or None (whole minibatches), got {rows_per_pass!r}")
     if not 0 <= holdout < 1:
         raise ValueError(f"holdout is a fraction of the documents in [0, 1), got {holdout!r}")

@@ -80,8 +80,8 @@ def _chat_template(tokenizer):
     return apply
 
 
-def _gold_text(task, instances) -> str:
-    """The gold continuation (text) of one document's lm-eval requests."""
+def _gold_pair(task, instances, chat: bool) -> tuple[str, str]:
+    """The (context, gold continuation) texts of one document's lm-eval requests."""
     first = instances[0]
     kind = first.request_type
     if kind == "loglikelihood" and task.OUTPUT_TYPE == "multiple_choice":
@@ -94,17 +94,18 @@ def _gold_text(task, instances) -> str:
         by_choice = {instance.idx: instance for instance in instances}
         if not isinstance(gold, (int, np.integer)) or int(gold) not in by_choice:
             raise ValueError(f"document {first.doc_id}: gold {gold!r} is not one of the {len(choices)} choices")
-        return by_choice[int(gold)].arguments[1]
+        context, continuation = by_choice[int(gold)].arguments[:2]  # a multiple-input task varies the context
+        return context, continuation
     if kind == "loglikelihood":
-        return first.arguments[1]
+        return first.arguments[0], first.arguments[1]
     if kind == "generate_until":
         target = task.doc_to_target(first.doc)
         if isinstance(target, (list, tuple)):
             target = target[0]
         if isinstance(target, (int, np.integer)) and task.config.doc_to_choice is not None:
             target = task.doc_to_choice(first.doc)[int(target)]
-        delimiter = "" if task._headloc_chat else task.config.target_delimiter
-        return f"{delimiter}{target}"
+        delimiter = "" if chat else task.config.target_delimiter
+        return first.arguments[0], f"{delimiter}{target}"
     raise ValueError(f"request type {kind!r} has no gold continuation; supported: "
                      "loglikelihood, multiple_choice, generate_until")
 
@@ -122,7 +123,6 @@ def task_examples(tokenizer, task: TaskSpec, *, include_path=TASKS_DIR, limit: i
     loaded = manager.load([task_config(manager, task)])["tasks"]
     lm_task = loaded[task.lm_eval_task] if task.lm_eval_task in loaded else next(iter(loaded.values()))
     lm_task.set_fewshot_seed(FEWSHOT_SEED)
-    lm_task._headloc_chat = task.chat
     lm_task.build_all_requests(limit=limit, apply_chat_template=task.chat,
                                chat_template=_chat_template(tokenizer) if task.chat else None)
     by_doc: dict[int, list] = {}
@@ -130,9 +130,7 @@ def task_examples(tokenizer, task: TaskSpec, *, include_path=TASKS_DIR, limit: i
         by_doc.setdefault(instance.doc_id, []).append(instance)
     examples = []
     for doc_id in sorted(by_doc):
-        instances = by_doc[doc_id]
-        context = instances[0].arguments[0]
-        context_ids, target_ids = encode_pair(tokenizer, context, _gold_text(lm_task, instances))
+        context_ids, target_ids = encode_pair(tokenizer, *_gold_pair(lm_task, by_doc[doc_id], task.chat))
         if not target_ids:
             raise ValueError(f"document {doc_id} of {task.lm_eval_task}: the gold continuation has no tokens")
         examples.append(Example(doc_id, tuple(context_ids), tuple(target_ids)))

@@ -94,7 +94,7 @@ def test_cost_counts_every_pass_row_and_token():
     assert cost.fwd_bwd_tokens == tokens * (2 * 7 + 4 * 5)
     assert cost.n_evals == math.ceil(3 * cost.fwd_bwd_tokens / tokens)
     capped = chg(model, examples, seeds=(0, 1), init_steps=7, fit_steps=5, holdout=0, eval_every=0,
-                 docs_per_pass=8)  # 4 documents x 2 gates, then 2 x 4 gates, per pass
+                 rows_per_pass=8)  # 4 documents x 2 gates, then 2 x 4 gates, per pass
     assert capped.cost.fwd_bwd_passes == 7 * 3 + 5 * 5 and capped.cost.fwd_bwd_rows == cost.fwd_bwd_rows
     np.testing.assert_allclose(capped.extra["per_seed"]["g_minus"], result.extra["per_seed"]["g_minus"], atol=1e-4)
 
