@@ -88,6 +88,9 @@ class HeadAblation(contextlib.AbstractContextManager):
     ----------
     model : a transformers causal LM of a type listed in ``HOOK_MODULES``.
     gate : tensor ``[layers, heads]`` or ``[batch, layers, heads]``; 1 keeps a head, 0 removes it.
+        Values in between scale a head's output. A float32 gate that requires grad stays in the
+        autograd graph (every layer is hooked then, even where the gate is all ones), so
+        ``d(loss)/d(gate)`` is available after ``loss.backward()`` (attribution, CHG).
 
     Examples
     --------
@@ -112,8 +115,9 @@ class HeadAblation(contextlib.AbstractContextManager):
         try:
             for layer in range(self.geometry.n_layers):
                 layer_gate = self.gate[..., layer, :]
-                if bool((layer_gate == 1).all()):
-                    continue  # nothing to remove in this layer: skip the hook
+                if not layer_gate.requires_grad and bool((layer_gate == 1).all()):
+                    continue  # nothing to remove in this layer: skip the hook (not for a gate
+                    # being differentiated: d(output)/d(gate) at gate = 1 needs the hook)
                 path = hook_module_path(self.model, layer)
                 try:
                     module = self.model.get_submodule(path)

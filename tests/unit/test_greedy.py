@@ -6,12 +6,15 @@ import pytest
 from headloc import greedy
 
 
-def run_greedy(score_of, n_heads, k):
-    chosen = []
+def run_greedy(score_of, n_heads, k, exclude=()):
+    chosen, n_evals = [], 0
     for _ in range(k):
-        masks = greedy.round_masks(n_heads, chosen)
-        head, by_head = greedy.choose(masks, np.array([score_of(m) for m in masks]), chosen)
+        masks = greedy.round_masks(n_heads, chosen, exclude)
+        assert not masks[:, list(exclude)].any()  # an excluded head is never ablated
+        head, by_head = greedy.choose(masks, np.array([score_of(m) for m in masks]), chosen, exclude)
         chosen.append(head)
+        n_evals += len(masks)
+    run_greedy.n_evals = n_evals
     return chosen, by_head
 
 
@@ -47,3 +50,49 @@ def test_choose_rejects_masks_of_another_round():
 def test_ties_go_to_the_lower_head():
     head, _ = greedy.choose(greedy.round_masks(3, []), np.array([1.0, 0.5, 0.5, 0.7]), [])
     assert head == 0
+
+
+UNIVERSAL = 2
+TASK_EFFECTS = {5: -0.3, 6: -0.2, 1: -0.1}
+
+
+def universal_score(mask):
+    """Removing the universal head floors the score whatever else is removed; task heads add up."""
+    if mask[UNIVERSAL]:
+        return 0.05
+    return max(0.05, 1.0 + sum(effect * mask[head] for head, effect in TASK_EFFECTS.items()))
+
+
+def test_a_universal_head_swallows_unfiltered_greedy_rounds():
+    chosen, last = run_greedy(universal_score, n_heads=8, k=3)
+    assert chosen == [UNIVERSAL, 0, 1]  # after round 1 every head ties at the floor: index order
+    filtered_afterwards = greedy.filter_ranking(greedy.ranking(chosen, last), [UNIVERSAL])
+    assert filtered_afterwards[:3] == [0, 1, 3]  # the meaningless top of the issue's Table 4
+
+
+def test_excluding_the_universal_head_lets_greedy_find_the_task_heads():
+    chosen, last = run_greedy(universal_score, n_heads=8, k=3, exclude=[UNIVERSAL])
+    assert chosen == [5, 6, 1]
+    assert run_greedy.n_evals == 1 + 7 + 6 + 5  # round 1: unablated + 7 candidates
+    order = greedy.ranking(chosen, last, exclude=[UNIVERSAL])
+    assert order[:3] == [5, 6, 1] and order[-1] == UNIVERSAL and sorted(order) == list(range(8))
+
+
+def test_one_shot_greedy_filters_its_ranking():
+    masks = greedy.round_masks(8, [])
+    scores = np.array([universal_score(m) for m in masks])
+    effects = scores[1:] - scores[0]
+    one_shot = [int(h) for h in np.lexsort((np.arange(8), effects))]
+    assert one_shot[:4] == [UNIVERSAL, 5, 6, 1]
+    assert greedy.filter_ranking(one_shot, [UNIVERSAL])[:3] == [5, 6, 1]
+
+
+def test_exclusions_are_checked():
+    with pytest.raises(ValueError, match="outside the model's 4 heads"):
+        greedy.round_masks(4, [], exclude=[4])
+    with pytest.raises(ValueError, match="both chosen and excluded"):
+        greedy.round_masks(4, [1], exclude=[1])
+    with pytest.raises(ValueError, match="no candidate heads left"):
+        greedy.round_masks(2, [0], exclude=[1])
+    with pytest.raises(ValueError, match="excluding heads \\[3\\]"):
+        greedy.choose(greedy.round_masks(4, []), np.zeros(5), [], exclude=[3])

@@ -1,0 +1,107 @@
+"""A tiny Llama with a planted head: the only path from the first token to the last position.
+
+Task: a row of ``LENGTH`` random tokens; the model must repeat the first one at the end (the gold
+continuation of context ``t0 .. t_{LENGTH-1}`` is ``t0``). The model is trained for a few hundred
+steps with every head but ``PLANTED`` gated off, so that head alone learns to move ``t0`` to the
+last position (MLPs and norms act per position; nothing else can). The other heads stay at their
+random initialisation with their output columns scaled down by ``NOISE``: small, untrained
+perturbations. Removing ``PLANTED`` therefore destroys the task by construction, whatever any
+search method says, and the other heads' effects are small.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+
+from headloc.ablation import ablate_heads, hook_module_path
+from headloc.supervision import Example
+
+VOCAB, LENGTH, FIRST_TOKEN = 24, 6, 3
+N_LAYERS, N_HEADS = 2, 4
+PLANTED = (1, 2)  # layer, head
+NOISE = 0.1
+
+
+@functools.lru_cache(maxsize=None)
+def planted_model(steps: int = 150, seed: int = 0) -> LlamaForCausalLM:
+    """Trained once per test session (cached); callers must not modify it."""
+    torch.manual_seed(seed)
+    config = LlamaConfig(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=N_LAYERS,
+                         num_attention_heads=N_HEADS, num_key_value_heads=N_HEADS, max_position_embeddings=64,
+                         bos_token_id=1, eos_token_id=2, pad_token_id=0)
+    config._attn_implementation = "eager"
+    model = LlamaForCausalLM(config)
+    only = torch.zeros(N_LAYERS, N_HEADS)
+    only[PLANTED] = 1.0
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    generator = torch.Generator().manual_seed(seed)
+    model.train()
+    for _ in range(steps):
+        rows = torch.randint(FIRST_TOKEN, VOCAB, (64, LENGTH), generator=generator)
+        with ablate_heads(model, only):
+            logits = model(rows).logits[:, -1]
+        loss = torch.nn.functional.cross_entropy(logits, rows[:, 0])
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    model.eval()
+    with torch.no_grad():
+        d_head = config.hidden_size // N_HEADS
+        for layer in range(N_LAYERS):
+            weight = model.get_submodule(hook_module_path(model, layer)).weight
+            for head in range(N_HEADS):
+                if (layer, head) != PLANTED:
+                    weight[:, head * d_head:(head + 1) * d_head] *= NOISE
+    return model
+
+
+def planted_examples(n: int, seed: int = 1) -> list[Example]:
+    generator = torch.Generator().manual_seed(seed)
+    rows = torch.randint(FIRST_TOKEN, VOCAB, (n, LENGTH), generator=generator).tolist()
+    return [Example(i, tuple(row), (row[0],)) for i, row in enumerate(rows)]
+
+
+def accuracy(model, examples, gate=None) -> float:
+    rows = torch.tensor([list(e.context) for e in examples])
+    gold = torch.tensor([e.target[0] for e in examples])
+    with torch.no_grad(), ablate_heads(model, gate if gate is not None else torch.ones(N_LAYERS, N_HEADS)):
+        predicted = model(rows).logits[:, -1].argmax(-1)
+    return float((predicted == gold).float().mean())
+
+
+def flat(layer: int, head: int) -> int:
+    return layer * N_HEADS + head
+
+
+def weakened(model, scale: float):
+    """A copy of ``model`` whose planted head's output is scaled by ``scale``: a less saturated task."""
+    import copy
+
+    copied = copy.deepcopy(model)
+    d_head = copied.config.hidden_size // N_HEADS
+    layer, head = PLANTED
+    with torch.no_grad():
+        copied.get_submodule(hook_module_path(copied, layer)).weight[:, head * d_head:(head + 1) * d_head] *= scale
+    return copied
+
+
+def reference_score(model, examples, gate=None) -> float:
+    """Mean gold-continuation log-likelihood, one unpadded document at a time with full logits.
+
+    Independent of headloc.supervision's batching, padding and logits_to_keep.
+    """
+    total = 0.0
+    for example in examples:
+        tokens = torch.tensor([list(example.context) + list(example.target)])
+        ablation = contextlib.nullcontext() if gate is None else ablate_heads(model, gate)
+        with torch.no_grad(), ablation:
+            logits = model(tokens[:, :-1]).logits[0].double()
+        logprobs = torch.log_softmax(logits, dim=-1)
+        n = len(example.target)
+        positions = range(tokens.shape[1] - 1 - n, tokens.shape[1] - 1)
+        total += sum(float(logprobs[p, t]) for p, t in zip(positions, example.target))
+    return total / len(examples)
