@@ -157,6 +157,29 @@ def sbatch_calls(log):
     return [line.split("sbatch call: ", 1)[1] for line in log.splitlines() if "sbatch call: " in line]
 
 
+def shown(call):
+    """An sbatch call without its --wrap payload (the Snakemake command line of the job)."""
+    return call.split(' --wrap="', 1)[0] + ' --wrap="..."'
+
+
+def cancel_transcript(log, cancelled):
+    """The log lines about the cancelled chunk: submissions, the failure, the retry."""
+    comment, jobid = cancelled["comment"], cancelled["jobid"]
+    chunk_dir = comment.removeprefix("rule_score_masks_wildcards_")
+    lines = log.splitlines()
+    keep = []
+    for number, line in enumerate(lines):
+        if "sbatch call: " in line and f"--comment {comment} " in line:
+            keep.append(shown(line))
+        elif "has been submitted with SLURM jobid" in line and f"/{chunk_dir}/" in line:
+            keep.append(line)
+        elif f"SLURM-job '{jobid}' failed" in line:
+            keep.extend(lines[max(0, number - 1):number + 1])
+        elif line.startswith("Trying to restart job") or ("Finished jobid" in line and chunk_dir in line):
+            keep.append(line)
+    return "\n".join(keep)
+
+
 def tiny_mem_mb(model_dir):
     """rules/resources.smk's estimate, from the saved weights' real parameter count."""
     from safetensors import safe_open
@@ -179,7 +202,8 @@ def test_the_run_completes_after_a_cancelled_job(runs):
     first, retry = (dict(re.findall(r" (--mem|-t) (\S+)", call)) for call in chunk)
     assert int(first["--mem"]) < MAX_MEM_MB and first["-t"] == str(EVAL_RUNTIME)
     assert retry == {"--mem": str(MAX_MEM_MB), "-t": str(MAX_RUNTIME)}
-    print("[test] the cancelled chunk's submissions:\n" + "\n".join(chunk))
+    print(f"[test] scancel {jobid}; the log about that chunk:\n"
+          + cancel_transcript(runs["log"], runs["cancelled"]))
 
 
 def test_compute_jobs_see_the_submitters_offline_settings(runs):
@@ -202,7 +226,7 @@ def test_sbatch_asks_for_what_the_profile_says(runs, tiny_model_dir):
     for call in gpu[:1] + validate:
         assert "--gpus=1" in call and "--cpus-per-gpu=4" in call and "--cpus-per-task" not in call
         assert " -p gpu " in call and f" --mem {expected_mem} " in call and f" -t {EVAL_RUNTIME} " in call
-    print(f"[test] CPU rule: {cpu[0]}\n[test] GPU rule: {gpu[0]}")
+    print(f"[test] CPU rule: {shown(cpu[0])}\n[test] GPU rule: {shown(gpu[0])}")
 
 
 def test_results_are_byte_identical_to_a_local_run(runs):
