@@ -30,8 +30,9 @@ from headloc.models import resolve_source
 EVAL_RUNTIME = 120  # minutes of the first attempt
 BASE_MEM_MB = 4000  # host memory without the model
 WEIGHT_FACTOR = 1.5  # host memory per byte of weights while loading
-UNKNOWN_MODEL_MEM_MB = 32000  # a model of unknown size: enough for 8B parameters in bf16
-DTYPE_BYTES = {"float32": 4, "float": 4, "float64": 8, "bfloat16": 2, "float16": 2, "half": 2}
+# a model of unknown size: enough for 8B parameters in bf16
+UNKNOWN_MODEL_MEM_MB = 32000
+DTYPE_BYTES = {"float32": 4, "float64": 8, "bfloat16": 2, "float16": 2}
 HUB_SIZE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)([BM])(?![A-Za-z])")
 
 

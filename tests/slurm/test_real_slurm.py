@@ -6,6 +6,8 @@ to a local run of the same config.
 Marked `slurm` (not run by `make test`): `.venv/bin/pytest -m slurm tests/slurm -rA` as root on
 Debian (it apt-get installs slurm-wlm and munge when missing). Skipped, with the reason, when
 Slurm cannot be started; HEADLOC_REQUIRE_SLURM=1 (set by .ci/run) makes that a failure instead.
+HEADLOC_SLURM_ACCOUNTING=1 runs it on a cluster with an accounting database (slurmdbd, MariaDB)
+and submits with SBATCH_ACCOUNT=headloc-test; without it the cluster has no accounting.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ TARGETS = ["results/tables/table2.md", "results/tables/table2.csv", "results/tab
 NODE_MEM_MB = 16000
 MAX_MEM_MB, EVAL_RUNTIME, MAX_RUNTIME = 6000, 10, 15  # the retry's 2x is capped at these
 RUN_TIMEOUT = 1800  # seconds for the whole Slurm run
+ACCOUNTING = os.environ.get("HEADLOC_SLURM_ACCOUNTING") == "1"
+ACCOUNT = "headloc-test"  # the account tools/slurm/start.sh creates with accounting
 
 
 def small_config(model_dir):
@@ -119,6 +123,8 @@ def runs(cluster, tmp_path_factory, tiny_model_dir):
     env = {**cluster, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HEADLOC_GPU_PARTITION": "gpu",
            "HEADLOC_MAX_MEM_MB": str(MAX_MEM_MB), "HEADLOC_EVAL_RUNTIME": str(EVAL_RUNTIME),
            "HEADLOC_MAX_RUNTIME": str(MAX_RUNTIME)}
+    if ACCOUNTING:
+        env["SBATCH_ACCOUNT"] = ACCOUNT
     command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--profile",
                str(REPO / "profiles/slurm"), "--configfile", str(work / "config.yaml"), "--verbose",
                "--slurm-init-seconds-before-status-checks", "5", *TARGETS]
@@ -148,7 +154,12 @@ def runs(cluster, tmp_path_factory, tiny_model_dir):
             process.wait()
     wall = time.monotonic() - started
     text = log_path.read_text()
-    print(f"[test] Slurm run: exit status {process.returncode} after {wall:.0f} s")
+    print(f"[test] Slurm run ({'with' if ACCOUNTING else 'without'} accounting): exit status "
+          f"{process.returncode} after {wall:.0f} s")
+    if cancelled and ACCOUNTING:
+        cancelled["sacct"] = subprocess.run(
+            ["sacct", "-X", "-n", "--parsable2", "-o", "State", "-j", cancelled["jobid"]], env=cluster,
+            capture_output=True, text=True, timeout=30).stdout.strip()
     return {"local": local / "results", "slurm": work / "results", "log": text, "work": work,
             "returncode": process.returncode, "cancelled": cancelled, "wall": wall}
 
@@ -194,6 +205,9 @@ def test_the_run_completes_after_a_cancelled_job(runs):
     assert runs["cancelled"] is not None, "no score_masks job was seen running:\n" + runs["log"][-3000:]
     jobid = runs["cancelled"]["jobid"]
     assert f"SLURM-job '{jobid}' failed, SLURM status is: 'CANCELLED'" in runs["log"]
+    if ACCOUNTING:  # what the plugin's default status command would have seen (and waited on)
+        assert runs["cancelled"]["sacct"] == "CANCELLED by 0", runs["cancelled"]
+        print(f"[test] sacct says: {runs['cancelled']['sacct']}")
     # the cancelled chunk was submitted twice: attempt 1, then attempt 2 with 2x memory and time,
     # capped by HEADLOC_MAX_MEM_MB and HEADLOC_MAX_RUNTIME
     chunk = [call for call in sbatch_calls(runs["log"])
@@ -221,11 +235,13 @@ def test_sbatch_asks_for_what_the_profile_says(runs, tiny_model_dir):
     for call in cpu:
         assert "--cpus-per-task=1" in call and "--gpus" not in call and "--cpus-per-gpu" not in call
         assert " -p cpu " in call and " --mem 8000 " in call and " -t 60 " in call  # default partition
-        assert " -A " not in call  # no SBATCH_ACCOUNT: sbatch's default account
+        # the account from SBATCH_ACCOUNT; none without it (sbatch's default account)
+        assert (f" -A {ACCOUNT} " in call) if ACCOUNTING else (" -A " not in call)
     expected_mem = tiny_mem_mb(tiny_model_dir)
     for call in gpu[:1] + validate:
         assert "--gpus=1" in call and "--cpus-per-gpu=4" in call and "--cpus-per-task" not in call
         assert " -p gpu " in call and f" --mem {expected_mem} " in call and f" -t {EVAL_RUNTIME} " in call
+        assert (f" -A {ACCOUNT} " in call) if ACCOUNTING else (" -A " not in call)
     print(f"[test] CPU rule: {shown(cpu[0])}\n[test] GPU rule: {shown(gpu[0])}")
 
 

@@ -16,6 +16,9 @@
 # refused.
 # Environment: HEADLOC_SLURM_CPUS (default 8) and HEADLOC_SLURM_MEM_MB (default 16000) size the
 # node; the node's real CPUs and memory are not checked (SlurmdParameters=config_overrides).
+# HEADLOC_SLURM_ACCOUNTING=1 adds an accounting database (slurmdbd + a MariaDB server of its own in
+# STATE_DIR, both installed with apt-get when missing; about a minute more) with the account
+# "headloc-test" for root, so that sacct, sacctmgr and sshare work as on most production clusters.
 # Exit status: 0 when the node is idle, 2 when this machine cannot run Slurm (the reason on stderr).
 set -euo pipefail
 
@@ -24,17 +27,30 @@ CPUS=${HEADLOC_SLURM_CPUS:-8}
 MEM_MB=${HEADLOC_SLURM_MEM_MB:-16000}
 CTLD_PORT=${HEADLOC_SLURM_CTLD_PORT:-16817}
 SLURMD_PORT=${HEADLOC_SLURM_SLURMD_PORT:-16818}
+DBD_PORT=${HEADLOC_SLURM_DBD_PORT:-16819}
+DB_PORT=${HEADLOC_SLURM_DB_PORT:-16820}
+ACCOUNTING=${HEADLOC_SLURM_ACCOUNTING:-0}
 
-cannot() { echo "tools/slurm/start.sh: cannot start Slurm: $*" >&2; exit 2; }
+STARTED=0  # once daemons run, a failure stops them again
+cannot() {
+    echo "tools/slurm/start.sh: cannot start Slurm: $*" >&2
+    [ "$STARTED" = 1 ] && "$(dirname "$0")/stop.sh" "$STATE" >/dev/null 2>&1
+    exit 2
+}
 
 [ "$(id -u)" = 0 ] || cannot "needs root (it installs packages and runs slurmd), running as $(id -un)"
 
 # ---- packages (Debian: slurm-wlm = slurmctld + slurmd + client tools; munge authenticates them)
-if ! command -v slurmctld >/dev/null || ! command -v slurmd >/dev/null || ! command -v munged >/dev/null \
-    || ! command -v sbatch >/dev/null; then
-    command -v apt-get >/dev/null || cannot "slurmctld/slurmd/munged are not installed and there is no apt-get"
+commands=(slurmctld slurmd sbatch munged)
+packages=(slurm-wlm munge)
+if [ "$ACCOUNTING" = 1 ]; then
+    commands+=(slurmdbd mariadbd mariadb-install-db)
+    packages+=(slurmdbd mariadb-server)
+fi
+missing=$(for command in "${commands[@]}"; do command -v "$command" >/dev/null || echo "$command"; done)
+if [ -n "$missing" ]; then
+    command -v apt-get >/dev/null || cannot "$(echo $missing) not installed and there is no apt-get"
     export DEBIAN_FRONTEND=noninteractive
-    packages=(slurm-wlm munge)
     echo "installing ${packages[*]} with apt-get" >&2
     if ! apt-get install -y -qq --no-install-recommends "${packages[@]}" >"${TMPDIR:-/tmp}/headloc-slurm-apt.log" 2>&1; then
         apt-get update -qq >>"${TMPDIR:-/tmp}/headloc-slurm-apt.log" 2>&1 || true
@@ -57,12 +73,51 @@ chmod 700 "$STATE/munge"
 HOST=$(hostname -s)
 
 # ---- munge: its own key and socket in STATE (an installed munged, if any, is left alone)
+STARTED=1
 dd if=/dev/urandom of="$STATE/munge/munge.key" bs=1 count=1024 status=none
 chmod 400 "$STATE/munge/munge.key"
 munged --force --socket="$STATE/munge/munge.socket" --key-file="$STATE/munge/munge.key" \
     --pid-file="$STATE/munge/munged.pid" --log-file="$STATE/munge/munged.log" \
     --seed-file="$STATE/munge/munged.seed" \
     || cannot "munged did not start (log: $STATE/munge/munged.log)"
+
+# ---- accounting (optional): MariaDB on 127.0.0.1:$DB_PORT, slurmdbd on $DBD_PORT
+if [ "$ACCOUNTING" = 1 ]; then
+    mkdir -p "$STATE/mysql"
+    mariadb-install-db --user=root --datadir="$STATE/mysql" --auth-root-authentication-method=socket \
+        >"$STATE/mysql-install.log" 2>&1 || cannot "mariadb-install-db failed (log: $STATE/mysql-install.log)"
+    mariadbd --user=root --datadir="$STATE/mysql" --socket="$STATE/mysql.sock" --port="$DB_PORT" \
+        --bind-address=127.0.0.1 --pid-file="$STATE/mysql.pid" --log-error="$STATE/mysql.log" \
+        --skip-log-bin --innodb-buffer-pool-size=64M </dev/null >/dev/null 2>&1 &
+    for _ in $(seq 60); do [ -S "$STATE/mysql.sock" ] && break; sleep 0.5; done
+    mariadb --socket="$STATE/mysql.sock" -e "CREATE USER 'slurm'@'127.0.0.1' IDENTIFIED BY 'slurm';
+        GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';" \
+        || cannot "MariaDB did not start (log: $STATE/mysql.log)"
+    cat >"$STATE/slurmdbd.conf" <<CONF
+AuthType=auth/munge
+AuthInfo=socket=$STATE/munge/munge.socket
+DbdHost=localhost
+DbdAddr=127.0.0.1
+DbdPort=$DBD_PORT
+SlurmUser=root
+PidFile=$STATE/slurmdbd.pid
+LogFile=$STATE/slurmdbd.log
+StorageType=accounting_storage/mysql
+StorageHost=127.0.0.1
+StoragePort=$DB_PORT
+StorageUser=slurm
+StoragePass=slurm
+StorageLoc=slurm_acct_db
+CONF
+    chmod 600 "$STATE/slurmdbd.conf"
+    ACCOUNTING_CONF="AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost=127.0.0.1
+AccountingStoragePort=$DBD_PORT
+AccountingStoragePass=$STATE/munge/munge.socket"
+else
+    ACCOUNTING_CONF="# no accounting: sacct fails (\"Slurm accounting storage is disabled\"), squeue works
+AccountingStorageType=accounting_storage/none"
+fi
 
 # ---- slurm.conf: the smallest configuration that schedules CPUs, memory and GPUs
 cat >"$STATE/slurm.conf" <<CONF
@@ -91,8 +146,7 @@ SchedulerType=sched/backfill
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
 GresTypes=gpu
-# no accounting: sacct fails ("Slurm accounting storage is disabled"), squeue works
-AccountingStorageType=accounting_storage/none
+$ACCOUNTING_CONF
 JobAcctGatherType=jobacct_gather/linux
 JobAcctGatherFrequency=5
 JobCompType=jobcomp/none
@@ -111,6 +165,13 @@ CONF
 export SLURM_CONF="$STATE/slurm.conf"
 mkdir -p /run/slurm
 ln -sfn "$STATE" /run/slurm/conf
+if [ "$ACCOUNTING" = 1 ]; then
+    slurmdbd || cannot "slurmdbd did not start (log: $STATE/slurmdbd.log)"
+    for _ in $(seq 60); do sacctmgr -n list cluster >/dev/null 2>&1 && break; sleep 0.5; done
+    { sacctmgr -i add cluster headloc && sacctmgr -i add account headloc-test \
+        && sacctmgr -i add user root account=headloc-test; } >"$STATE/sacctmgr.log" 2>&1 \
+        || cannot "sacctmgr could not add the cluster, account and user (log: $STATE/sacctmgr.log)"
+fi
 slurmctld -f "$SLURM_CONF" || cannot "slurmctld did not start (log: $STATE/slurmctld.log)"
 slurmd -f "$SLURM_CONF" || cannot "slurmd did not start (log: $STATE/slurmd.log)"
 
@@ -118,7 +179,8 @@ slurmd -f "$SLURM_CONF" || cannot "slurmd did not start (log: $STATE/slurmd.log)
 for _ in $(seq 60); do
     state=$(sinfo -h -N -n "$HOST" -o %T 2>/dev/null | head -1 || true)
     if [ "$state" = idle ]; then
-        echo "Slurm is up: node $HOST idle ($CPUS CPUs, $MEM_MB MB, 1 fake GPU), partitions cpu (default) and gpu" >&2
+        echo "Slurm is up: node $HOST idle ($CPUS CPUs, $MEM_MB MB, 1 fake GPU), partitions cpu (default) and gpu," \
+            "$([ "$ACCOUNTING" = 1 ] && echo "accounting: account headloc-test" || echo "no accounting")" >&2
         echo "export SLURM_CONF=$SLURM_CONF"
         exit 0
     fi
@@ -126,5 +188,4 @@ for _ in $(seq 60); do
 done
 echo "node state after 60 s: '${state:-none}'; last lines of the logs:" >&2
 tail -5 "$STATE/slurmctld.log" "$STATE/slurmd.log" >&2 || true
-"$(dirname "$0")/stop.sh" "$STATE" >&2 || true
 cannot "the node did not become idle within 60 s"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Stop the single-node cluster of tools/slurm/start.sh: cancel its jobs, then stop slurmd,
-# slurmctld and munged (by the pid files in STATE_DIR, never by name), and remove STATE_DIR and the
-# /run/slurm/conf link to it.
+# slurmctld, slurmdbd and MariaDB (if started) and munged, by the pid files in STATE_DIR (never by
+# name), and remove STATE_DIR and the /run/slurm/conf link to it.
 #   sudo tools/slurm/stop.sh [STATE_DIR]     # default /tmp/headloc-slurm
 set -uo pipefail
 
@@ -15,7 +15,8 @@ if alive "$STATE/slurmctld.pid"; then
     scancel --full --quiet --partition=cpu,gpu 2>/dev/null || true
     scancel --quiet --user=root 2>/dev/null || true
 fi
-for pidfile in "$STATE/slurmd.pid" "$STATE/slurmctld.pid" "$STATE/munge/munged.pid"; do
+for pidfile in "$STATE/slurmd.pid" "$STATE/slurmctld.pid" "$STATE/slurmdbd.pid" "$STATE/mysql.pid" \
+    "$STATE/munge/munged.pid"; do
     if alive "$pidfile"; then
         pid=$(cat "$pidfile")
         kill -TERM "$pid"
