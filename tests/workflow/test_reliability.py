@@ -141,8 +141,10 @@ def test_slurm_profile_dry_run_without_slurm(monkeypatch):
     assert score_jobs, out[-2000:]
     for block in score_jobs:
         resources = next(line for line in block.splitlines() if line.strip().startswith("resources:"))
+        # attempt 1 of rules/resources.smk: 4000 MB + 1.5 x the 135M-parameter demo model in float32
+        # (sized from its GGUF file: 2 x 86 MB parameters at most, x 4 bytes), rounded up to 1000
         for item in ("slurm_account=proj42", "slurm_partition=gpu-a100", "gpu=1", "cpus_per_gpu=4",
-                     "mem_mb=32000", "runtime=120"):  # attempt 1 of rules/resources.smk
+                     "mem_mb=6000", "runtime=120"):
             assert item in resources, resources
     materialize = next(block for block in out.split("\nrule ") if block.startswith("materialize_dataset:"))
     assert "slurm_partition=," in materialize or "slurm_partition=\n" in materialize  # SBATCH_PARTITION unset
@@ -151,7 +153,7 @@ def test_slurm_profile_dry_run_without_slurm(monkeypatch):
 @pytest.mark.slow
 def test_retries_ask_for_more_memory_and_time(tmp_path):
     """A real Snakemake run of rules/resources.smk's callables: a job that fails twice is retried
-    with mem_mb and runtime of attempt 2, then 3."""
+    with mem_mb and runtime of attempt 2, then 3, never above HEADLOC_MAX_MEM_MB / _RUNTIME."""
     (tmp_path / "Snakefile").write_text(f'''
 include: "{REPO / "rules/resources.smk"}"
 
@@ -163,8 +165,9 @@ rule flaky:
     shell: "echo {{resources.mem_mb}} {{resources.runtime}} >> attempts.txt; test $(wc -l < attempts.txt) -ge 3 && touch {{output}}"
 ''')
     command = [sys.executable, "-m", "snakemake", "--cores", "1", "--retries", "2"]
-    result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    env = {**os.environ, "HEADLOC_MAX_MEM_MB": "64000", "HEADLOC_MAX_RUNTIME": "300"}
+    result = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
-    base_mem, base_runtime = 32000, 120
+    # no model wildcard: the unknown-model default, 32000 MB; 120 minutes
     assert (tmp_path / "attempts.txt").read_text().split("\n")[:3] == [
-        f"{base_mem * a} {base_runtime * a}" for a in (1, 2, 3)]
+        "32000 120", "64000 240", "64000 300"]
