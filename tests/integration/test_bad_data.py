@@ -71,8 +71,8 @@ def test_chat_task_with_a_tokenizer_without_chat_template(tmp_path, tiny_model_d
 
 @pytest.mark.parametrize("lines, message", [
     (['{"choices": [" Mary", " John"], "label": 1}'],
-     "line 1: no field 'text'; task headloc_ioi reads fields choices, label, text (the document has choices, label)"),
-    (['{"text": "x", "choices": [" Mary", " John"]}'], "line 1: no field 'label'"),
+     ", line 1: no field 'text'; task headloc_ioi reads fields choices, label, text (the document has choices, label)"),
+    (['{"text": "x", "choices": [" Mary", " John"]}'], ", line 1: no field 'label'"),
     ([], ": no documents; expected one JSON object per line with fields choices, label, text for task headloc_ioi"),
 ], ids=["no prompt field", "no label", "empty file"])
 def test_a_bad_data_file_fails_before_any_evaluation_and_leaves_no_copy(tmp_path, tiny_model_dir, lines, message):
