@@ -4,17 +4,16 @@ import pytest
 import torch
 from lm_eval.api.instance import Instance
 from lm_eval.models.huggingface import HFLM
-from lm_eval.tasks import TaskManager
 from transformers import AutoModelForCausalLM
 
 from headloc.ablation import ablate_heads
-from headloc.evaluation import TASKS_DIR, TaskSpec, task_config
+from headloc.evaluation import TaskSpec, load_task
 from headloc.supervision import continuation_logprobs, make_batch, task_examples
 
 
 def lm_eval_docs(name):
-    manager = TaskManager(include_path=[str(TASKS_DIR)], include_defaults=False)
-    task = manager.load([task_config(manager, TaskSpec(name))])["tasks"][name]
+    loaded = load_task(TaskSpec(name))
+    task = loaded.get("tasks", loaded)[name]
     return task, list(task.eval_docs)
 
 
