@@ -1,12 +1,14 @@
 """The experiment plan (headloc.plan) and the task/document checks (headloc.documents)."""
 
 import copy
+import inspect
 import json
 
 import pytest
 import yaml
 
 from conftest import REPO
+from headloc.chg import chg
 from headloc.config import TASKS_DIR, validate_config
 from headloc.data import build_docs, read_jsonl_numbered
 from headloc.documents import check_documents, load_task_yaml, required_fields, task_files, task_yaml
@@ -45,6 +47,9 @@ def test_gradient_methods_search_ids():
     plan = Plan(config)
     # the schema's chg defaults are headloc.chg's: 4 seed rows, lambda 0.1, 500 updates per fit
     assert config["chg"] == {"seeds": 4, "lam": 0.1, "steps": 500}
+    defaults = {k: v.default for k, v in inspect.signature(chg).parameters.items()}
+    assert (len(defaults["seeds"]), defaults["lam"], defaults["init_steps"], defaults["fit_steps"]) == (4, 0.1, 500, 500)
+    assert Plan({**config, "chg": {}}).chg_options() == config["chg"]
     assert list(plan.searches["ioi"]) == ["cs_stratified_m100_p0.05_n20_s0", "attribution_n20_s0",
                                           "chg_x4_l0.1_t500_n20_s0"]
     assert list(plan.searches["capitals"])[1:] == ["attribution_n12_s0", "chg_x4_l0.1_t500_n12_s0"]
