@@ -132,7 +132,9 @@ def task_examples(tokenizer, task: TaskSpec, *, include_path=TASKS_DIR, limit: i
         context_ids, target_ids = encode_pair(tokenizer, *_gold_pair(lm_task, by_doc[doc_id], task.chat))
         if not target_ids:
             raise ValueError(f"document {doc_id} of {task.lm_eval_task}: the gold continuation has no tokens")
-        examples.append(Example(doc_id, tuple(context_ids), tuple(target_ids)))
+        # with samples, lm-eval numbers the chosen documents 0.. in the task's order: keep the task's own index
+        original = doc_id if samples is None else sorted(set(samples))[doc_id]
+        examples.append(Example(original, tuple(context_ids), tuple(target_ids)))
     if not examples:
         raise ValueError(f"task {task.lm_eval_task} built no documents")
     return examples
