@@ -19,7 +19,7 @@ from headloc.data import DATASETS
 from headloc.documents import load_task_yaml, reads_own_documents, task_files, task_yaml
 from headloc.heads import HEADSET_PATTERN
 from headloc.models import resolve_source
-from headloc.plan import COLLECTIONS, Plan
+from headloc.plan import COLLECTIONS, GRADIENT_METHODS, Plan
 from headloc.report import FIGURES, TABLES
 
 validate_config(config, os.path.join(workflow.basedir, "config", "schema.yaml"))
@@ -211,6 +211,21 @@ def search_method(wildcards):
     return PLAN.search(wildcards.task, wildcards.search).method
 
 
+def gradient_search_ids():
+    """Searches of the gradient methods (rule gradient_search makes no others)."""
+    return {
+        search.id
+        for searches in PLAN.searches.values()
+        for search in searches.values()
+        if search.method in GRADIENT_METHODS
+    }
+
+
+def chg_options(wildcards):
+    """The chg section, for chg searches only (a changed chg section re-runs no other search)."""
+    return config["chg"] if search_method(wildcards) == "chg" else {}
+
+
 def chunk_files(pattern, **wildcards):
     return expand(pattern, chunk=range(SEARCH["chunks"]), **wildcards)
 
@@ -236,8 +251,16 @@ def get_previous_choice(wildcards):
 
 
 def get_recovery_input(wildcards):
-    """Compressed sensing and one-shot greedy: the masks and their scores; greedy: its rounds."""
-    if search_method(wildcards) == "greedy":
+    """Compressed sensing and one-shot greedy: the masks and their scores; greedy: its rounds;
+    the gradient methods (attribution, chg): what rule gradient_search found."""
+    method = search_method(wildcards)
+    if method in GRADIENT_METHODS:
+        return {
+            "gradient": "results/{model}/{task}/{search}/gradient.json".format(
+                **wildcards
+            )
+        }
+    if method == "greedy":
         return {
             "rounds": expand(
                 "results/{model}/{task}/{search}/round{round}/chosen.json",

@@ -1,7 +1,7 @@
 checkpoint recover_heads:
     """Rank the heads of one search: the Lasso of eq. (1) on the masks' scores, one-shot greedy's
-    single-head effects, or greedy's rounds (a checkpoint: which heads come out decides the
-    validation jobs)."""
+    single-head effects, greedy's rounds, or a gradient method's result (a checkpoint: which heads
+    come out decides the validation jobs)."""
     input:
         unpack(get_recovery_input),
     output:

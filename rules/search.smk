@@ -47,6 +47,41 @@ rule score_masks:
         "../scripts/score_masks.py"
 
 
+rule gradient_search:
+    """Attribution patching or Causal Head Gating on the identification subset: one model load,
+    gradients of the gold continuations' log-likelihood instead of masked evaluations.
+    """
+    input:
+        model=get_model_input,
+        docs=get_id_subset,
+        task=get_task_files,
+    output:
+        "results/{model}/{task}/{search}/gradient.json",
+    log:
+        "results/logs/gradient_search/{model}/{task}/{search}.log",
+    benchmark:
+        "results/benchmarks/gradient_search/{model}/{task}/{search}.tsv"
+    wildcard_constraints:
+        search=alternatives(gradient_search_ids()),
+    conda:
+        "../envs/headloc.yaml"
+    threads: 1
+    resources:
+        gpu=1,
+        mem_mb=eval_mem_mb,
+        runtime=eval_runtime,
+    params:
+        location=model_location,
+        model=model_options,
+        task=task_options,
+        include_path=INCLUDE_PATH,
+        method=search_method,
+        seed=SEARCH["seed"],
+        chg=chg_options,
+    script:
+        "../scripts/gradient_search.py"
+
+
 rule make_greedy_masks:
     """Greedy round r: the heads chosen in rounds 1..r-1 plus each remaining head in turn."""
     input:

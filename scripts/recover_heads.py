@@ -1,7 +1,8 @@
 """Rank the heads of one finished search (checkpoint recover_heads).
 
 Compressed sensing and one-shot greedy fit eq. (1) to the masks' scores; greedy reads its rounds
-(headloc.recovery.greedy_recovery says what its coefficients mean).
+(headloc.recovery.greedy_recovery says what its coefficients mean); the gradient methods
+(attribution, chg) read what rule gradient_search found (headloc.supervision.recovery_fields).
 """
 
 import numpy as np
@@ -10,6 +11,7 @@ import pandas as pd
 from headloc.heads import HeadGeometry, head_name
 from headloc.io import log_to_file, read_json, write_json
 from headloc.models import load_config
+from headloc.plan import GRADIENT_METHODS
 from headloc.recovery import greedy_recovery, recovery_for
 
 log = log_to_file(snakemake.log[0])
@@ -33,8 +35,22 @@ def fitted():
     }
 
 
+def gradient():
+    """The gradient method's fields, checked against the model's heads."""
+    found = read_json(snakemake.input.gradient)
+    method = found.pop("method")
+    if method != p.method:
+        raise ValueError(f"{snakemake.input.gradient} holds a {method!r} search, expected {p.method!r}")
+    if sorted(found["ranking"]) != sorted(names) or sorted(found["coef"]) != sorted(names):
+        raise ValueError(f"{snakemake.input.gradient} ranks {len(found['ranking'])} heads, not the model's "
+                         f"{geometry.total} ({geometry.n_layers} layers x {geometry.n_heads} heads)")
+    return found
+
+
 if p.method == "greedy":
     result = greedy_recovery([read_json(path) for path in snakemake.input.rounds], names)
+elif p.method in GRADIENT_METHODS:
+    result = gradient()
 else:
     result = fitted()
 top = result["ranking"][: p.top_k]

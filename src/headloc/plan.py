@@ -34,6 +34,9 @@ from headloc.heads import format_headset
 from headloc.selection import select_heads
 
 DIGEST_LENGTH = 12
+MASK_METHODS = ("cs_stratified", "cs_bernoulli", "greedy1s", "greedy")  # scored by masked evaluation
+GRADIENT_METHODS = ("attribution", "chg")  # one gradient job each (rule gradient_search), no masks
+CHG_DEFAULTS = {"seeds": 4, "lam": 0.1, "steps": 500}  # config/schema.yaml's defaults (headloc.chg's)
 
 
 @dataclass(frozen=True)
@@ -119,13 +122,28 @@ class Plan:
         return self.config["tasks"][task]["id_docs"] or self.config["search"]["id_docs"]
 
     def search_id(self, task: str, method: str, n_masks: int, sparsity: float) -> str:
-        """Directory name of a search: the method and every parameter that changes its result."""
+        """Directory name of a search: the method and every parameter that changes its result.
+
+        The gradient methods use no masks: ``attribution`` depends on the identification subset
+        only; ``chg`` also on the ``chg`` section (seed rows x, lambda l, updates per fit t).
+        """
         tail = f"n{self.id_docs(task)}_s{self.seed}"
         if method == "greedy1s":
             return f"greedy1s_{tail}"
         if method == "greedy":
             return f"greedy_k{self.top_k}_{tail}"
+        if method == "attribution":
+            return f"attribution_{tail}"
+        if method == "chg":
+            chg = self.chg_options()
+            return f"chg_x{chg['seeds']}_l{chg['lam']:g}_t{chg['steps']}_{tail}"
+        if method not in MASK_METHODS:
+            raise ValueError(f"unknown search method {method!r}; known: {', '.join(MASK_METHODS + GRADIENT_METHODS)}")
         return f"{method}_m{n_masks}_p{sparsity:g}_{tail}"
+
+    def chg_options(self) -> dict:
+        """The ``chg`` section (seeds, lam, steps), defaults filled in for configs that lack it."""
+        return {**CHG_DEFAULTS, **self.config.get("chg", {})}
 
     def _search(self, task, method, n_masks, sparsity) -> Search:
         return Search(task, self.search_id(task, method, n_masks, sparsity), method, n_masks, sparsity)

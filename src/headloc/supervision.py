@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from headloc.ablation import ablate_heads
-from headloc.evaluation import FEWSHOT_SEED, TASKS_DIR, TaskSpec, task_config
+from headloc.evaluation import FEWSHOT_SEED, TASKS_DIR, TaskSpec, load_task
 from headloc.heads import HeadGeometry, head_name
 
 # A fwd+bwd pass costs about three forward passes (the backward pass computes two matrix products
@@ -114,16 +114,15 @@ def task_examples(tokenizer, task: TaskSpec, *, include_path=TASKS_DIR, limit: i
     """(context, gold continuation) token pairs of ``task``'s documents, in lm-eval's document order.
 
     ``task`` is the same :class:`~headloc.evaluation.TaskSpec` a masked evaluation scores (with its
-    ``data_file``: the identification subset); ``limit`` keeps the first documents only.
+    ``data_file`` or ``doc_ids``: the identification subset), loaded as the masked evaluation loads
+    it (:func:`headloc.evaluation.load_task`); ``limit`` keeps the first documents only.
     """
-    from lm_eval.tasks import TaskManager
-
-    paths = include_path if isinstance(include_path, (list, tuple)) else [include_path]
-    manager = TaskManager(include_path=[str(p) for p in paths], include_defaults=False)
-    loaded = manager.load([task_config(manager, task)])["tasks"]
+    task_dict = load_task(task, include_path)
+    loaded = task_dict["tasks"] if "tasks" in task_dict else task_dict
     lm_task = loaded[task.lm_eval_task] if task.lm_eval_task in loaded else next(iter(loaded.values()))
     lm_task.set_fewshot_seed(FEWSHOT_SEED)
-    lm_task.build_all_requests(limit=limit, apply_chat_template=task.chat,
+    samples = None if task.doc_ids is None else list(task.doc_ids)
+    lm_task.build_all_requests(limit=limit, samples=samples, apply_chat_template=task.chat,
                                chat_template=_chat_template(tokenizer) if task.chat else None)
     by_doc: dict[int, list] = {}
     for instance in lm_task.instances:
@@ -133,7 +132,9 @@ def task_examples(tokenizer, task: TaskSpec, *, include_path=TASKS_DIR, limit: i
         context_ids, target_ids = encode_pair(tokenizer, *_gold_pair(lm_task, by_doc[doc_id], task.chat))
         if not target_ids:
             raise ValueError(f"document {doc_id} of {task.lm_eval_task}: the gold continuation has no tokens")
-        examples.append(Example(doc_id, tuple(context_ids), tuple(target_ids)))
+        # with samples, lm-eval numbers the chosen documents 0.. in the task's order: keep the task's own index
+        original = doc_id if samples is None else sorted(set(samples))[doc_id]
+        examples.append(Example(original, tuple(context_ids), tuple(target_ids)))
     if not examples:
         raise ValueError(f"task {task.lm_eval_task} built no documents")
     return examples

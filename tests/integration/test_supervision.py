@@ -4,17 +4,16 @@ import pytest
 import torch
 from lm_eval.api.instance import Instance
 from lm_eval.models.huggingface import HFLM
-from lm_eval.tasks import TaskManager
 from transformers import AutoModelForCausalLM
 
 from headloc.ablation import ablate_heads
-from headloc.evaluation import TASKS_DIR, TaskSpec, task_config
+from headloc.evaluation import TaskSpec, load_task
 from headloc.supervision import continuation_logprobs, make_batch, task_examples
 
 
 def lm_eval_docs(name):
-    manager = TaskManager(include_path=[str(TASKS_DIR)], include_defaults=False)
-    task = manager.load([task_config(manager, TaskSpec(name))])["tasks"][name]
+    loaded = load_task(TaskSpec(name))
+    task = loaded.get("tasks", loaded)[name]
     return task, list(task.eval_docs)
 
 
@@ -60,3 +59,12 @@ def test_scores_equal_lm_evals_loglikelihood(tiny_model_dir, tokenizer):
     with ablate_heads(model, gate):
         ablated = [ll for ll, _ in HFLM(pretrained=model, tokenizer=tokenizer, batch_size=4).loglikelihood(requests)]
     assert got[:, 1].sum(-1).tolist() == pytest.approx(ablated, abs=1e-4)
+
+
+def test_chosen_documents_keep_their_own_indices(tokenizer):
+    """A task scored on chosen document indices (TaskSpec.doc_ids, lm-eval's samples) yields those
+    documents, in the task's order, under their own indices."""
+    chosen = task_examples(tokenizer, TaskSpec("headloc_ioi", doc_ids=(7, 3, 5)))
+    first = task_examples(tokenizer, TaskSpec("headloc_ioi"), limit=8)
+    assert [e.doc_id for e in chosen] == [3, 5, 7]
+    assert chosen == [first[3], first[5], first[7]]

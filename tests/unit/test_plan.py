@@ -1,12 +1,14 @@
 """The experiment plan (headloc.plan) and the task/document checks (headloc.documents)."""
 
 import copy
+import inspect
 import json
 
 import pytest
 import yaml
 
 from conftest import REPO
+from headloc.chg import chg
 from headloc.config import TASKS_DIR, validate_config
 from headloc.data import build_docs, read_jsonl_numbered
 from headloc.documents import check_documents, load_task_yaml, required_fields, task_files, task_yaml
@@ -36,6 +38,45 @@ def test_paper_grid_searches(paper):
         "method": "cs_stratified", "n_masks": 400, "sparsity": 0.1}  # a tuning grid point
     with pytest.raises(KeyError, match="no search 'nope' on task 'gsm8k'"):
         paper.search("gsm8k", "nope")
+
+
+def test_gradient_methods_search_ids():
+    config = validated("config/demo.yaml")
+    config["search"]["methods"] = ["cs_stratified", "attribution", "chg"]
+    config["tasks"]["capitals"]["id_docs"] = 12
+    plan = Plan(config)
+    # the schema's chg defaults are headloc.chg's: 4 seed rows, lambda 0.1, 500 updates per fit
+    assert config["chg"] == {"seeds": 4, "lam": 0.1, "steps": 500}
+    defaults = {k: v.default for k, v in inspect.signature(chg).parameters.items()}
+    assert (len(defaults["seeds"]), defaults["lam"], defaults["init_steps"], defaults["fit_steps"]) == (4, 0.1, 500, 500)
+    assert Plan({**config, "chg": {}}).chg_options() == config["chg"]
+    assert list(plan.searches["ioi"]) == ["cs_stratified_m100_p0.05_n20_s0", "attribution_n20_s0",
+                                          "chg_x4_l0.1_t500_n20_s0"]
+    assert list(plan.searches["capitals"])[1:] == ["attribution_n12_s0", "chg_x4_l0.1_t500_n12_s0"]
+    assert plan.search("ioi", "chg_x4_l0.1_t500_n20_s0").method == "chg"
+    assert plan.search("ioi", "attribution_n20_s0").method == "attribution"
+    assert len(plan.searches_of("recoveries")) == 3 * 3
+    assert {plan.search(t, s).method for t, s in plan.searches_of("recoveries_main")} == {"cs_stratified"}
+
+    # every chg hyperparameter of the config, and the subset seed, moves the chg search (not attribution's)
+    for key, value, search_id in (("seeds", 2, "chg_x2_l0.1_t500_n20_s0"), ("lam", 0.05, "chg_x4_l0.05_t500_n20_s0"),
+                                  ("steps", 30, "chg_x4_l0.1_t30_n20_s0")):
+        changed = copy.deepcopy(config)
+        changed["chg"][key] = value
+        assert list(Plan(changed).searches["ioi"])[1:] == ["attribution_n20_s0", search_id]
+    changed = copy.deepcopy(config)
+    changed["search"]["seed"] = 3
+    assert list(Plan(changed).searches["ioi"])[1:] == ["attribution_n20_s3", "chg_x4_l0.1_t500_n20_s3"]
+
+    # a gradient method can be the main method; an unknown one is refused by the schema and the plan
+    config["validation"]["method"] = "attribution"
+    assert Plan(config).main_search("ioi") == "attribution_n20_s0"
+    bad = copy.deepcopy(config)
+    bad["search"]["methods"] = ["cs_stratified", "gradients"]
+    with pytest.raises(Exception, match="gradients"):
+        validate_config(bad, REPO / "config/schema.yaml")
+    with pytest.raises(ValueError, match="unknown search method 'gradients'; known: .*attribution, chg"):
+        Plan(bad)
 
 
 def test_each_collection_needs_only_its_searches(paper):
