@@ -27,8 +27,9 @@ demo: venv
 	@cat results/tables/table2.md
 	@echo "More: results/tables/table{1..10}.{md,csv,tex}, results/figures/fig{1..4}.png (see README)"
 
+# Two workers, each test file on one of them (module fixtures stay shared within a file).
 test: venv
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest -n 2 --dist loadfile
 
 lint: venv
 	$(VENV)/bin/snakemake --lint --configfile config/demo.yaml

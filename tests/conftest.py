@@ -6,6 +6,7 @@ by git), so only the first test session pays the ~40 s GGUF conversion.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import sys
@@ -29,8 +30,11 @@ def smollm2_dir() -> Path:
     from headloc.models import convert_gguf, resolve_source
 
     out = CACHE / "smollm2-135m-instruct"
-    if not (out / "config.json").is_file():
-        convert_gguf(resolve_source("smollm2-135m-instruct").location, str(out))
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / ".smollm2.lock", "w") as lock:  # pytest-xdist workers: one converts, the rest wait
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (out / "config.json").is_file():
+            convert_gguf(resolve_source("smollm2-135m-instruct").location, str(out))
     return out
 
 

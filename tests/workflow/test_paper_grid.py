@@ -2,6 +2,7 @@
 profile (no SLURM needed), and single-table targets that run only what they need."""
 
 import re
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import yaml
@@ -70,9 +71,17 @@ def test_paper_grid_dry_run_job_counts(profile):
     assert counts["collect_evals"] == 5 and counts["collect_recoveries"] == 2
 
 
+@pytest.fixture(scope="module")
+def dry_runs():
+    """Every target's dry run, two at a time (each is its own Snakemake process)."""
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        outputs = pool.map(lambda target: snakemake("-n", "--forceall", target).stdout, EXPECTED)
+        return dict(zip(EXPECTED, outputs))
+
+
 @pytest.mark.parametrize("target", list(EXPECTED))
-def test_each_target_schedules_exactly_its_jobs(target):
-    counts = job_counts(snakemake("-n", "--forceall", target).stdout)
+def test_each_target_schedules_exactly_its_jobs(dry_runs, target):
+    counts = job_counts(dry_runs[target])
     total = counts.pop("total")
     assert total == sum(counts.values()) and counts.pop(target) == 1
     assert counts == EXPECTED[target]
