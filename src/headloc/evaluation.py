@@ -134,8 +134,9 @@ def load_task(task: TaskSpec, include_path=TASKS_DIR) -> dict:
     if task.lm_eval_task not in manager.all_subtasks:  # lm-eval's own registry (indexing it takes ~30 s)
         manager = TaskManager(include_path=folders, metadata=dict(task.dataset_kwargs))
     if task.lm_eval_task not in manager.all_subtasks:
+        known = ", ".join(sorted(manager.all_subtasks)[:40])
         raise ValueError(f"unknown lm-eval task {task.lm_eval_task!r}: not in {', '.join(folders)} nor in "
-                         "lm-eval's registry")
+                         f"lm-eval's registry; the include path has: {known}, ...")
     return manager.load([task.lm_eval_task])
 
 

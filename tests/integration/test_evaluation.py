@@ -111,7 +111,7 @@ def test_chat_task_needs_a_chat_template(model, tokenizer, ioi_file):
 
 
 def test_unknown_task_names_what_exists(model, tokenizer, ioi_file):
-    with pytest.raises(ValueError, match="unknown lm-eval task 'headloc_nope'; the include path has: .*headloc_ioi"):
+    with pytest.raises(ValueError, match="unknown lm-eval task 'headloc_nope': not in .*src/headloc/tasks nor in lm-eval's registry"):
         MaskEvaluator(model, tokenizer, TaskSpec("headloc_nope"))
 
 
