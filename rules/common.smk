@@ -8,15 +8,16 @@ import json
 import os
 import re
 
-from headloc.config import (
-    check_config,
-    lm_eval_tasks_dir,
-    model_geometries,
-    task_folders,
-    validate_config,
-)
+from headloc.config import check_config, model_geometries, task_folders, validate_config
 from headloc.data import DATASETS
-from headloc.documents import load_task_yaml, reads_own_documents, task_files, task_yaml
+from headloc.documents import (
+    lm_eval_tasks_dir,
+    load_task_yaml,
+    reads_own_documents,
+    task_files,
+    task_yaml,
+)
+from headloc.paper_data import mirror_files
 from headloc.heads import HEADSET_PATTERN
 from headloc.models import resolve_source
 from headloc.plan import COLLECTIONS, GRADIENT_METHODS, Plan
@@ -147,16 +148,23 @@ def dataset_options(wildcards):
 
 
 def files_of_task(task):
-    """The task's YAML, what it includes, the Python and data beside it and its local data files."""
-    return task_files(config["tasks"][task]["lm_eval_task"], LOOKUP_FOLDERS)
+    """Every file a task's results depend on besides its documents: its YAML, what that includes,
+    the Python and data beside it, its local data files, and the data mirror's files of its dataset.
+    """
+    spec = config["tasks"][task]
+    mirrored = mirror_files(spec.get("dataset", task), MIRROR)
+    return [*task_files(spec["lm_eval_task"], LOOKUP_FOLDERS), *map(str, mirrored)]
+
+
+TASK_FILES = {task: files_of_task(task) for task in TASKS}  # found once, not per job
 
 
 def get_task_files(wildcards):
-    return files_of_task(wildcards.task)
+    return TASK_FILES[wildcards.task]
 
 
 def get_all_task_files(wildcards):
-    return sorted({path for task in TASKS for path in files_of_task(task)})
+    return sorted({path for files in TASK_FILES.values() for path in files})
 
 
 def options_of_task(task):

@@ -1,14 +1,14 @@
 """The evaluations behind one group of tables, as tidy rows (rule collect_evals)."""
 
 from headloc.io import log_to_file, read_json, write_table
-from headloc.plan import in_collection
-from headloc.results import evals_frame, selections
+from headloc.plan import collection_selections
+from headloc.results import evals_frame
 
 log = log_to_file(snakemake.log[0])
 recoveries = [read_json(path) for path in snakemake.input.recoveries]
 evals = [read_json(path) for path in snakemake.input.evals]
 options, p = snakemake.params.selection, snakemake.params
-chosen = [s for s in selections(recoveries, **options) if in_collection(p.collection, s, p.main_method)]
+chosen = collection_selections(p.collection, recoveries, options, p.main_method)
 frame = evals_frame(chosen, evals, relative_tasks=p.relative, capabilities=options["capabilities"])
 write_table(snakemake.output[0], frame)
 log.info("%s: %d selections, %d rows from %d evaluations", p.collection, len(chosen), len(frame),

@@ -1,13 +1,13 @@
 """Every search's reported heads in one table (rule collect_recoveries)."""
 
 from headloc.io import log_to_file, read_json, write_table
-from headloc.plan import in_collection
-from headloc.results import recoveries_frame, selections
+from headloc.plan import collection_selections
+from headloc.results import recoveries_frame
 
 log = log_to_file(snakemake.log[0])
 recoveries = [read_json(path) for path in snakemake.input.recoveries]
 options, p = snakemake.params.selection, snakemake.params
-chosen = [s for s in selections(recoveries, **options) if in_collection(p.collection, s, p.main_method)]
+chosen = collection_selections(p.collection, recoveries, options, p.main_method)
 frame = recoveries_frame(recoveries, chosen, options["capabilities"])
 frame["top_heads"] = frame["top_heads"].str.join(",")
 write_table(snakemake.output[0], frame)

@@ -60,6 +60,24 @@ def tiny_llama(vocab_size: int, seed: int = 0):
     return LlamaForCausalLM(config).eval()
 
 
+def zeroed_copy(model, mask):
+    """The reference for an ablation: a copy of a Llama ``model`` with the ablated heads' (``mask``,
+    1 = ablated, flat over layers x heads) input columns of the output projection set to zero."""
+    import copy
+
+    import numpy as np
+
+    reference = copy.deepcopy(model)
+    n_heads = model.config.num_attention_heads
+    for index in np.flatnonzero(mask):
+        layer, head = divmod(int(index), n_heads)
+        # the tiny models are Llamas: their output projection, named here, not through HOOK_MODULES
+        weight = reference.get_submodule(f"model.layers.{layer}.self_attn.o_proj").weight.data
+        width = weight.shape[1] // n_heads
+        weight[:, head * width:(head + 1) * width] = 0
+    return reference
+
+
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory, tokenizer) -> Path:
     """A tiny random Llama saved with SmolLM2's tokenizer: loads like any checkpoint folder."""

@@ -10,14 +10,13 @@ Both raise ValueError listing every problem found, one per line.
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import yaml
 
-from headloc.documents import load_task_yaml, reads_own_documents, task_yaml
+from headloc.documents import defined_tasks, lm_eval_tasks_dir, load_task_yaml, reads_own_documents, task_yaml
 from headloc.heads import HeadGeometry, parse_head
-from headloc.models import resolve_source, source_geometry
+from headloc.models import read_gguf_metadata, resolve_source, source_geometry
 
 TASKS_DIR = Path(__file__).parent / "tasks"
 
@@ -149,27 +148,6 @@ def task_folders(config: dict) -> list[Path]:
     return [TASKS_DIR, *(Path(folder).expanduser().resolve() for folder in config.get("include_path") or [])]
 
 
-def lm_eval_tasks_dir() -> Path:
-    """lm-eval's own task folder (its registry), found without importing lm-eval."""
-    import importlib.util
-
-    return Path(importlib.util.find_spec("lm_eval").origin).parent / "tasks"
-
-
-_DEFINES = re.compile(r"^(task|group):\s*['\"]?([\w.-]+)", re.MULTILINE)
-
-
-def defined_tasks(folders) -> dict[str, str]:
-    """name -> "task" or "group" for every ``task:`` and ``group:`` line of the YAMLs in ``folders``
-    (a text scan: ~1 s over lm-eval's 14,000 YAMLs, where building its TaskManager index takes ~30 s)."""
-    names: dict[str, str] = {}
-    for folder in folders:
-        for path in sorted(Path(folder).rglob("*.yaml")):
-            for match in _DEFINES.finditer(path.read_text(encoding="utf-8", errors="replace")):
-                names.setdefault(match.group(2), match.group(1))
-    return names
-
-
 def lm_eval_tasks(folders=(TASKS_DIR,)) -> list[str]:
     """Names of the lm-eval tasks (not groups) defined in ``folders``."""
     return sorted(name for name, kind in defined_tasks(folders).items() if kind == "task")
@@ -178,8 +156,6 @@ def lm_eval_tasks(folders=(TASKS_DIR,)) -> list[str]:
 def has_chat_template(source) -> bool | None:
     """Whether a model's tokenizer has a chat template, read offline; None when unknown (hub model)."""
     if source.kind == "gguf":
-        from headloc.models import read_gguf_metadata
-
         return bool(read_gguf_metadata(source.location).get("tokenizer.chat_template"))
     if source.kind == "directory":
         folder = Path(source.location)

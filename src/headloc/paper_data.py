@@ -120,6 +120,21 @@ def load_docs(name: str, split: str = "test", mirror=None) -> list[dict]:
     return normalize(name, rows, split)
 
 
+def mirror_files(name: str, mirror) -> list[Path]:
+    """The files of ``mirror`` that dataset ``name`` reads, every split (the workflow makes them
+    inputs, so an edited mirror re-runs what used it); [] without a mirror or for a dataset with none.
+
+    >>> [p.name for p in mirror_files("gsm8k", None)]
+    []
+    """
+    if mirror is None or name not in MIRROR_FILES:
+        return []
+    root = Path(mirror).expanduser()
+    subsets = ARITHMETIC_SUBSETS.values() if name == "arithmetic" else [None]
+    relative = [pattern.format(file=file) for pattern in MIRROR_FILES[name].values() for file in subsets]
+    return [root / path for path in dict.fromkeys(relative) if (root / path).is_file()]
+
+
 def normalize(name: str, rows: list[dict], split: str = "test") -> list[dict]:
     """Raw rows of ``name`` (hub or mirror format) in headloc's normalized form, with ids.
 

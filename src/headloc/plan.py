@@ -31,6 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from headloc.heads import format_headset
+from headloc.results import selections
 from headloc.selection import select_heads
 
 DIGEST_LENGTH = 12
@@ -265,6 +266,12 @@ def in_collection(collection: str, selection: Mapping, main_method: str) -> bool
     if selection["kind"] != "task" or wanted.methods == "all":
         return True
     return selection["method"] == main_method
+
+
+def collection_selections(collection: str, recoveries: Sequence[dict], options: Mapping,
+                          main_method: str) -> list[dict]:
+    """The selections (:func:`headloc.results.selections` with ``options``) a collected table keeps."""
+    return [s for s in selections(recoveries, **options) if in_collection(collection, s, main_method)]
 
 
 def choose_tuning_point(points: Iterable[Mapping]) -> Mapping:

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from transformers import AutoModelForCausalLM
 
+from conftest import zeroed_copy
 from headloc.ablation import HeadGeometry
 from headloc.data import build_docs, write_jsonl
 from headloc.evaluation import TASKS_DIR, AblatedLM, MaskEvaluator, TaskSpec, compact_sample
@@ -26,19 +27,6 @@ def ioi_file(tmp_path_factory):
 
 def ioi(path, **extra):
     return TaskSpec("headloc_ioi", dataset_kwargs={"data_file": str(path)}, **{"metric": "acc", **extra})
-
-
-def zeroed_copy(model, mask):
-    """Reference model: the ablated heads' input columns of o_proj set to zero."""
-    reference = copy.deepcopy(model)
-    n_heads = HeadGeometry.of(model.config).n_heads
-    for index in np.flatnonzero(mask):
-        layer, head = divmod(int(index), n_heads)
-        # the tiny models are Llamas: their output projection, named here, not through HOOK_MODULES
-        weight = reference.get_submodule(f"model.layers.{layer}.self_attn.o_proj").weight.data
-        d = weight.shape[1] // n_heads
-        weight[:, head * d:(head + 1) * d] = 0
-    return reference
 
 
 def loglikelihoods(result):

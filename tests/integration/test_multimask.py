@@ -6,7 +6,6 @@ output-projection columns are zeroed, scored by lm-eval without any gate. Real l
 """
 
 import contextlib
-import copy
 import tomllib
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import torch
 from lm_eval.api.instance import Instance
 from transformers import AutoModelForCausalLM
 
+from conftest import zeroed_copy
 from headloc import grouped as engine
 from headloc.ablation import HeadGeometry, masks_to_gate
 from headloc.data import build_docs, write_jsonl
@@ -53,19 +53,6 @@ def tiny_masks(model):
     masks[3, [4]] = 1
     masks[4, [3, 6]] = 1
     return masks
-
-
-def zeroed_copy(model, mask):
-    """The reference model: the ablated heads' input columns of the output projection set to zero."""
-    reference = copy.deepcopy(model)
-    n_heads = HeadGeometry.of(model.config).n_heads
-    for index in np.flatnonzero(mask):
-        layer, head = divmod(int(index), n_heads)
-        # the tiny models are Llamas: their output projection, named here, not through HOOK_MODULES
-        weight = reference.get_submodule(f"model.layers.{layer}.self_attn.o_proj").weight.data
-        width = weight.shape[1] // n_heads
-        weight[:, head * width:(head + 1) * width] = 0
-    return reference
 
 
 @pytest.fixture(scope="module")

@@ -624,6 +624,14 @@ def test_no_report_module_imports_another_ones_private_names():
 
 # ---------------------------------------------------------------- the registry of tables/figures
 
+# a collected models table and tuning grid, as the collect rules write them
+MODELS_FRAME = pd.DataFrame({"model": ["m1"], "source": ["x"], "n_layers": [10], "n_heads": [10],
+                             "n_kv_heads": [5], "total": [100]})
+TUNING_FRAME = pd.DataFrame({
+    "model": "m1", "task": "gsm8k", "method": "cs_stratified", "n_masks": [100, 200],
+    "sparsity": 0.05, "search": ["a", "b"], "top_heads": ["L1H2", "L3H4"], "baseline": 80.0,
+    "ablated": [60.0, 40.0], "degradation": [-20.0, -40.0], "chosen": [False, True]})
+
 OPTIONS = ReportOptions(
     top_k=5, gen_tasks=("boolq", "mmlu"), method="cs_stratified", capabilities=CAPS,
     knowledge_tasks=("wmdp_bio",), knowledge_eval_tasks=("mmlu", "wmdp_bio"),
@@ -702,12 +710,7 @@ def report_frames(pevals: pd.DataFrame) -> dict[str, pd.DataFrame]:
         "search": ["cs", "g", "cs", "cs"],
         "top_heads": ["L9H0,L9H1", "L9H1,L9H0", "L9H0", "L9H0"], "n_evals": [100, 5120, 200, 300],
         "r2": 0.5, "alpha": 0.01})
-    models = pd.DataFrame({"model": ["m1"], "source": ["x"], "n_layers": [10], "n_heads": [10],
-                           "n_kv_heads": [5], "total": [100]})
-    tuning = pd.DataFrame({
-        "model": "m1", "task": "gsm8k", "method": "cs_stratified", "n_masks": [100, 200],
-        "sparsity": 0.05, "search": ["a", "b"], "top_heads": ["L1H2", "L3H4"], "baseline": 80.0,
-        "ablated": [60.0, 40.0], "degradation": [-20.0, -40.0], "chosen": [False, True]})
+    models, tuning = MODELS_FRAME.copy(), TUNING_FRAME.copy()
     named = {"evals_main": pevals, "evals_methods": pd.concat([pevals, greedy], ignore_index=True),
              "evals_universal": pevals, "evals_knowledge": pevals, "recoveries": recoveries,
              "recoveries_main": recoveries, "models": models, "tuning": tuning}
@@ -908,12 +911,7 @@ def test_render_scripts_write_every_table_and_figure(tmp_path):
         "model": "m1", "task": list(TASK_RUNS), "capability": [CAPS[t] for t in TASK_RUNS],
         "method": "cs_stratified", "search": "cs", "top_heads": ["L9H0,L9H1", "L9H0", "L9H0"],
         "n_evals": 100, "r2": 0.5, "alpha": 0.01})
-    models = pd.DataFrame({"model": ["m1"], "source": ["x"], "n_layers": [10], "n_heads": [10],
-                           "n_kv_heads": [5], "total": [100]})
-    tuning = pd.DataFrame({
-        "model": "m1", "task": "gsm8k", "method": "cs_stratified", "n_masks": [100, 200],
-        "sparsity": 0.05, "search": ["a", "b"], "top_heads": ["L1H2", "L3H4"], "baseline": 80.0,
-        "ablated": [60.0, 40.0], "degradation": [-20.0, -40.0], "chosen": [False, True]})
+    models, tuning = MODELS_FRAME.copy(), TUNING_FRAME.copy()
     task_only = full[full["kind"] == "task"]
     cases = {
         "full": {"evals_main": full, "evals_methods": full, "evals_universal": full,

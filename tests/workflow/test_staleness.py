@@ -103,7 +103,6 @@ def test_no_change_of_config_or_data_shows_a_stale_table(tmp_path, models):
     assert shown_table2(work) == expected_table2(work, config)
 
     # back to an earlier config: its own table again, made without a single evaluation
-    dry = snakemake(TARGET, "-n", "--directory", str(work), "--configfile", str(work / "config.yaml"))
     (work / "config.yaml").write_text(yaml.safe_dump(two_models))
     dry = snakemake(TARGET, "-n", "--directory", str(work), "--configfile", str(work / "config.yaml"))
     assert "score_masks" not in dry.stdout and "validate_headset" not in dry.stdout
