@@ -219,6 +219,30 @@ def search_method(wildcards):
     return PLAN.search(wildcards.task, wildcards.search).method
 
 
+def search_seed(wildcards):
+    """The seed of one search's masks and Lasso folds (search.seed, plus the repeat)."""
+    return PLAN.search(wildcards.task, wildcards.search).seed
+
+
+def nested_rows(wildcards):
+    """A nested budget's number of rows (the first M of its full design); None: all of them."""
+    search = PLAN.search(wildcards.task, wildcards.search)
+    return search.n_masks if search.of else None
+
+
+def greedy_universal(wildcards):
+    """Greedy with the universal filter on: the model's universal heads, which no round chooses."""
+    if not PLAN.greedy_excludes_universal:
+        return []
+    return f"results/{wildcards.model}/universal_heads.json"
+
+
+def greedy_universal_masks(wildcards):
+    """The universal heads for a round's masks: rounds after the first never ablate them (round 1
+    scores every head alone, the one-shot matrix, so it needs no universal heads)."""
+    return greedy_universal(wildcards) if int(wildcards.round) > 1 else []
+
+
 def gradient_search_ids():
     """Searches of the gradient methods (rule gradient_search makes no others)."""
     return {
@@ -261,7 +285,18 @@ def get_previous_choice(wildcards):
 def get_recovery_input(wildcards):
     """Compressed sensing and one-shot greedy: the masks and their scores; greedy: its rounds;
     the gradient methods (attribution, chg): what rule gradient_search found."""
-    method = search_method(wildcards)
+    search = PLAN.search(wildcards.task, wildcards.search)
+    method = search.method
+    if search.rows_of:  # a nested budget, or one-shot greedy on greedy's round 1
+        return {
+            "masks": f"results/{wildcards.model}/{wildcards.task}/{search.rows_of}/masks.npy",
+            "scores": chunk_files(
+                "results/{model}/{task}/{rows_of}/scores/{chunk}.tsv",
+                model=wildcards.model,
+                task=wildcards.task,
+                rows_of=search.rows_of,
+            ),
+        }
     if method in GRADIENT_METHODS:
         return {
             "gradient": "results/{model}/{task}/{search}/gradient.json".format(

@@ -14,7 +14,8 @@ checkpoint recover_heads:
         location=model_location,
         method=search_method,
         alpha=SEARCH["alpha"],
-        seed=SEARCH["seed"],
+        seed=search_seed,
+        rows=nested_rows,
         top_k=PLAN.top_k,
     script:
         "../scripts/recover_heads.py"

@@ -11,7 +11,7 @@ rule make_masks:
     params:
         location=model_location,
         spec=search_spec,
-        seed=SEARCH["seed"],
+        seed=search_seed,
     script:
         "../scripts/make_masks.py"
 
@@ -87,6 +87,7 @@ rule make_greedy_masks:
     input:
         model=get_model_input,
         previous=get_previous_choice,
+        universal=greedy_universal_masks,
     output:
         "results/{model}/{task}/{search}/round{round}/masks.npy",
     log:
@@ -120,6 +121,7 @@ rule choose_greedy_head:
         masks="results/{model}/{task}/{search}/round{round}/masks.npy",
         scores=get_greedy_round_scores,
         previous=get_previous_choice,
+        universal=greedy_universal,
     output:
         "results/{model}/{task}/{search}/round{round}/chosen.json",
     log:

@@ -8,8 +8,10 @@ from headloc.models import load_config
 log = log_to_file(snakemake.log[0])
 geometry = HeadGeometry.of(load_config(snakemake.params.location))
 chosen = read_json(snakemake.input.previous)["chosen"] if snakemake.input.previous else []
+universal = read_json(snakemake.input.universal)["heads"] if snakemake.input.universal else []
 indices = [head_index(head, geometry.n_layers, geometry.n_heads) for head in chosen]
-masks = greedy.round_masks(geometry.total, indices)
-log.info("round %s: %d masks, heads kept ablated: %s", snakemake.wildcards.round, len(masks),
-         ", ".join(chosen) or "none")
+excluded = [head_index(head, geometry.n_layers, geometry.n_heads) for head in universal]
+masks = greedy.round_masks(geometry.total, indices, exclude=excluded)
+log.info("round %s: %d masks, heads kept ablated: %s; universal heads left out: %s", snakemake.wildcards.round,
+         len(masks), ", ".join(chosen) or "none", ", ".join(universal) or "none")
 save_npy(snakemake.output[0], masks)

@@ -26,6 +26,9 @@ def fitted():
     scores = pd.concat(pd.read_csv(path, sep="\t") for path in snakemake.input.scores).sort_values("mask")
     if not np.array_equal(scores["mask"].to_numpy(), np.arange(len(masks))):
         raise ValueError(f"the chunk scores cover masks {scores['mask'].tolist()}, expected 0..{len(masks) - 1}")
+    if p.rows:  # a nested budget: the first rows of the full design
+        log.info("budget %d: the first %d of %d scored masks", p.rows, p.rows, len(masks))
+        masks, scores = masks[: p.rows], scores.iloc[: p.rows]
     fit = recovery_for(p.method, alpha=p.alpha, random_state=p.seed).fit(masks, scores["score"].to_numpy())
     log.info("alpha %.4g, R^2 %.3f", fit.alpha_, fit.r2_)
     return {
@@ -48,7 +51,8 @@ def gradient():
 
 
 if p.method == "greedy":
-    result = greedy_recovery([read_json(path) for path in snakemake.input.rounds], names)
+    rounds = [read_json(path) for path in snakemake.input.rounds]
+    result = greedy_recovery(rounds, names, exclude=rounds[-1].get("excluded", []))
 elif p.method in GRADIENT_METHODS:
     result = gradient()
 else:

@@ -270,6 +270,10 @@ def check_config(config: dict, geometries: dict) -> None:
         if name in localized and "method" in validation and validation["method"] not in methods:
             problem(mkey, f"{methods} lacks validation.method {validation['method']!r}, whose heads every "
                           f"table uses; expected the methods of task {name} to include it")
+        too_big = [b for b in search.get("budgets", []) if b >= n_masks]
+        if name in localized and any(m.startswith("cs_") for m in methods) and too_big:
+            problem("search.budgets", f"{too_big} not below the {n_masks} masks of task {name}; expected budgets "
+                                      f"smaller than n_masks (each is cut from the first rows of that design)")
         if name in localized and any(m.startswith("cs_") for m in methods) and search["chunks"] > n_masks:
             problem("search.chunks", f"{search['chunks']} is larger than the {n_masks} masks of task {name}; "
                                      f"expected at most {n_masks} scoring jobs per search")

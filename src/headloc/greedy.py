@@ -12,11 +12,13 @@ Universal heads (``headloc.selection.universal_heads``) sit at the top of many u
 the filter is on, each method leaves them out where it *chooses* heads, so a task's top heads are
 never the tail of a search that spent itself on universal heads:
 
-* **greedy**: the universal heads are not candidates (``exclude=``): no round ablates or keeps one,
-  so every round picks among task heads (and each round costs that many fewer evaluations). The
-  search therefore depends on the universal-head detection, which comes from the other methods'
-  unfiltered rankings. In the ranking the excluded heads come last, in index order.
-* **greedy1s** (one-shot greedy): the one-shot matrix still scores every head alone (the same
+* **greedy**: the universal heads are not candidates (``exclude=``): no round keeps one, and no
+  round after the first ablates one, so every round picks among task heads. Round 1 still scores
+  every head alone (it *is* the one-shot greedy matrix, which one-shot greedy then reuses; the
+  excluded heads cost one evaluation each there). The search therefore depends on the
+  universal-head detection, which comes from the main method's unfiltered rankings. In the
+  ranking the excluded heads come last, in index order.
+* **greedy1s** (one-shot greedy): the one-shot matrix scores every head alone (the same
   evaluations serve the unfiltered ranking); its ranking is then filtered
   (:func:`filter_ranking`: universal heads moved to the end). Single-head scores do not interact,
   so this equals excluding them from the search.
@@ -60,16 +62,20 @@ def candidates(n_heads: int, chosen: Sequence[int], exclude: Iterable[int] = ())
 def round_masks(n_heads: int, chosen: Sequence[int], exclude: Iterable[int] = ()) -> np.ndarray:
     """The masks of the round after ``chosen`` (flat head indices), one row per candidate head.
 
-    Round 1 starts with the all-zero (unablated) row. Heads in ``exclude`` are never ablated.
+    Round 1 is the one-shot matrix: the all-zero (unablated) row, then every head alone, excluded
+    heads included (they are never *chosen*). Later rounds never ablate a head in ``exclude``.
 
     >>> round_masks(3, []).tolist()
     [[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]]
     >>> round_masks(3, [1]).tolist()
     [[1, 1, 0], [0, 1, 1]]
     >>> round_masks(3, [], exclude=[0]).tolist()
-    [[0, 0, 0], [0, 1, 0], [0, 0, 1]]
+    [[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]]
+    >>> round_masks(3, [1], exclude=[0]).tolist()
+    [[0, 1, 1]]
     """
-    added = candidates(n_heads, chosen, exclude)
+    candidates(n_heads, chosen, exclude)  # checks the heads, and that one is left to choose
+    added = candidates(n_heads, chosen, exclude if chosen else ())
     masks = np.zeros((len(added), n_heads), dtype=np.int8)
     masks[:, list(chosen)] = 1
     masks[np.arange(len(added)), added] = 1
@@ -97,7 +103,8 @@ def choose(masks: np.ndarray, scores: np.ndarray, chosen: Sequence[int],
         raise ValueError(f"the masks are not the greedy round after heads {list(chosen)}{excluding}")
     rows = scores[1:] if not chosen else scores
     by_head = np.full(n_heads, np.nan)
-    by_head[candidates(n_heads, chosen, exclude)] = rows
+    by_head[candidates(n_heads, chosen, exclude if chosen else ())] = rows
+    by_head[exclude] = np.nan  # scored alone in round 1, but never chosen
     best = int(np.nanargmin(by_head))  # the first minimum: ties go to the lower index
     return best, by_head
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from headloc.heads import format_headset
 from headloc.results import selections
@@ -42,13 +42,24 @@ CHG_DEFAULTS = {"seeds": 4, "lam": 0.1, "steps": 500}  # config/schema.yaml's de
 
 @dataclass(frozen=True)
 class Search:
-    """One search: its method and the parameters that change its result."""
+    """One search: its method and the parameters that change its result.
+
+    ``seed`` seeds its masks (and the Lasso's cross-validation folds): the config's ``search.seed``
+    for repeat 0, ``seed + repeat`` for the further repeats of a random method. ``rows_of`` names
+    the search whose masks and scores it reuses instead of scoring its own: a smaller budget of
+    ``search.budgets`` reads the first ``n_masks`` rows of the full design's (nested designs), and
+    one-shot greedy reads greedy's round 1 (the same matrix) when greedy runs too.
+    """
 
     task: str
     id: str
     method: str
     n_masks: int
     sparsity: float
+    seed: int = 0
+    repeat: int = 0
+    rows_of: str | None = None
+    of: int | None = None  # a nested budget: the size of the full design it is cut from
 
     def spec(self) -> dict:
         """What the mask and tuning jobs are told about the search."""
@@ -74,14 +85,14 @@ class Collection:
         return self.kind in ("recoveries", "evals")
 
 
-HEAD_KINDS = ("task", "universal", "knowledge", "extra")
+HEAD_KINDS = ("task", "unfiltered", "universal", "knowledge", "extra")
 COLLECTIONS = {c.name: c for c in (
     Collection("models", "models"),
     Collection("tuning", "tuning"),
     Collection("recoveries_main", "recoveries", "main"),
     Collection("recoveries", "recoveries", "all"),
     Collection("evals_main", "evals", "main", ("task",)),
-    Collection("evals_methods", "evals", "all", ("task",)),
+    Collection("evals_methods", "evals", "all", ("task", "unfiltered")),
     Collection("evals_universal", "evals", "main", ("universal",)),
     Collection("evals_knowledge", "evals", "main", ("knowledge",)),
     Collection("evals_all", "evals", "all", HEAD_KINDS),
@@ -113,6 +124,10 @@ class Plan:
         self.main_method = config["validation"]["method"]
         self.seed = config["search"]["seed"]
         self.digest = config_digest(config)
+        if self.main_method == "greedy" and self.greedy_excludes_universal:
+            raise ValueError("config validation.method: 'greedy' with universal.filter on would wait on itself "
+                             "(greedy leaves out the universal heads, which are found on the main method's "
+                             "rankings); expected another main method, or universal.filter: false")
         self.searches = {task: self._searches(task) for task in self.localized}
         self.tuning = {task: self._tuning(task) for task in config["tuning"]["tasks"]}
 
@@ -122,17 +137,21 @@ class Plan:
         """Identification subset size: the task's own, or the search default."""
         return self.config["tasks"][task]["id_docs"] or self.config["search"]["id_docs"]
 
-    def search_id(self, task: str, method: str, n_masks: int, sparsity: float) -> str:
+    def search_id(self, task: str, method: str, n_masks: int, sparsity: float, *, repeat: int = 0,
+                  of: int | None = None) -> str:
         """Directory name of a search: the method and every parameter that changes its result.
 
         The gradient methods use no masks: ``attribution`` depends on the identification subset
         only; ``chg`` also on the ``chg`` section (seed rows x, lambda l, updates per fit t).
+        Greedy with the universal filter on (``xu``) excludes the universal heads from its rounds.
+        A compressed-sensing budget read from the first rows of a larger design says so
+        (``m25of200``); repeats after the first add ``_r<repeat>``.
         """
         tail = f"n{self.id_docs(task)}_s{self.seed}"
         if method == "greedy1s":
             return f"greedy1s_{tail}"
         if method == "greedy":
-            return f"greedy_k{self.top_k}_{tail}"
+            return f"greedy_k{self.top_k}{'_xu' if self.greedy_excludes_universal else ''}_{tail}"
         if method == "attribution":
             return f"attribution_{tail}"
         if method == "chg":
@@ -140,18 +159,40 @@ class Plan:
             return f"chg_x{chg['seeds']}_l{chg['lam']:g}_t{chg['steps']}_{tail}"
         if method not in MASK_METHODS:
             raise ValueError(f"unknown search method {method!r}; known: {', '.join(MASK_METHODS + GRADIENT_METHODS)}")
-        return f"{method}_m{n_masks}_p{sparsity:g}_{tail}"
+        size = f"{n_masks}of{of}" if of else f"{n_masks}"
+        return f"{method}_m{size}_p{sparsity:g}_{tail}{f'_r{repeat}' if repeat else ''}"
+
+    @property
+    def greedy_excludes_universal(self) -> bool:
+        """Greedy leaves the universal heads out of its rounds when the universal filter is on."""
+        return bool(self.config.get("universal", {}).get("filter", False))
 
     def chg_options(self) -> dict:
         """The ``chg`` section (seeds, lam, steps), defaults filled in for configs that lack it."""
         return {**CHG_DEFAULTS, **self.config.get("chg", {})}
 
-    def _search(self, task, method, n_masks, sparsity) -> Search:
-        return Search(task, self.search_id(task, method, n_masks, sparsity), method, n_masks, sparsity)
+    def _search(self, task, method, n_masks, sparsity, repeat=0, of=None, rows_of=None) -> Search:
+        return Search(task, self.search_id(task, method, n_masks, sparsity, repeat=repeat, of=of), method,
+                      n_masks, sparsity, seed=self.seed + repeat, repeat=repeat, rows_of=rows_of, of=of)
 
     def _searches(self, task: str) -> dict[str, Search]:
+        """Every search of a task: each method once, a compressed-sensing method once per repeat and
+        per budget (the smaller budgets nested in the full design)."""
         settings = {**self.config["search"], **self.config["tasks"][task]["search"]}
-        found = (self._search(task, m, settings["n_masks"], settings["sparsity"]) for m in settings["methods"])
+        methods, n_masks, sparsity = settings["methods"], settings["n_masks"], settings["sparsity"]
+        found = []
+        for method in methods:
+            if not method.startswith("cs_"):
+                found.append(self._search(task, method, n_masks, sparsity))
+                continue
+            for repeat in range(settings.get("repeats", 1)):
+                full = self._search(task, method, n_masks, sparsity, repeat)
+                found.append(full)
+                found += [self._search(task, method, budget, sparsity, repeat, of=n_masks, rows_of=full.id)
+                          for budget in sorted(settings.get("budgets", []))]
+        if "greedy1s" in methods and "greedy" in methods:  # greedy's round 1 is the one-shot matrix
+            greedy_id = self.search_id(task, "greedy", n_masks, sparsity)
+            found = [replace(s, rows_of=f"{greedy_id}/round1") if s.method == "greedy1s" else s for s in found]
         return {s.id: s for s in found}
 
     def _tuning(self, task: str) -> dict[str, Search]:
@@ -170,9 +211,9 @@ class Plan:
         return {s for plan in (self.searches, self.tuning) for searches in plan.values() for s in searches}
 
     def main_search(self, task: str) -> str:
-        """The search of the main method (validation.method) on a task."""
+        """The search of the main method (validation.method) on a task: its full design, repeat 0."""
         for search in self.searches[task].values():
-            if search.method == self.main_method:
+            if search.method == self.main_method and search.repeat == 0 and search.of is None:
                 return search.id
         raise ValueError(f"config validation.method: {self.main_method!r} is not among the methods run on "
                          f"task {task!r} ({', '.join(s.method for s in self.searches[task].values())})")
@@ -206,17 +247,22 @@ class Plan:
 
     def headsets(self, collection: str, rankings: Mapping[tuple[str, str], Sequence[str]]) -> list[str]:
         """Head sets of one model a collected evals table needs: the baseline ("none"), then per the
-        collection's head kinds the cumulative top 1..k of each of its searches, each universal and
-        knowledge head alone, and the extra head sets. ``rankings`` maps (task, search id) to the
-        recovered ranking of every search in :meth:`searches_of`."""
+        collection's head kinds the cumulative top 1..k of each main-method search and the top k of
+        every other search (and its unfiltered top k when the universal filter is on), each
+        universal and knowledge head alone, and the extra head sets. ``rankings`` maps (task,
+        search id) to the recovered ranking of every search in :meth:`searches_of`."""
         kinds = COLLECTIONS[collection].heads
         options = self.selection_options()
         selected = select_heads(rankings, options["main"], self.capabilities, k=self.top_k,
                                 universal=options["universal"], knowledge=options["knowledge"])
         sets = {"none"}
         if "task" in kinds:
-            for heads in selected["task"].values():
-                sets.update(format_headset(heads[:k]) for k in range(1, len(heads) + 1))
+            for (task, search), heads in selected["task"].items():
+                cumulative = options["main"].get(task) == search
+                sets.update(format_headset(heads[:k]) for k in (range(1, len(heads) + 1) if cumulative
+                                                                 else [len(heads)]) if k)
+        if "unfiltered" in kinds and options["universal"]["filter"]:
+            sets.update(format_headset(heads) for heads in selected["unfiltered"].values() if heads)
         for kind in ("universal", "knowledge"):
             if kind in kinds:
                 sets.update(selected[kind])
@@ -263,7 +309,9 @@ def in_collection(collection: str, selection: Mapping, main_method: str) -> bool
     wanted = COLLECTIONS[collection]
     if wanted.kind == "evals" and selection["kind"] not in wanted.heads:
         return False
-    if selection["kind"] != "task" or wanted.methods == "all":
+    if wanted.kind == "recoveries" and selection["kind"] == "unfiltered":
+        return False  # a recoveries row holds the task heads (and the ranking itself)
+    if selection["kind"] not in ("task", "unfiltered") or wanted.methods == "all":
         return True
     return selection["method"] == main_method
 
@@ -292,7 +340,7 @@ COLLECTION_RUNS = {
     "recoveries_main": "the main method's searches",
     "recoveries": "every method's searches",
     "evals_main": "the main method's searches, full-data validation of their top-k",
-    "evals_methods": "every method's searches, full-data validation of their top-k",
+    "evals_methods": "every method's searches, full-data validation of their top-k (filtered and unfiltered)",
     "evals_universal": "the main method's searches, universal heads validated alone",
     "evals_knowledge": "the main method's searches, knowledge heads validated alone",
 }

@@ -147,13 +147,14 @@ def recovery_for(method: str, alpha="cv", random_state=None) -> LassoRecovery:
     return LassoRecovery(alpha=alpha, random_state=random_state)
 
 
-def greedy_recovery(rounds: list[dict], names: list[str]) -> dict:
+def greedy_recovery(rounds: list[dict], names: list[str], exclude: list[str] = ()) -> dict:
     """Greedy search's result from its rounds (the ``chosen.json`` records, in order).
 
     Ranking: the chosen heads in the order chosen, then the rest by their score in the last round.
     Coefficients (so that every method reports "change in score when this head is ablated"): a
     chosen head's is the score change its addition caused in its round; any other head's, the
-    change it would have caused in the last round.
+    change it would have caused in the last round; a head in ``exclude`` (never a candidate), the
+    change it caused alone in round 1 (``excluded_scores``), None if that was not recorded.
 
     >>> rounds = [{"chosen": ["L0H1"], "score": 0.5, "unablated": 0.9, "n_evals": 3,
     ...            "scores": {"L0H0": 0.8, "L0H1": 0.5}},
@@ -169,8 +170,11 @@ def greedy_recovery(rounds: list[dict], names: list[str]) -> dict:
     coef.update({r["chosen"][-1]: r["score"] - b for r, b in zip(rounds, before)})
     last_scores = np.array([last["scores"].get(name, np.nan) for name in names])
     chosen = [names.index(name) for name in last["chosen"]]
+    excluded = [names.index(name) for name in exclude]
+    alone = {name: score - last["unablated"] for name, score in rounds[0].get("excluded_scores", {}).items()}
     return {
         "n_evals": last["n_evals"], "alpha": None, "r2": None, "intercept": last["unablated"],
-        "ranking": [names[i] for i in greedy.ranking(chosen, last_scores)],
-        "coef": {name: coef[name] for name in names},
+        "ranking": [names[i] for i in greedy.ranking(chosen, last_scores, exclude=excluded)],
+        "coef": {name: coef.get(name, alone.get(name)) for name in names},
+        "excluded": list(exclude),
     }

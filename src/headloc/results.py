@@ -27,7 +27,7 @@ EVALS_FRAME_COLUMNS = ["model", "kind", "task", "capability", "method", "search"
 MODELS_FRAME_COLUMNS = ["model", "source", "n_layers", "n_heads", "n_kv_heads", "total"]
 TUNING_FRAME_COLUMNS = ["model", "task", "method", "n_masks", "sparsity", "search", "top_heads", "baseline",
                         "ablated", "degradation", "chosen"]
-KINDS = ("task", "universal", "knowledge", "extra")
+KINDS = ("task", "unfiltered", "universal", "knowledge", "extra")
 
 
 def display_score(value: float, baseline: float, relative: bool) -> float:
@@ -41,8 +41,12 @@ def selections(recoveries: Sequence[dict], *, main: Mapping[str, str], capabilit
                k: int, universal: Mapping, knowledge: Mapping, extra: Sequence[str] = ()) -> list[dict]:
     """Every selection of every model with a recovery (see :func:`headloc.selection.select_heads`).
 
-    Each is ``{"model", "kind", "task", "method", "search", "heads"}``; task, method and search are
-    empty for the kinds that do not come from one search.
+    Each is ``{"model", "kind", "task", "method", "search", "heads", "cumulative"}``; task, method
+    and search are empty for the kinds that do not come from one search. Only the main search's
+    task heads are ``cumulative`` (validated as top 1, top 2, ..., top k: Figure 1 and the tables'
+    k); every other search's only as its top k. ``"unfiltered"`` selections (a search's own top k,
+    universal heads kept) exist only when the universal filter is on (otherwise they are the task
+    heads).
     """
     by_model: dict[str, list[dict]] = {}
     for record in recoveries:
@@ -52,9 +56,11 @@ def selections(recoveries: Sequence[dict], *, main: Mapping[str, str], capabilit
         rankings = {(r["task"], r["search"]): r["ranking"] for r in records}
         methods = {(r["task"], r["search"]): r["method"] for r in records}
         picked = select_heads(rankings, main, capabilities, k=k, universal=universal, knowledge=knowledge)
-        for (task, search), heads in picked["task"].items():
-            out.append({"model": model, "kind": "task", "task": task, "method": methods[(task, search)],
-                        "search": search, "heads": heads})
+        for kind in ("task", "unfiltered") if universal["filter"] else ("task",):
+            for (task, search), heads in picked[kind].items():
+                out.append({"model": model, "kind": kind, "task": task, "method": methods[(task, search)],
+                            "search": search, "heads": heads,
+                            "cumulative": kind == "task" and main.get(task) == search})
         for kind in ("universal", "knowledge"):
             out += [{"model": model, "kind": kind, "task": "", "method": "", "search": "", "heads": [head]}
                     for head in picked[kind]]
@@ -82,8 +88,9 @@ def evals_frame(chosen: Sequence[dict], evals: Sequence[dict], relative_tasks=()
                 capabilities: Mapping[str, str] | None = None) -> pd.DataFrame:
     """One row per (selection, number of heads ablated k, evaluated task), score in display units.
 
-    A "task" selection gives k = 0..len(heads) (cumulative top heads, k = 0 the baseline); the other
-    kinds give their k = len(heads) rows, plus one set of k = 0 baseline rows per model and kind.
+    A cumulative "task" selection gives k = 0..len(heads) (cumulative top heads, k = 0 the
+    baseline); any other task or unfiltered selection k = 0 and k = len(heads); the other kinds
+    give their k = len(heads) rows, plus one set of k = 0 baseline rows per model and kind.
     Raises KeyError naming the (model, task, head set) of an evaluation that is missing.
     """
     capabilities = capabilities or {}
@@ -111,8 +118,9 @@ def evals_frame(chosen: Sequence[dict], evals: Sequence[dict], relative_tasks=()
 
     for selection in chosen:
         heads = selection["heads"]
-        if selection["kind"] == "task":
-            for k in range(len(heads) + 1):
+        if selection["kind"] in ("task", "unfiltered"):
+            ks = range(len(heads) + 1) if selection.get("cumulative", True) else sorted({0, len(heads)})
+            for k in ks:
                 add(selection, k, heads[:k])
             continue
         key = (selection["model"], selection["kind"])

@@ -76,8 +76,9 @@ def select_heads(rankings: Mapping[tuple[str, str], Sequence[str]], main: Mappin
     ``main`` maps each searched task to its main-method search; ``universal`` holds the config's
     ``top_n``, ``min_capabilities`` and ``filter``, ``knowledge`` its ``tasks``, ``top_n`` and
     ``min_tasks``. Returns ``{"universal": {head: tasks}, "knowledge": {head: tasks},
-    "task": {(task, search): top-k heads}}``, the task heads without the universal ones when
-    ``universal["filter"]``.
+    "task": {(task, search): top-k heads}, "unfiltered": {(task, search): top-k heads}}``, the task
+    heads without the universal ones when ``universal["filter"]``, the unfiltered ones the ranking's
+    own top k (what Table 4 shows beside them).
 
     >>> rankings = {("a", "cs"): ["L0H0", "L1H1", "L2H2"], ("b", "cs"): ["L0H0", "L3H3", "L1H1"]}
     >>> picked = select_heads(rankings, {"a": "cs", "b": "cs"}, {"a": "math", "b": "code"}, k=2,
@@ -96,4 +97,5 @@ def select_heads(rankings: Mapping[tuple[str, str], Sequence[str]], main: Mappin
         "universal": found,
         "knowledge": shared,
         "task": {key: task_heads(ranking, k, exclude) for key, ranking in rankings.items()},
+        "unfiltered": {key: list(ranking[:k]) for key, ranking in rankings.items()},
     }

@@ -10,7 +10,8 @@ def run_greedy(score_of, n_heads, k, exclude=()):
     chosen, n_evals = [], 0
     for _ in range(k):
         masks = greedy.round_masks(n_heads, chosen, exclude)
-        assert not masks[:, list(exclude)].any()  # an excluded head is never ablated
+        if chosen:  # round 1 is the one-shot matrix; later rounds never ablate an excluded head
+            assert not masks[:, list(exclude)].any()
         head, by_head = greedy.choose(masks, np.array([score_of(m) for m in masks]), chosen, exclude)
         chosen.append(head)
         n_evals += len(masks)
@@ -73,7 +74,7 @@ def test_a_universal_head_swallows_unfiltered_greedy_rounds():
 def test_excluding_the_universal_head_lets_greedy_find_the_task_heads():
     chosen, last = run_greedy(universal_score, n_heads=8, k=3, exclude=[UNIVERSAL])
     assert chosen == [5, 6, 1]
-    assert run_greedy.n_evals == 1 + 7 + 6 + 5  # round 1: unablated + 7 candidates
+    assert run_greedy.n_evals == 1 + 8 + 6 + 5  # round 1: unablated + every head alone
     order = greedy.ranking(chosen, last, exclude=[UNIVERSAL])
     assert order[:3] == [5, 6, 1] and order[-1] == UNIVERSAL and sorted(order) == list(range(8))
 
@@ -95,4 +96,12 @@ def test_exclusions_are_checked():
     with pytest.raises(ValueError, match="no candidate heads left"):
         greedy.round_masks(2, [0], exclude=[1])
     with pytest.raises(ValueError, match="excluding heads \\[3\\]"):
-        greedy.choose(greedy.round_masks(4, []), np.zeros(5), [], exclude=[3])
+        greedy.choose(greedy.round_masks(4, [0]), np.zeros(3), [0], exclude=[3])
+
+
+def test_round_one_scores_an_excluded_head_but_never_chooses_it():
+    masks = greedy.round_masks(4, [], exclude=[2])
+    assert np.array_equal(masks, greedy.round_masks(4, []))  # the one-shot matrix, shared with greedy1s
+    head, by_head = greedy.choose(masks, np.array([1.0, 0.9, 0.8, 0.1, 0.7]), [], exclude=[2])
+    assert head == 3  # head 2 alone scores lowest (0.1) but is excluded; head 3 is next (0.7)
+    assert np.isnan(by_head[2]) and by_head[3] == 0.7

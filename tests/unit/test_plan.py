@@ -9,7 +9,7 @@ import yaml
 
 from conftest import REPO
 from headloc.chg import chg
-from headloc.config import TASKS_DIR, validate_config
+from headloc.config import TASKS_DIR, check_config, validate_config
 from headloc.data import build_docs, read_jsonl_numbered
 from headloc.documents import check_documents, load_task_yaml, required_fields, task_files, task_yaml
 from headloc.plan import COLLECTIONS, Plan, choose_tuning_point, config_digest, in_collection, target_table
@@ -32,7 +32,7 @@ def test_paper_grid_searches(paper):
     assert sorted(paper.localized) == ["arithmetic", "gsm8k", "mbpp", "rhyme", "swear", "wmdp_bio", "wmdp_chem",
                                        "wmdp_cyber"]
     assert list(paper.searches["gsm8k"]) == ["cs_stratified_m100_p0.05_n100_s0", "cs_bernoulli_m100_p0.05_n100_s0",
-                                             "greedy1s_n100_s0", "greedy_k5_n100_s0"]
+                                             "greedy1s_n100_s0", "greedy_k5_xu_n100_s0"]
     assert paper.main_search("swear") == "cs_stratified_m200_p0.05_n12_s0"  # its own M and subset size
     assert paper.search("gsm8k", "cs_stratified_m400_p0.1_n100_s0").spec() == {
         "method": "cs_stratified", "n_masks": 400, "sparsity": 0.1}  # a tuning grid point
@@ -103,8 +103,9 @@ def test_head_sets_of_a_collection():
     # L1H5 tops ioi and capitals (two capabilities): universal, filtered out of every top-k
     assert plan.headsets("evals_main", main) == ["L2H0", "L2H0+L3H3", "L4H4", "L4H4+L5H5", "L6H6",
                                                  "L6H6+L7H7", "none"]
+    # other methods: top k only (greedy1s filtered: L8H8, L0H0); every search's unfiltered top k too
     assert plan.headsets("evals_methods", rankings) == sorted(
-        plan.headsets("evals_main", main) + ["L8H8", "L0H0+L8H8"])
+        plan.headsets("evals_main", main) + ["L0H0+L8H8", "L1H5+L2H0", "L1H5+L4H4", "L1H5+L6H6", "L1H5+L8H8"])
     assert plan.headsets("evals_universal", main) == ["L1H5", "none"]
     assert plan.headsets("evals_all", rankings) == sorted(
         plan.headsets("evals_methods", rankings) + ["L1H5", "L0H1+L9H9"])
@@ -117,6 +118,10 @@ def test_selections_in_a_collection():
     assert in_collection("recoveries", task, "cs_stratified")
     assert not in_collection("recoveries_main", task, "cs_stratified")
     assert not in_collection("evals_universal", {"kind": "knowledge", "method": ""}, "cs_stratified")
+    unfiltered = {"kind": "unfiltered", "method": "greedy"}
+    assert in_collection("evals_methods", unfiltered, "cs_stratified")
+    assert not in_collection("evals_main", unfiltered, "cs_stratified")
+    assert not in_collection("recoveries", unfiltered, "cs_stratified")
     assert set(COLLECTIONS) == {"models", "tuning", "recoveries", "recoveries_main", "evals_main", "evals_methods",
                                 "evals_universal", "evals_knowledge", "evals_all"}
 
@@ -207,4 +212,39 @@ def test_good_documents_pass(tmp_path):
 def test_docs_target_table_is_the_registry():
     """docs/targets.md shows headloc.plan.target_table() verbatim (regenerate it from there)."""
     assert target_table() in (REPO / "docs/targets.md").read_text()
-    assert target_table().count("\n") == 2 + 11 + 4  # header, 11 tables, 4 figures
+    assert target_table().count("\n") == 2 + 11 + 5  # header, 11 tables, 4 figures
+
+
+def test_budgets_repeats_and_shared_rows():
+    config = validated("config/demo.yaml")
+    config["search"].update(methods=["cs_stratified", "cs_bernoulli", "greedy1s", "greedy"], n_masks=200,
+                            budgets=[50, 25], repeats=2)
+    plan = Plan(config)
+    searches = plan.searches["ioi"]
+    assert list(searches) == [
+        "cs_stratified_m200_p0.05_n20_s0", "cs_stratified_m25of200_p0.05_n20_s0",
+        "cs_stratified_m50of200_p0.05_n20_s0", "cs_stratified_m200_p0.05_n20_s0_r1",
+        "cs_stratified_m25of200_p0.05_n20_s0_r1", "cs_stratified_m50of200_p0.05_n20_s0_r1",
+        "cs_bernoulli_m200_p0.05_n20_s0", "cs_bernoulli_m25of200_p0.05_n20_s0",
+        "cs_bernoulli_m50of200_p0.05_n20_s0", "cs_bernoulli_m200_p0.05_n20_s0_r1",
+        "cs_bernoulli_m25of200_p0.05_n20_s0_r1", "cs_bernoulli_m50of200_p0.05_n20_s0_r1",
+        "greedy1s_n20_s0", "greedy_k5_xu_n20_s0"]  # universal.filter on: greedy's rounds leave them out
+    nested = searches["cs_bernoulli_m25of200_p0.05_n20_s0_r1"]
+    assert (nested.n_masks, nested.of, nested.seed, nested.repeat) == (25, 200, 1, 1)
+    assert nested.rows_of == "cs_bernoulli_m200_p0.05_n20_s0_r1"  # the first 25 rows of repeat 1's design
+    assert searches["cs_stratified_m200_p0.05_n20_s0"].rows_of is None
+    assert searches["greedy1s_n20_s0"].rows_of == "greedy_k5_xu_n20_s0/round1"  # the same one-shot matrix
+    assert plan.main_search("ioi") == "cs_stratified_m200_p0.05_n20_s0"  # full design, repeat 0
+
+    config["validation"]["method"] = "greedy"
+    with pytest.raises(ValueError, match="'greedy' with universal.filter on would wait on itself"):
+        Plan(config)
+    config["universal"]["filter"] = False
+    assert Plan(config).main_search("ioi") == "greedy_k5_n20_s0"  # unfiltered greedy: no cycle
+
+
+def test_budgets_must_be_below_n_masks():
+    config = validated("config/demo.yaml")
+    config["search"]["budgets"] = [50, 100]
+    with pytest.raises(ValueError, match=r"search.budgets: \[100\] not below the 100 masks of task ioi"):
+        check_config(config, {})

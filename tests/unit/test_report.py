@@ -643,13 +643,13 @@ INPUTS = {
     "table6": ("evals_main",), "table7": ("evals_universal",), "table8": ("evals_knowledge",),
     "table9": ("recoveries",), "table10": ("recoveries_main",), "tuning": ("tuning",),
     "fig1": ("evals_main",), "fig2": ("evals_main",), "fig3": ("evals_knowledge",),
-    "fig4": ("evals_main",),
+    "fig4": ("evals_main",), "methods": ("evals_methods", "recoveries"),
 }
 ABOUT = {
     "table1": "Layers, heads per layer and total heads of every model.",
     "table2": "Delta Task and Delta Gen of the top-k task-specific heads.",
     "table3": "Heads found on one dataset, evaluated on the others of its capability.",
-    "table4": "Search methods compared: Delta Task, Delta Gen and evaluations used.",
+    "table4": "Search methods compared: Delta Task, Delta Gen, evaluations used, recall of greedy's top k.",
     "table5": "Universal heads: mean Delta per capability.",
     "table6": "Degradation against the number of heads ablated.",
     "table7": "Universal heads: Delta on every task.",
@@ -661,6 +661,7 @@ ABOUT = {
     "fig2": "Degradation against the number of heads ablated, for one capability.",
     "fig3": "Knowledge multiple-choice heads ablated alone.",
     "fig4": "Localization of the knowledge tasks (WMDP) in one model.",
+    "methods": "Delta Task of each method's top k against the evaluations it used (log scale).",
 }
 TITLES = {  # with OPTIONS, then with ReportOptions() where the title depends on the run
     "table1": "Table 1. Layers L, heads per layer H and total heads N of each model",
@@ -670,7 +671,8 @@ TITLES = {  # with OPTIONS, then with ReportOptions() where the title depends on
               "ablated, evaluated on every task of the same capability (eval on); percentage "
               "points",
     "table4": "Table 4. Every search method: Delta Task, Delta Gen (top 5 heads ablated, "
-              "percentage points) and the number of evaluations it needed",
+              "percentage points), the number of evaluations it needed, the share of greedy's top 5 "
+              "it found (recall), and the deltas of its own top 5 with universal heads kept (unfiltered)",
     "table5": "Table 5. Universal heads: mean change per capability when one head is ablated "
               "(percentage points)",
     "table6": "Table 6. Score and degradation against the number of top heads (method "
@@ -685,6 +687,7 @@ TITLES = {  # with OPTIONS, then with ReportOptions() where the title depends on
     "tuning": "Hyperparameter search (appendix A.1): degradation on the identification subset "
               "per number of masks and sparsity; chosen = largest degradation",
     "fig1": "Figure 1", "fig2": "Figure 2", "fig3": "Figure 3", "fig4": "Figure 4",
+    "methods": "Methods: Delta Task of the top 5 against evaluations used",
 }
 DEFAULT_TITLES = {
     "table2": "Table 2. Change in task score (Delta Task) and in the mean of the other tasks "
@@ -729,7 +732,7 @@ def columns_pattern(columns: tuple[str, ...]) -> re.Pattern:
 def test_registry_names_inputs_about_and_titles_as_today():
     assert list(TABLES) == ["table1", "table2", "table3", "table4", "table5", "table6", "table7",
                             "table8", "table9", "table10", "tuning"]
-    assert list(FIGURES) == ["fig1", "fig2", "fig3", "fig4"]
+    assert list(FIGURES) == ["fig1", "fig2", "fig3", "fig4", "methods"]
     for name, spec in {**TABLES, **FIGURES}.items():
         assert spec.name == name
         assert spec.inputs == INPUTS[name], name
@@ -805,7 +808,7 @@ def test_a_missing_input_is_named(pevals):
 def test_every_figure_spec_builds_with_footer(pevals):
     given = report_frames(pevals)
     options = dataclasses.replace(OPTIONS, figure_model="m1", figure_capability="math")
-    panels = {"fig1": 1, "fig2": 2, "fig3": 1, "fig4": 1}
+    panels = {"fig1": 1, "fig2": 2, "fig3": 1, "fig4": 1, "methods": 3}
     for name, spec in FIGURES.items():
         fig = spec.build(given, options, footer=f"made by {name}")
         assert isinstance(fig, Figure) and len(fig.axes) == panels[name], name
@@ -891,7 +894,7 @@ rule render_figure:
     log:
         "logs/{{case}}/{{figure}}.log",
     wildcard_constraints:
-        figure="fig[0-9]+",
+        figure="fig[0-9]+|methods",
     params:
         options=OPTIONS,
     script:
@@ -948,7 +951,7 @@ def test_render_scripts_write_every_table_and_figure(tmp_path):
     assert "\\caption{Table 9. Top 5 heads" in (tmp_path / "full" / "table9.tex").read_text()
     assert (tmp_path / "full" / "table1.tex").read_text().count(r"\\") >= 2
     assert "| yes |" in (tmp_path / "full" / "tuning.md").read_text()
-    for case, names in (("full", ["fig1", "fig2", "fig3", "fig4"]), ("bare", ["fig3"])):
+    for case, names in (("full", ["fig1", "fig2", "fig3", "fig4", "methods"]), ("bare", ["fig3"])):
         for name in names:
             for suffix in ("png", "pdf"):
                 assert (tmp_path / case / f"{name}.{suffix}").stat().st_size > 0
@@ -956,3 +959,47 @@ def test_render_scripts_write_every_table_and_figure(tmp_path):
     assert "*no universal heads in evals (kind == 'universal')*" in bare7
     assert (tmp_path / "bare" / "table7.csv").read_text() == "model,head,avg\n"
     assert "no hyperparameter search" in (tmp_path / "bare" / "tuning.md").read_text()
+
+
+def test_table4_recall_and_unfiltered_deltas_by_hand():
+    # ioi: baseline 90 (own), 60 (gen). Greedy's top 2 {L1H1, L2H2}; cs finds L2H2 and L3H3 (recall 1/2);
+    # unfiltered, cs's own top 2 hold universal L0H0 (ioi 10, gen 30) where the filtered heads give 40 / 55.
+    rows = []
+    for kind, method, search, heads_score in [
+            ("task", "greedy", "g", (20.0, 50.0)), ("task", "cs", "c", (40.0, 55.0)),
+            ("unfiltered", "cs", "c", (10.0, 30.0))]:
+        for k, (own, gen) in ((0, (90.0, 60.0)), (2, heads_score)):
+            rows += [{"model": "m", "kind": kind, "task": "ioi", "method": method, "search": search, "k": k,
+                      "eval_task": "ioi", "score": own},
+                     {"model": "m", "kind": kind, "task": "ioi", "method": method, "search": search, "k": k,
+                      "eval_task": "gen", "score": gen}]
+    evals = pd.DataFrame(rows)
+    recoveries = pd.DataFrame({"model": "m", "task": "ioi", "method": ["greedy", "cs"], "search": ["g", "c"],
+                               "top_heads": ["['L1H1', 'L2H2']", "['L2H2', 'L3H3']"], "n_evals": [1341, 100]})
+    out = table4(evals, recoveries, k=2).set_index("method")
+    assert out.loc["cs", "recall"] == 0.5 and out.loc["greedy", "recall"] == 1.0
+    assert (out.loc["cs", "delta_task"], out.loc["cs", "delta_gen"]) == (-50.0, -5.0)
+    assert (out.loc["cs", "delta_task_unfiltered"], out.loc["cs", "delta_gen_unfiltered"]) == (-80.0, -30.0)
+    # greedy has no unfiltered rows (it never chose a universal head): NaN, not its filtered value
+    assert np.isnan(out.loc["greedy", "delta_task_unfiltered"])
+    assert out.loc["cs", "n_evals"] == 100
+
+
+def test_methods_figure_points_average_repeats():
+    from headloc.report import methods_figure
+    from headloc.report.figures import methods_points
+    rows = []
+    for search, own in (("r0", 50.0), ("r1", 70.0)):
+        for k, score in ((0, 90.0), (5, own)):
+            rows.append({"model": "m", "kind": "task", "task": "t", "method": "cs_bernoulli", "search": search,
+                         "k": k, "eval_task": "t", "score": score})
+    evals = pd.DataFrame(rows)
+    recoveries = pd.DataFrame({"model": "m", "task": "t", "method": "cs_bernoulli", "search": ["r0", "r1"],
+                               "top_heads": ["L0H0", "L0H1"], "n_evals": [50, 50]})
+    point = methods_points(evals, recoveries).iloc[0]
+    assert (point["n_evals"], point["delta_task"], point["spread"], point["runs"]) == (50, -30.0, 10.0, 2)
+    ax = methods_figure(evals, recoveries).axes[0]
+    (bars,) = ax.containers
+    assert bars.lines[0].get_xydata().tolist() == [[50.0, -30.0]]
+    segment = bars.lines[2][0].get_segments()[0]  # the +-1 standard deviation bar
+    assert segment.tolist() == [[50.0, -40.0], [50.0, -20.0]]

@@ -68,6 +68,9 @@ def test_selections_filter_universal_heads():
     assert {s["task"]: s["heads"] for s in by_kind["task"]} == {"ioi": ["L0H2", "L1H1"],
                                                                  "swear": ["L2H2", "L0H2"]}
     assert by_kind["extra"][0]["heads"] == ["L1H1", "L2H2"]
+    # each search's own top 2 (universal L3H1 kept), for Table 4's unfiltered columns
+    assert {s["task"]: s["heads"] for s in by_kind["unfiltered"]} == {"ioi": ["L3H1", "L0H2"],
+                                                                       "swear": ["L3H1", "L2H2"]}
     frame = recoveries_frame([RECOVERY, SWEAR], chosen, CAPS)
     assert frame.set_index("task").loc["ioi", "top_heads"] == ["L0H2", "L1H1"]
     assert frame.set_index("task").loc["swear", "capability"] == "language"
@@ -115,3 +118,15 @@ def test_report_reads_the_collected_evaluations():
         assert t2["delta_gen"].item() == pytest.approx(delta_gen)
     t10 = TABLES["table10"].build(given, ReportOptions(top_k=1))
     assert t10["heads"].tolist() == ["L3H1"]
+
+
+def test_only_the_main_search_is_validated_cumulatively():
+    other = {**RECOVERY, "method": "greedy", "search": "g"}
+    chosen = selections([RECOVERY, other], main={"ioi": "s1"}, capabilities=CAPS, k=2,
+                        universal={"top_n": 1, "min_capabilities": 2, "filter": False},
+                        knowledge={"tasks": [], "top_n": 5, "min_tasks": None})
+    assert {s["search"]: s["cumulative"] for s in chosen} == {"s1": True, "g": False}
+    assert {s["kind"] for s in chosen} == {"task"}  # filter off: no separate unfiltered selections
+    frame = evals_frame(chosen, EVALS)
+    assert sorted(frame.query("search == 'g' and eval_task == 'ioi'")["k"]) == [0, 2]  # no top 1
+    assert sorted(frame.query("search == 's1' and eval_task == 'ioi'")["k"]) == [0, 1, 2]

@@ -28,6 +28,7 @@ from headloc.report.figures import (
     figure2,
     figure3,
     figure4,
+    methods_figure,
     no_data_figure,
 )
 from headloc.report.formats import format_cell, to_csv, to_latex, to_markdown
@@ -63,6 +64,7 @@ __all__ = [
     "figure3",
     "figure4",
     "format_cell",
+    "methods_figure",
     "no_data_figure",
     "table1",
     "table2",

@@ -522,3 +522,99 @@ _add(FigureSpec(
         evals, model=options.figure_model, knowledge_tasks=options.knowledge_tasks,
         method=options.method, footer=footer),
 ))
+
+
+METHOD_MARKERS = {"greedy": "s", "greedy1s": "D", "cs_stratified": "o", "cs_bernoulli": "^",
+                  "attribution": "P", "chg": "X"}
+
+
+def methods_points(evals: pd.DataFrame, recoveries: pd.DataFrame, k: int = 5, *,
+                   gen_tasks: Iterable[str] | None = None) -> pd.DataFrame:
+    """One point per (model, task, method, evaluations used): the mean Delta Task of the top ``k``
+    over the searches there (a random method's repeats), their standard deviation and count.
+
+    Examples
+    --------
+    >>> evals = pd.DataFrame({"model": "m", "task": "t", "method": "cs", "search": ["a"] * 4 + ["b"] * 4,
+    ...     "k": [0, 0, 1, 1] * 2, "eval_task": ["t", "g"] * 4,
+    ...     "score": [80.0, 70.0, 50.0, 69.0, 80.0, 70.0, 60.0, 70.0]})
+    >>> recoveries = pd.DataFrame({"model": "m", "task": "t", "method": "cs", "search": ["a", "b"],
+    ...                            "top_heads": ["L1H2", "L0H0"], "n_evals": [100, 100]})
+    >>> methods_points(evals, recoveries)[["method", "n_evals", "delta_task", "spread", "runs"]]
+      method  n_evals  delta_task  spread  runs
+    0     cs      100       -25.0     5.0     2
+    """
+    from headloc.report.tables import table4  # the table's rows are the figure's points
+
+    rows = table4(evals, recoveries, k=k, gen_tasks=gen_tasks)
+    if rows.empty:
+        return pd.DataFrame(columns=["model", "task", "method", "n_evals", "delta_task", "spread", "runs"])
+    grouped = rows.groupby(["model", "task", "method", "n_evals"], sort=False)["delta_task"]
+    out = grouped.agg(delta_task="mean", spread=lambda v: float(np.std(v)), runs="count").reset_index()
+    return out
+
+
+def methods_figure(evals: pd.DataFrame, recoveries: pd.DataFrame, k: int = 5, *,
+                   gen_tasks: Iterable[str] | None = None, ncols: int = 3,
+                   footer: str | None = None) -> Figure:
+    """Delta Task of each method's top ``k`` against the evaluations it used (log x axis), one
+    panel per (model, task), one point per method and budget; a random method's repeats give the
+    mean and a +-1 standard deviation bar. Greedy's Delta Task is drawn across the panel as the
+    reference the other methods try to reach with fewer evaluations.
+
+    Examples
+    --------
+    >>> evals = pd.DataFrame({"model": "m", "task": "t", "method": ["cs"] * 4 + ["greedy"] * 4,
+    ...     "search": ["a"] * 4 + ["g"] * 4, "k": [0, 0, 1, 1] * 2, "eval_task": ["t", "g"] * 4,
+    ...     "score": [80.0, 70.0, 50.0, 69.0, 80.0, 70.0, 40.0, 70.0]})
+    >>> recoveries = pd.DataFrame({"model": "m", "task": "t", "method": ["cs", "greedy"],
+    ...     "search": ["a", "g"], "top_heads": ["L1H2", "L0H0"], "n_evals": [100, 1341]})
+    >>> fig = methods_figure(evals, recoveries)
+    >>> ax = fig.axes[0]
+    >>> ax.get_xscale(), [c.lines[0].get_xydata().tolist() for c in ax.containers]
+    ('log', [[[100.0, -30.0]], [[1341.0, -40.0]]])
+    """
+    points = methods_points(evals, recoveries, k=k, gen_tasks=gen_tasks)
+    points = points.dropna(subset=["n_evals"])
+    if points.empty:
+        return no_data_figure(NO_TASK_RUNS, title=f"Methods: Delta Task of the top {k} against evaluations used",
+                              footer=footer)
+    panels = list(points.groupby(["model", "task"], sort=False))
+    fig, axes = _figure(len(panels), ncols, (4.2, 3.2))
+    methods = list(dict.fromkeys(points["method"]))
+    colors = {method: f"C{i % 10}" for i, method in enumerate(methods)}
+    for ax, ((model, task), mine) in zip(axes, panels):
+        for method, run in mine.groupby("method", sort=False):
+            run = run.sort_values("n_evals")
+            ax.errorbar(run["n_evals"], run["delta_task"], yerr=run["spread"].where(run["runs"] > 1),
+                        fmt=METHOD_MARKERS.get(method, "o"), linestyle="-" if len(run) > 1 else "none",
+                        color=colors[method], label=method, capsize=3, markersize=6, linewidth=1)
+        greedy = mine[mine["method"] == "greedy"]
+        if len(greedy):
+            ax.axhline(float(greedy["delta_task"].iloc[0]), color=MUTED, linestyle="--", linewidth=0.8)
+        ax.axhline(0.0, color="0.8", linewidth=0.6)
+        ax.set_xscale("log")
+        ax.set_xlabel("evaluations used (masked-evaluation equivalents)")
+        ax.set_ylabel(rf"$\Delta$ Task, top {k} (pp)")
+        ax.set_title(f"{model} / {task}", fontsize=10)
+        ax.grid(True, which="both", axis="x", color="0.92", linewidth=0.5)
+    handles, labels = axes[0].get_legend_handles_labels()
+    seen = dict(zip(labels, handles))
+    for ax in axes[1:]:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(label, handle)
+    fig.legend(list(seen.values()), list(seen), loc="outside right upper", fontsize=8, frameon=False)
+    if footer:
+        add_footer(fig, footer)
+    return fig
+
+
+_add(FigureSpec(
+    name="methods",
+    about="Delta Task of each method's top k against the evaluations it used (log scale).",
+    inputs=("evals_methods", "recoveries"),
+    empty_note=NO_TASK_RUNS,
+    caption="Methods: Delta Task of the top {k} against evaluations used",
+    builder=lambda evals, recoveries, options, footer: methods_figure(
+        evals, recoveries, k=options.top_k, gen_tasks=options.gen_tasks, footer=footer),
+))

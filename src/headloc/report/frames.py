@@ -206,8 +206,10 @@ def only_method(frame: pd.DataFrame, method: str | None, *, name: str, source: s
     return frame[frame["method"] == method]
 
 
-def task_runs(evals: pd.DataFrame, method: str | None = None, name: str = "evals") -> pd.DataFrame:
-    """The ``kind == "task"`` rows of ``evals``, of ``method`` only when given.
+def task_runs(evals: pd.DataFrame, method: str | None = None, name: str = "evals",
+              kind: str = "task") -> pd.DataFrame:
+    """The ``kind == "task"`` rows of ``evals`` (or of another per-search ``kind``, such as
+    ``"unfiltered"``), of ``method`` only when given.
 
     Raises ValueError if a column of :data:`TASK_EVALS_NEED` is missing, or as
     :func:`only_method` does (``name`` is the caller, for the message).
@@ -221,7 +223,7 @@ def task_runs(evals: pd.DataFrame, method: str | None = None, name: str = "evals
     [1.0]
     """
     check_columns(evals, TASK_EVALS_NEED, "evals")
-    return only_method(kind_rows(evals, "task"), method, name=name, source="evals")
+    return only_method(kind_rows(evals, kind), method, name=name, source="evals")
 
 
 def check_knowledge_eval_tasks(
@@ -335,7 +337,8 @@ def with_delta(rows: pd.DataFrame, baseline: pd.Series) -> pd.DataFrame:
 
 
 def deltas(
-    evals: pd.DataFrame, *, gen_tasks: Iterable[str] | None = None, method: str | None = None
+    evals: pd.DataFrame, *, gen_tasks: Iterable[str] | None = None, method: str | None = None,
+    kind: str = "task",
 ) -> pd.DataFrame:
     """Score, Delta Task and Delta Gen for every run and number of ablated heads.
 
@@ -349,6 +352,9 @@ def deltas(
         Challenge and MMLU). Default: every eval task of the run other than its own task.
     method : str, optional
         Keep only the searches of this method (default: every method).
+    kind : str, default "task"
+        The selections used: ``"task"`` (universal heads filtered when the run filters them) or
+        ``"unfiltered"`` (each search's own top heads).
 
     Returns
     -------
@@ -376,7 +382,7 @@ def deltas(
     0  0   80.0         0.0        0.0
     1  1   50.0       -30.0       -1.0
     """
-    rows_of_runs = task_runs(evals, method, "deltas")
+    rows_of_runs = task_runs(evals, method, "deltas", kind=kind)
     if rows_of_runs.empty:
         return pd.DataFrame(columns=list(DELTA_COLUMNS))
     rows = rows_of_runs.loc[:, list(TASK_EVALS_NEED)].copy()

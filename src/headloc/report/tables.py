@@ -270,8 +270,30 @@ _add(TableSpec(
 ))
 
 
-TABLE4_COLUMNS = ("capability", "model", "task", "method", "search", "k", "delta_task",
-                  "delta_gen", "n_evals")
+TABLE4_COLUMNS = ("capability", "model", "task", "method", "search", "n_evals", "k", "delta_task",
+                  "delta_gen", "recall", "delta_task_unfiltered", "delta_gen_unfiltered")
+
+
+def greedy_recall(recoveries: pd.DataFrame, k: int) -> pd.Series:
+    """Each search's share of greedy's top ``k`` (same model and task) among its own top ``k``
+    (``top_heads``, universal heads filtered when the run filters them); NaN without a greedy search.
+
+    Examples
+    --------
+    >>> recoveries = pd.DataFrame({"model": "m", "task": "t", "method": ["greedy", "cs"],
+    ...                            "search": ["g", "c"], "top_heads": ["L1H1,L2H2", "L2H2,L3H3"]})
+    >>> greedy_recall(recoveries, 2).tolist()
+    [1.0, 0.5]
+    """
+    check_columns(recoveries, ["model", "task", "method", "search", "top_heads"], "recoveries")
+    greedy = {(r.model, r.task): set(_head_list(r.top_heads)[:k])
+              for r in recoveries.itertuples(index=False) if r.method == "greedy"}
+    recall = []
+    for r in recoveries.itertuples(index=False):
+        reference = greedy.get((r.model, r.task))
+        mine = set(_head_list(r.top_heads)[:k])
+        recall.append(len(mine & reference) / len(reference) if reference else np.nan)
+    return pd.Series(recall, index=pd.MultiIndex.from_frame(recoveries[list(RUN_KEYS)]), name="recall")
 
 
 def table4(
@@ -281,15 +303,18 @@ def table4(
     *,
     gen_tasks: Iterable[str] | None = None,
 ) -> pd.DataFrame:
-    """Paper Table 4: every method's Delta Task, Delta Gen and number of evaluations.
+    """Paper Table 4: every method's Delta Task, Delta Gen and number of evaluations, with the
+    recall of greedy's top k and the deltas of the unfiltered top k.
 
     Parameters
     ----------
     evals : DataFrame
-        Long evaluations frame (see :func:`deltas`); every method is used.
+        Long evaluations frame (see :func:`deltas`); every method is used. Rows of
+        ``kind == "unfiltered"`` (each search's own top k, universal heads kept) give the
+        unfiltered columns; without them (the universal filter off) those equal the filtered ones.
     recoveries : DataFrame
-        ``results/tables/recoveries.tsv`` (columns ``model, task, method, search, n_evals``
-        at least); gives ``n_evals`` per search.
+        ``recoveries.tsv`` (columns ``model, task, method, search, top_heads, n_evals``);
+        gives ``n_evals`` and the top heads behind ``recall``.
     k : int, default 5
         Number of top heads ablated (a run with fewer uses its largest k).
     gen_tasks : iterable of str, optional
@@ -298,10 +323,11 @@ def table4(
     Returns
     -------
     DataFrame
-        Columns ``capability, model, task, method, search, k, delta_task, delta_gen,
-        n_evals``, grouped by capability, model, task, then method in order of first
-        appearance. ``n_evals`` is NaN for a run without a recovery row. Empty with a note
-        when ``evals`` has no task rows.
+        Columns ``capability, model, task, method, search, n_evals, k, delta_task, delta_gen,
+        recall, delta_task_unfiltered, delta_gen_unfiltered``, grouped by capability, model, task,
+        then method in order of first appearance. ``recall`` is the share of greedy's top k that
+        the search's top k holds (NaN without a greedy search on the task); ``n_evals`` is NaN for
+        a run without a recovery row. Empty with a note when ``evals`` has no task rows.
 
     Examples
     --------
@@ -311,30 +337,37 @@ def table4(
     ...     "score": [80.0, 70.0, 50.0, 69.0]})
     >>> recoveries = pd.DataFrame({"model": ["m"], "task": ["gsm8k"], "method": ["cs"],
     ...                            "search": ["s0"], "top_heads": ["L1H2"], "n_evals": [100]})
-    >>> table4(evals, recoveries)[["method", "delta_task", "delta_gen", "n_evals"]]
-      method  delta_task  delta_gen  n_evals
-    0     cs       -30.0       -1.0      100
+    >>> table4(evals, recoveries)[["method", "delta_task", "delta_gen", "n_evals", "delta_task_unfiltered"]]
+      method  delta_task  delta_gen  n_evals  delta_task_unfiltered
+    0     cs       -30.0       -1.0      100                  -30.0
     """
     check_k(k)
-    check_columns(recoveries, ["model", "task", "method", "search", "n_evals"], "recoveries")
+    check_columns(recoveries, ["model", "task", "method", "search", "top_heads", "n_evals"], "recoveries")
     d = deltas(evals, gen_tasks=gen_tasks)
     if d.empty:
         return empty_table(TABLE4_COLUMNS, NO_TASK_RUNS)
     out = _at_k(d, k)
-    n_evals = recoveries.drop_duplicates(list(RUN_KEYS)).set_index(list(RUN_KEYS))["n_evals"]
-    out = out.join(n_evals, on=list(RUN_KEYS))
+    keys = list(RUN_KEYS)
+    n_evals = recoveries.drop_duplicates(keys).set_index(keys)["n_evals"]
+    out = out.join(n_evals, on=keys).join(greedy_recall(recoveries.drop_duplicates(keys), k), on=keys)
+    raw = deltas(evals, gen_tasks=gen_tasks, kind="unfiltered")
+    if raw.empty:  # the universal filter is off: a search's own top k are its task heads
+        raw = d
+    raw = _at_k(raw, k).set_index(keys)[["delta_task", "delta_gen"]].add_suffix("_unfiltered")
+    out = out.join(raw, on=keys)
     out = sort_first_seen(out, ["capability", "model", "task", "method"])
     return out[list(TABLE4_COLUMNS)]
 
 
 _add(TableSpec(
     name="table4",
-    about="Search methods compared: Delta Task, Delta Gen and evaluations used.",
+    about="Search methods compared: Delta Task, Delta Gen, evaluations used, recall of greedy's top k.",
     inputs=("evals_methods", "recoveries"),
     columns=TABLE4_COLUMNS,
     empty_note=NO_TASK_RUNS,
     caption="Table 4. Every search method: Delta Task, Delta Gen (top {k} heads ablated, "
-            "percentage points) and the number of evaluations it needed",
+            "percentage points), the number of evaluations it needed, the share of greedy's top {k} "
+            "it found (recall), and the deltas of its own top {k} with universal heads kept (unfiltered)",
     builder=lambda evals, recoveries, options: table4(
         evals, recoveries, k=options.top_k, gen_tasks=options.gen_tasks),
 ))
