@@ -8,7 +8,7 @@ export HF_HUB_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: venv demo test lint clean
+.PHONY: venv demo methods test lint clean
 
 venv: $(STAMP)
 
@@ -26,6 +26,12 @@ demo: venv
 	$(VENV)/bin/snakemake --cores $(CORES) --configfile config/demo.yaml
 	@cat results/tables/table2.md
 	@echo "More: results/tables/table{1..10}.{md,csv,tex}, results/figures/fig{1..4}.png (see README)"
+
+# Every search method side by side on the demo model (docs/methods.md): Table 4 and the methods figure.
+methods: venv
+	$(VENV)/bin/snakemake --cores $(CORES) --configfile config/methods.yaml table4 methods
+	@cat results/tables/table4.md
+	@echo "Figure: results/figures/methods.png (Delta Task of the top 5 against evaluations used)"
 
 # Two workers, each test file on one of them (module fixtures stay shared within a file).
 test: venv

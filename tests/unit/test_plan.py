@@ -212,7 +212,7 @@ def test_good_documents_pass(tmp_path):
 def test_docs_target_table_is_the_registry():
     """docs/targets.md shows headloc.plan.target_table() verbatim (regenerate it from there)."""
     assert target_table() in (REPO / "docs/targets.md").read_text()
-    assert target_table().count("\n") == 2 + 11 + 5  # header, 11 tables, 4 figures
+    assert target_table().count("\n") == 2 + 11 + 5  # header, 11 tables, 5 figures
 
 
 def test_budgets_repeats_and_shared_rows():
