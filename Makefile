@@ -29,7 +29,7 @@ demo: venv
 
 # Every search method side by side on the demo model (docs/methods.md): Table 4 and the methods figure.
 methods: venv
-	$(VENV)/bin/snakemake --cores $(CORES) --configfile config/methods.yaml table4 methods
+	$(VENV)/bin/snakemake table4 methods --cores $(CORES) --configfile config/methods.yaml
 	@cat results/tables/table4.md
 	@echo "Figure: results/figures/methods.png (Delta Task of the top 5 against evaluations used)"
 

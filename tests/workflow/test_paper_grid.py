@@ -26,10 +26,11 @@ MAIN = {  # the main method (cs_stratified) only: 5 x 8 searches
     "materialize_dataset": 8, "subset_dataset": 8, "make_masks": 40, "score_masks": 160,
     "recover_heads": 40, "run_config": 1, "render_table": 1,
 }
-METHODS = {  # every method: 5 x 8 x (cs_stratified, cs_bernoulli, greedy1s) matrices, 5 x 8 greedy
-    "materialize_dataset": 8, "subset_dataset": 8, "make_masks": 120, "score_masks": 480,
+METHODS = {  # every method: 5 x 8 x (cs_stratified, cs_bernoulli) matrices, 5 x 8 greedy (greedy1s is
+    # recovered from greedy's round 1; greedy's rounds wait on each model's universal heads)
+    "materialize_dataset": 8, "subset_dataset": 8, "make_masks": 80, "score_masks": 320,
     "make_greedy_masks": 200, "score_greedy_masks": 800, "choose_greedy_head": 200, "recover_heads": 160,
-    "run_config": 1, "render_table": 1, "collect_recoveries": 1,
+    "universal_heads": 5, "run_config": 1, "render_table": 1, "collect_recoveries": 1,
 }
 EXPECTED = {
     "table1": {"model_geometry": 5, "run_config": 1, "collect_models": 1, "render_table": 1},
@@ -43,6 +44,7 @@ EXPECTED = {
         "collect_tuning": 1, "render_table": 1},
     **{name: {**{k: v for k, v in MAIN.items() if k != "render_table"}, "collect_evals": 1, "render_figure": 1}
        for name in ("fig1", "fig2", "fig3", "fig4")},
+    "methods": {**{k: v for k, v in METHODS.items() if k != "render_table"}, "collect_evals": 1, "render_figure": 1},
 }
 
 
@@ -62,11 +64,11 @@ def test_the_paper_grid_config_is_the_paper():
 @pytest.mark.parametrize("profile", [[], ["--profile", "profiles/slurm"]], ids=["local", "slurm"])
 def test_paper_grid_dry_run_job_counts(profile):
     counts = job_counts(snakemake("-n", *profile, "--forceall", "all").stdout)
-    # every method's searches (8 tasks x cs_stratified, cs_bernoulli, greedy1s matrices) and the 36
-    # tuning grid points, 4 of which are main searches already (gsm8k/rhyme M=100, mbpp/swear M=200 at
-    # sparsity 0.05), per model; greedy's 8 x 5 rounds x 4 chunks
-    assert counts["make_masks"] == 5 * (8 * 3 + 36 - 4) == 280
-    assert counts["score_masks"] == 4 * 280 and counts["score_greedy_masks"] == 800
+    # every method's searches (8 tasks x cs_stratified, cs_bernoulli matrices; greedy1s reuses greedy's
+    # round 1) and the 36 tuning grid points, 4 of which are main searches already (gsm8k/rhyme M=100,
+    # mbpp/swear M=200 at sparsity 0.05), per model; greedy's 8 x 5 rounds x 4 chunks
+    assert counts["make_masks"] == 5 * (8 * 2 + 36 - 4) == 240
+    assert counts["score_masks"] == 4 * 240 and counts["score_greedy_masks"] == 800
     assert counts["recover_heads"] == 5 * (8 * 4 + 36 - 4)
     assert counts["collect_evals"] == 5 and counts["collect_recoveries"] == 2
 
@@ -85,7 +87,7 @@ def test_each_target_schedules_exactly_its_jobs(dry_runs, target):
     total = counts.pop("total")
     assert total == sum(counts.values()) and counts.pop(target) == 1
     assert counts == EXPECTED[target]
-    if target != "table4" and target != "table9":
+    if target not in ("table4", "table9", "methods"):
         assert "score_greedy_masks" not in counts
 
 
