@@ -102,6 +102,20 @@ def process_rhyme(doc: dict, results: list[str]) -> dict:
     return {"acc": float(rhymes(first_word(results[0]), doc["word"]))}
 
 
+def process_margin(doc: dict, results: list) -> dict:
+    """Multiple choice, scored continuously: the gold choice's log-likelihood minus the best other
+    choice's (lm-eval hands one ``(loglik, is_greedy)`` pair per choice)."""
+    logliks = [float(result[0]) for result in results]
+    gold = int(doc["label"])
+    return {"margin": logliks[gold] - max(ll for i, ll in enumerate(logliks) if i != gold)}
+
+
+def process_loglik(doc: dict, results: list) -> dict:
+    """A loglikelihood task's gold continuation, scored by its log-likelihood (summed over tokens)."""
+    (loglik, _is_greedy), = results
+    return {"loglik": float(loglik)}
+
+
 # --------------------------------------------------------------------------- aggregations
 
 
