@@ -148,12 +148,15 @@ def dataset_options(wildcards):
 
 
 def files_of_task(task):
-    """Every file a task's results depend on besides its documents: its YAML, what that includes,
-    the Python and data beside it, its local data files, and the data mirror's files of its dataset.
+    """Every file a task's results depend on besides its documents: its YAML (and its id_task's),
+    what they include, the Python and data beside them, its local data files, and the data mirror's
+    files of its dataset.
     """
     spec = config["tasks"][task]
     mirrored = mirror_files(spec.get("dataset", task), MIRROR)
-    return [*task_files(spec["lm_eval_task"], LOOKUP_FOLDERS), *map(str, mirrored)]
+    names = dict.fromkeys([spec["lm_eval_task"], PLAN.id_scoring(task)[0]])
+    found = [path for name in names for path in task_files(name, LOOKUP_FOLDERS)]
+    return [*dict.fromkeys(found), *map(str, mirrored)]
 
 
 TASK_FILES = {task: files_of_task(task) for task in TASKS}  # found once, not per job
@@ -188,8 +191,20 @@ def options_of_task(task):
     }
 
 
-def task_options(wildcards):
+def validation_task_options(wildcards):
+    """The task itself (lm_eval_task, metric): full data, document counts, gradient methods."""
     return options_of_task(wildcards.task)
+
+
+def task_options(wildcards):
+    """How the searches score masks on the identification subset: tasks.<name>.id_task and
+    id_metric when set (a continuous score), else the task itself."""
+    lm_eval_task, metric = PLAN.id_scoring(wildcards.task)
+    return {
+        **options_of_task(wildcards.task),
+        "lm_eval_task": lm_eval_task,
+        "metric": metric,
+    }
 
 
 def task_n_docs(wildcards):

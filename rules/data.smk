@@ -43,7 +43,7 @@ rule count_documents:
     conda:
         "../envs/headloc.yaml"
     params:
-        task=task_options,
+        task=validation_task_options,
         n_docs=task_n_docs,
         include_path=INCLUDE_PATH,
     script:

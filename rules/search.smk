@@ -73,7 +73,7 @@ rule gradient_search:
     params:
         location=model_location,
         model=model_options,
-        task=task_options,
+        task=validation_task_options,
         include_path=INCLUDE_PATH,
         method=search_method,
         seed=SEARCH["seed"],

@@ -227,7 +227,8 @@ def check_config(config: dict, geometries: dict) -> None:
             problem(f"include_path[{i}]", f"{folder!r} is not a directory; expected a folder of lm-eval task YAMLs")
     local = defined_tasks(folders)
     registry = {}
-    if any(spec["lm_eval_task"] not in local for spec in tasks.values()):
+    if any(spec[key] not in local for spec in tasks.values() for key in ("lm_eval_task", "id_task")
+           if spec.get(key)):
         registry = defined_tasks([lm_eval_tasks_dir()])
     for name, spec in tasks.items():
         task = spec["lm_eval_task"]
@@ -243,6 +244,19 @@ def check_config(config: dict, geometries: dict) -> None:
                          "tasks: name one of its subtasks (one entry each)")
             continue
         task_config = load_task_yaml(task_yaml(task, [*folders, lm_eval_tasks_dir()]))
+        id_task = spec.get("id_task")
+        if id_task and id_task != task:
+            id_kind = local.get(id_task) or registry.get(id_task)
+            if id_kind != "task":
+                problem(f"tasks.{name}.id_task", f"{id_task!r} is not a task of {', '.join(map(str, folders))} "
+                                                 "nor of lm-eval's registry; expected a variant of "
+                                                 f"{task} that reads the same documents (e.g. {task}_margin "
+                                                 "or a task of include_path)")
+            elif reads_own_documents(load_task_yaml(task_yaml(id_task, [*folders, lm_eval_tasks_dir()]))) != \
+                    reads_own_documents(task_config):
+                problem(f"tasks.{name}.id_task", f"{id_task!r} and {task} load their documents differently "
+                                                 "(dataset_path vs custom_dataset); expected a variant that "
+                                                 "reads the same documents")
         if reads_own_documents(task_config):
             for option in ("data_file", "dataset_kwargs"):
                 if spec.get(option):

@@ -137,6 +137,18 @@ class Plan:
         """Identification subset size: the task's own, or the search default."""
         return self.config["tasks"][task]["id_docs"] or self.config["search"]["id_docs"]
 
+    def id_scoring(self, task: str) -> tuple[str, str]:
+        """The (lm-eval task, metric) that scores masks on a task's identification subset."""
+        spec = self.config["tasks"][task]
+        return spec.get("id_task") or spec["lm_eval_task"], spec.get("id_metric") or spec["metric"]
+
+    def score_suffix(self, task: str) -> str:
+        """``_y<task>-<metric>`` when the search scores with another task or metric than validation
+        (tasks.<name>.id_task / id_metric); empty otherwise."""
+        scoring = self.id_scoring(task)
+        spec = self.config["tasks"][task]
+        return "" if scoring == (spec["lm_eval_task"], spec["metric"]) else f"_y{scoring[0]}-{scoring[1]}"
+
     def search_id(self, task: str, method: str, n_masks: int, sparsity: float, *, repeat: int = 0,
                   of: int | None = None) -> str:
         """Directory name of a search: the method and every parameter that changes its result.
@@ -148,6 +160,8 @@ class Plan:
         (``m25of200``); repeats after the first add ``_r<repeat>``.
         """
         tail = f"n{self.id_docs(task)}_s{self.seed}"
+        if method in MASK_METHODS:  # the gradient methods always differentiate the gold log-likelihood
+            tail += self.score_suffix(task)
         if method == "greedy1s":
             return f"greedy1s_{tail}"
         if method == "greedy":

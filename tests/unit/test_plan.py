@@ -248,3 +248,20 @@ def test_budgets_must_be_below_n_masks():
     config["search"]["budgets"] = [50, 100]
     with pytest.raises(ValueError, match=r"search.budgets: \[100\] not below the 100 masks of task ioi"):
         check_config(config, {})
+
+
+def test_continuous_search_scores_key_the_mask_searches():
+    config = validated("config/demo.yaml")
+    config["search"]["methods"] = ["cs_stratified", "greedy", "attribution"]
+    config["tasks"]["ioi"].update(id_task="headloc_ioi_margin", id_metric="margin")
+    plan = Plan(config)
+    assert plan.id_scoring("ioi") == ("headloc_ioi_margin", "margin")
+    assert plan.id_scoring("capitals") == ("headloc_capitals", "acc")
+    assert list(plan.searches["ioi"]) == ["cs_stratified_m100_p0.05_n20_s0_yheadloc_ioi_margin-margin",
+                                          "greedy_k5_xu_n20_s0_yheadloc_ioi_margin-margin",
+                                          "attribution_n20_s0"]  # gradients: always the gold log-likelihood
+    assert list(plan.searches["capitals"])[0] == "cs_stratified_m100_p0.05_n20_s0"
+    check_config(config, {})
+    config["tasks"]["ioi"]["id_task"] = "headloc_ioi_margn"
+    with pytest.raises(ValueError, match="tasks.ioi.id_task: 'headloc_ioi_margn' is not a task of"):
+        check_config(config, {})
