@@ -12,7 +12,7 @@ from headloc.heads import HeadGeometry, head_name
 from headloc.io import log_to_file, read_json, write_json
 from headloc.models import load_config
 from headloc.plan import GRADIENT_METHODS
-from headloc.recovery import greedy_recovery, recovery_for
+from headloc.recovery import greedy_recovery, recovery_for, top_k_probability
 
 log = log_to_file(snakemake.log[0])
 geometry = HeadGeometry.of(load_config(snakemake.params.location))
@@ -29,13 +29,19 @@ def fitted():
     if p.rows:  # a nested budget: the first rows of the full design
         log.info("budget %d: the first %d of %d scored masks", p.rows, p.rows, len(masks))
         masks, scores = masks[: p.rows], scores.iloc[: p.rows]
-    fit = recovery_for(p.method, alpha=p.alpha, random_state=p.seed).fit(masks, scores["score"].to_numpy())
+    y = scores["score"].to_numpy()
+    fit = recovery_for(p.method, alpha=p.alpha, random_state=p.seed).fit(masks, y)
     log.info("alpha %.4g, R^2 %.3f", fit.alpha_, fit.r2_)
-    return {
+    found = {
         "n_evals": fit.n_evals_, "alpha": fit.alpha_, "r2": fit.r2_, "intercept": fit.intercept_,
         "ranking": [names[i] for i in fit.ranking_],
         "coef": {name: float(c) for name, c in zip(names, fit.coef_)},
     }
+    if p.method != "greedy1s":  # the Lasso's uncertainty: how often bootstrap refits keep each head in the top k
+        stability = top_k_probability(masks, y, alpha=fit.alpha_, k=p.top_k, random_state=p.seed)
+        found["top_k_probability"] = {name: float(q) for name, q in zip(names, stability)}
+        log.info("P(top %d): %s", p.top_k, ", ".join(f"{names[i]} {stability[i]:.2f}" for i in fit.ranking_[:p.top_k]))
+    return found
 
 
 def gradient():

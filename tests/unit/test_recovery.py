@@ -94,3 +94,19 @@ def test_bad_inputs_raise():
 def test_follows_the_scikit_learn_estimator_contract(estimator, check):
     """No deliberate deviations: every check of check_estimator passes."""
     check(estimator)
+
+
+def test_top_k_probability_separates_settled_from_unsettled_heads():
+    from headloc.recovery import top_k_probability
+
+    rng = np.random.default_rng(1)
+    phi = (rng.random((120, 40)) < 0.1).astype(int)
+    # heads 5 and 9 carry the task; 20 and 21 have equal, small effects: one top-3 place between them
+    y = 0.9 - 0.4 * phi[:, 5] - 0.3 * phi[:, 9] - 0.05 * phi[:, 20] - 0.05 * phi[:, 21]
+    y = y + 0.01 * rng.standard_normal(120)
+    p = top_k_probability(phi, y, alpha=0.001, k=3, n_boot=60, random_state=0)
+    assert p.sum() == pytest.approx(3.0)  # every refit places exactly k heads
+    assert p[5] == 1.0 and p[9] == 1.0
+    assert p[20] + p[21] == pytest.approx(1.0, abs=0.1) and 0.1 < p[20] < 0.9  # they share the third place
+    with pytest.raises(ValueError, match="k must lie in 1..40"):
+        top_k_probability(phi, y, alpha=0.001, k=41)
