@@ -82,6 +82,44 @@ rule gradient_search:
         "../scripts/gradient_search.py"
 
 
+rule refine_masks:
+    """cs_adaptive, stage 2: from stage 1's scores, masks over the heads still uncertain (none when
+    stage 1's top k is settled)."""
+    input:
+        masks="results/{model}/{task}/{search}/masks.npy",
+        scores=get_chunk_scores,
+    output:
+        masks="results/{model}/{task}/{search}/stage2/masks.npy",
+        plan="results/{model}/{task}/{search}/stage2/refinement.json",
+    log:
+        "results/logs/refine_masks/{model}/{task}/{search}.log",
+    conda:
+        "../envs/headloc.yaml"
+    params:
+        location=model_location,
+        spec=search_spec,
+        alpha=SEARCH["alpha"],
+        seed=search_seed,
+        top_k=PLAN.top_k,
+    script:
+        "../scripts/refine_masks.py"
+
+
+use rule score_masks as score_stage2_masks with:
+    input:
+        model=get_model_input,
+        masks="results/{model}/{task}/{search}/stage2/masks.npy",
+        docs=get_id_subset,
+        task=get_task_files,
+    output:
+        scores="results/{model}/{task}/{search}/stage2/scores/{chunk}.tsv",
+        samples="results/{model}/{task}/{search}/stage2/scores/{chunk}.samples.jsonl",
+    log:
+        "results/logs/score_masks/{model}/{task}/{search}/stage2/{chunk}.log",
+    benchmark:
+        "results/benchmarks/score_masks/{model}/{task}/{search}/stage2/{chunk}.tsv"
+
+
 rule make_greedy_masks:
     """Greedy round r: the heads chosen in rounds 1..r-1 plus each remaining head in turn."""
     input:

@@ -20,12 +20,23 @@ names = [head_name(i, geometry.n_heads) for i in range(geometry.total)]
 p = snakemake.params
 
 
-def fitted():
-    """Eq. (1) (Lasso) or the one-shot greedy effects, from the masks and their scores."""
-    masks = np.load(snakemake.input.masks)
-    scores = pd.concat(pd.read_csv(path, sep="\t") for path in snakemake.input.scores).sort_values("mask")
+def scored(masks_path, score_paths):
+    """A design and its scores, checked to cover every mask once, in order."""
+    masks = np.load(masks_path)
+    scores = pd.concat(pd.read_csv(path, sep="\t") for path in score_paths).sort_values("mask")
     if not np.array_equal(scores["mask"].to_numpy(), np.arange(len(masks))):
         raise ValueError(f"the chunk scores cover masks {scores['mask'].tolist()}, expected 0..{len(masks) - 1}")
+    return masks, scores
+
+
+def fitted():
+    """Eq. (1) (Lasso) or the one-shot greedy effects, from the masks and their scores (cs_adaptive:
+    both stages' rows)."""
+    masks, scores = scored(snakemake.input.masks, snakemake.input.scores)
+    if "stage2_masks" in snakemake.input.keys():
+        masks2, scores2 = scored(snakemake.input.stage2_masks, snakemake.input.stage2_scores)
+        log.info("stage 1: %d masks, stage 2: %d masks", len(masks), len(masks2))
+        masks, scores = np.vstack([masks, masks2]), pd.concat([scores, scores2])
     if p.rows:  # a nested budget: the first rows of the full design
         log.info("budget %d: the first %d of %d scored masks", p.rows, p.rows, len(masks))
         masks, scores = masks[: p.rows], scores.iloc[: p.rows]

@@ -13,15 +13,20 @@ log = log_to_file(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)
 masks = np.load(snakemake.input.masks)
 rows = np.array_split(np.arange(len(masks)), snakemake.params.chunks)[int(snakemake.wildcards.chunk)]
-task = TaskSpec(**snakemake.params.task).with_documents(snakemake.input.docs)
-evaluator = load_evaluator(snakemake.params.location, task, include_path=snakemake.params.include_path,
-                           **snakemake.params.model)
-log.info("scoring masks %d..%d of %d on %s", rows[0], rows[-1], len(masks), task.lm_eval_task)
-results = evaluator.evaluate_masks(masks[rows], desc=f"chunk {snakemake.wildcards.chunk}")
+if len(rows) == 0:  # an empty chunk (cs_adaptive's stage 2 after a settled stage 1): nothing to load
+    log.info("chunk %s: no masks to score", snakemake.wildcards.chunk)
+    results = []
+else:
+    task = TaskSpec(**snakemake.params.task).with_documents(snakemake.input.docs)
+    evaluator = load_evaluator(snakemake.params.location, task, include_path=snakemake.params.include_path,
+                               **snakemake.params.model)
+    log.info("scoring masks %d..%d of %d on %s", rows[0], rows[-1], len(masks), task.lm_eval_task)
+    results = evaluator.evaluate_masks(masks[rows], desc=f"chunk {snakemake.wildcards.chunk}")
 
 write_text(snakemake.output.samples, "".join(
     json.dumps({"mask": int(row), "score": result.score, "samples": result.samples}) + "\n"
     for row, result in zip(rows, results)
 ))
 write_table(snakemake.output.scores, pd.DataFrame({"mask": rows, "score": [r.score for r in results]}))
-log.info("mean score %.4f", np.mean([r.score for r in results]))
+if results:
+    log.info("mean score %.4f", np.mean([r.score for r in results]))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-METHODS = ("cs_stratified", "cs_bernoulli", "greedy1s")
+METHODS = ("cs_stratified", "cs_bernoulli", "cs_adaptive", "greedy1s")
 
 
 def bernoulli_masks(n_heads: int, n_masks: int, sparsity: float, rng: np.random.Generator) -> np.ndarray:
@@ -80,7 +80,8 @@ def make_masks(
     ----------
     n_heads : total number of attention heads N (layers x heads per layer).
     n_masks : number of rows M for the compressed-sensing methods (ignored by ``greedy1s``).
-    method : ``cs_stratified``, ``cs_bernoulli`` or ``greedy1s``.
+    method : ``cs_stratified``, ``cs_bernoulli``, ``cs_adaptive`` (its stage 1: a stratified design
+        of :func:`headloc.adaptive.stage_sizes` rows) or ``greedy1s``.
     sparsity : fraction of heads ablated per row, in (0, 1), for the compressed-sensing methods.
     random_state : seed of the ``numpy.random.Generator`` used.
 
@@ -105,5 +106,9 @@ def make_masks(
     if sparsity is None or not 0 < sparsity < 1:
         raise ValueError(f"sparsity must lie in (0, 1) for {method}, got {sparsity!r}")
     rng = np.random.default_rng(random_state)
+    if method == "cs_adaptive":  # its stage 1; headloc.adaptive designs stage 2 from stage 1's scores
+        from headloc.adaptive import stage_sizes
+
+        return stratified_masks(n_heads, stage_sizes(n_masks)[0], sparsity, rng)
     build = stratified_masks if method == "cs_stratified" else bernoulli_masks
     return build(n_heads, n_masks, sparsity, rng)

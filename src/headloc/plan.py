@@ -35,7 +35,8 @@ from headloc.results import selections
 from headloc.selection import select_heads
 
 DIGEST_LENGTH = 12
-MASK_METHODS = ("cs_stratified", "cs_bernoulli", "greedy1s", "greedy")  # scored by masked evaluation
+MASK_METHODS = ("cs_stratified", "cs_bernoulli", "cs_adaptive", "greedy1s", "greedy")  # masked evaluation
+NESTED_METHODS = ("cs_stratified", "cs_bernoulli")  # a smaller budget is the first rows of the design
 GRADIENT_METHODS = ("attribution", "chg")  # one gradient job each (rule gradient_search), no masks
 CHG_DEFAULTS = {"seeds": 4, "lam": 0.1, "steps": 500}  # config/schema.yaml's defaults (headloc.chg's)
 
@@ -191,7 +192,7 @@ class Plan:
 
     def _searches(self, task: str) -> dict[str, Search]:
         """Every search of a task: each method once, a compressed-sensing method once per repeat and
-        per budget (the smaller budgets nested in the full design)."""
+        per budget (cs_stratified's and cs_bernoulli's smaller budgets nested in the full design)."""
         settings = {**self.config["search"], **self.config["tasks"][task]["search"]}
         methods, n_masks, sparsity = settings["methods"], settings["n_masks"], settings["sparsity"]
         found = []
@@ -202,8 +203,12 @@ class Plan:
             for repeat in range(settings.get("repeats", 1)):
                 full = self._search(task, method, n_masks, sparsity, repeat)
                 found.append(full)
-                found += [self._search(task, method, budget, sparsity, repeat, of=n_masks, rows_of=full.id)
-                          for budget in sorted(settings.get("budgets", []))]
+                budgets = sorted(settings.get("budgets", []))
+                if method in NESTED_METHODS:
+                    found += [self._search(task, method, b, sparsity, repeat, of=n_masks, rows_of=full.id)
+                              for b in budgets]
+                else:  # cs_adaptive: stage 2 depends on stage 1, so each budget is its own search
+                    found += [self._search(task, method, b, sparsity, repeat) for b in budgets]
         if "greedy1s" in methods and "greedy" in methods:  # greedy's round 1 is the one-shot matrix
             greedy_id = self.search_id(task, "greedy", n_masks, sparsity)
             found = [replace(s, rows_of=f"{greedy_id}/round1") if s.method == "greedy1s" else s for s in found]

@@ -25,7 +25,8 @@ GREEDY, ONE_SHOT = f"greedy_k{TOP_K}_xu_n{ID_DOCS}_s0", f"greedy1s_n{ID_DOCS}_s0
 
 
 def cs(method, budget=N_MASKS, repeat=0):
-    size = f"{budget}of{N_MASKS}" if budget != N_MASKS else f"{N_MASKS}"
+    nested = budget != N_MASKS and method != "cs_adaptive"
+    size = f"{budget}of{N_MASKS}" if nested else f"{budget}"
     return f"{method}_m{size}_p0.25_n{ID_DOCS}_s0" + (f"_r{repeat}" if repeat else "")
 
 
@@ -43,7 +44,8 @@ def methods_run(tmp_path_factory, tiny_model_dir):
     work = tmp_path_factory.mktemp("methods")
     config = {
         "models": {"tiny": {"source": str(tiny_model_dir), "batch_size": 16}},
-        "tasks": {"ioi": {"lm_eval_task": "headloc_ioi", "n_docs": 6},
+        "tasks": {"ioi": {"lm_eval_task": "headloc_ioi", "n_docs": 6,
+                          "search": {"methods": ["cs_stratified", "greedy1s", "greedy", "cs_adaptive"]}},
                   "induction": {"lm_eval_task": "headloc_induction", "n_docs": 6}},
         "search": {"methods": ["cs_stratified", "greedy1s", "greedy"], "n_masks": N_MASKS,
                    "budgets": [BUDGET], "repeats": 2, "sparsity": 0.25, "id_docs": ID_DOCS, "chunks": 1,
@@ -121,9 +123,10 @@ def test_table4_recall_and_unfiltered_columns(methods_run):
     table = pd.read_csv(methods_run / "tables" / "table4.csv")
     universal = set(read_json(methods_run / "tiny" / "universal_heads.json")["heads"])
     searches = {cs("cs_stratified", b, r) for b in (BUDGET, N_MASKS) for r in (0, 1)}
+    adaptive = {cs("cs_adaptive", b, r) for b in (BUDGET, N_MASKS) for r in (0, 1)}
     for task in TASKS:
         mine = table[table["task"] == task].set_index("search")
-        assert set(mine.index) == searches | {GREEDY, ONE_SHOT}
+        assert set(mine.index) == searches | {GREEDY, ONE_SHOT} | (adaptive if task == "ioi" else set())
         greedy_top = set(read_json(methods_run / "tiny" / task / GREEDY / "recovery.json")["ranking"][:TOP_K])
         evals = methods_run / "tiny" / "evals" / task
         baseline = read_json(evals / "none.json")["value"]
@@ -136,3 +139,29 @@ def test_table4_recall_and_unfiltered_columns(methods_run):
                 value = read_json(evals / f"{headset}.json")["value"]
                 assert row[column] == pytest.approx(100 * (value - baseline), abs=1e-6), (search, column)
     assert (methods_run / "figures" / "methods.png").stat().st_size > 0
+
+
+@pytest.mark.slow
+def test_adaptive_searches_screen_then_refine(methods_run):
+    from headloc.adaptive import stage_sizes
+    from headloc.recovery import recovery_for
+
+    for budget in (BUDGET, N_MASKS):
+        for repeat in (0, 1):
+            folder = methods_run / "tiny" / "ioi" / cs("cs_adaptive", budget, repeat)
+            stage1, stage2 = np.load(folder / "masks.npy"), np.load(folder / "stage2" / "masks.npy")
+            assert np.array_equal(stage1, make_masks(8, budget, method="cs_adaptive", sparsity=0.25,
+                                                     random_state=repeat))
+            assert len(stage1) == stage_sizes(budget)[0]
+            plan = read_json(folder / "stage2" / "refinement.json")
+            if plan["settled"]:
+                assert len(stage2) == 0
+            else:
+                assert len(stage2) == stage_sizes(budget)[1]
+                outside = [HEADS.index(h) for h in HEADS if h not in plan["candidates"]]
+                assert not stage2[:, outside].any()  # stage 2 ablates candidates only
+            recovery = read_json(folder / "recovery.json")
+            assert recovery["n_evals"] == len(stage1) + len(stage2)
+            y = np.concatenate([chunk_scores(folder), chunk_scores(folder / "stage2")])
+            fit = recovery_for("cs_adaptive", alpha=0.001, random_state=repeat).fit(np.vstack([stage1, stage2]), y)
+            assert recovery["coef"] == pytest.approx(dict(zip(HEADS, fit.coef_.tolist())))
