@@ -134,3 +134,8 @@ def test_size_grows_with_layers_and_panels():
     assert tall[1] > small[1] and wide[0] > tall[0] and wide[1] == tall[1]
     # SmolLM2 (30 x 9): at least a quarter inch per layer row, so its tick labels stay apart
     assert (tall[1] - 1.6) / 30 >= 0.25
+
+
+def test_temporary_name_still_writes_png(tmp_path):
+    path = save_heatmap(record(), tmp_path / ".heatmap.png.x1.tmp")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
