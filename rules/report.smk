@@ -1,6 +1,3 @@
-from headloc.report.heatmap import READINGS
-
-
 localrules:
     run_config,
     collect_models,
@@ -205,6 +202,6 @@ rule plot_heatmap:
     conda:
         "../envs/headloc.yaml"
     params:
-        reading=lambda w: READINGS[PLAN.search(w.task, w.search).method],
+        method=lambda w: PLAN.search(w.task, w.search).method,
     script:
         "../scripts/plot_heatmap.py"

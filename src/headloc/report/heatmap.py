@@ -43,25 +43,6 @@ VALUE_LABELS = {
     "attribution": "-d score / d gate (first-order effect of ablation)",
     "chg": "-G- (facilitation, negated)",
 }
-#: How to read one method's heatmap (the HTML report's caption says it under the picture).
-READINGS = {
-    "cs_stratified": "Each cell is the head's Lasso coefficient from eq. (1): the estimated change in the task's "
-                     "score (a fraction: -0.10 is 10 points of accuracy) when the head is ablated, fitted to the "
-                     "scores of random masks (stratified: each mask ablates the same number of heads).",
-    "cs_bernoulli": "Each cell is the head's Lasso coefficient from eq. (1): the estimated change in the task's "
-                    "score (a fraction: -0.10 is 10 points of accuracy) when the head is ablated, fitted to the "
-                    "scores of random masks (Bernoulli: each head ablated independently).",
-    "greedy1s": "Each cell is the change in the task's score (a fraction: -0.10 is 10 points of accuracy) when "
-                "that head alone is ablated (one-shot greedy: one evaluation per head).",
-    "greedy": "Each chosen head's cell is the change in the task's score (a fraction) its addition caused in "
-              "the greedy round it was chosen; every other head's, the change it would have caused in the last "
-              "round.",
-    "attribution": "Each cell is minus d score / d gate at gate = 1: the first-order estimate of the change in "
-                   "the gold continuation's mean log-likelihood (nats per document) when the head is ablated.",
-    "chg": "Two panels of Causal Head Gating gates in [0, 1], means over seeds: G- (facilitation; near 1: "
-           "the task needs the head even under pressure to close gates) and G+ (near 0: the head interferes "
-           "with the task). Heads are ranked by G-.",
-}
 #: CHG's gate panels: field, colorbar label.
 GATE_PANELS = (
     ("g_minus", "G- (facilitation: 1 = head needed)"),
@@ -223,5 +204,5 @@ def heads_of(record: Mapping) -> Sequence[str]:
     return [format_head(layer, head) for layer in range(record["n_layers"]) for head in range(record["n_heads"])]
 
 
-__all__ = ["GATE_PANELS", "Panel", "READINGS", "VALUE_LABELS", "figure_size", "head_grid", "heads_of", "heatmap_figure",
+__all__ = ["GATE_PANELS", "Panel", "VALUE_LABELS", "figure_size", "head_grid", "heads_of", "heatmap_figure",
            "panels", "save_heatmap"]
