@@ -874,6 +874,7 @@ rule render_table:
         md="{{case}}/{{table}}.md",
         csv="{{case}}/{{table}}.csv",
         tex="{{case}}/{{table}}.tex",
+        html="{{case}}/{{table}}.html",
     log:
         "logs/{{case}}/{{table}}.log",
     params:
@@ -956,3 +957,8 @@ def test_render_scripts_write_every_table_and_figure(tmp_path):
     assert "*no universal heads in evals (kind == 'universal')*" in bare7
     assert (tmp_path / "bare" / "table7.csv").read_text() == "model,head,avg\n"
     assert "no hyperparameter search" in (tmp_path / "bare" / "tuning.md").read_text()
+    page = (tmp_path / "full" / "table8.html").read_text()  # what Snakemake's HTML report shows
+    assert page.count("<h3>") == 1 and "<h3>Table 8." in page and "made by rule render_table (table8)" in page
+    assert '<td>m1</td><td>L0H22</td><td class="num">-21.0</td><td class="num">-30.0</td>' in page
+    bare7 = (tmp_path / "bare" / "table7.html").read_text()
+    assert "<p class=\"note\">no universal heads in evals (kind == &#x27;universal&#x27;)</p>" in bare7

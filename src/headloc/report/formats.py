@@ -187,10 +187,10 @@ def to_latex(df: pd.DataFrame, *, caption: str, footer: str, label: str | None =
 
 
 _HTML_STYLE = (
-    "body{font-family:system-ui,sans-serif;font-size:14px;margin:16px;color:#222}"
-    "h3{font-size:15px;margin:0 0 10px}"
+    "body{font-family:system-ui,sans-serif;font-size:13px;margin:12px;color:#222}"
+    "h3{font-size:14px;margin:0 0 8px;max-width:60em}"
     "table{border-collapse:collapse}"
-    "th,td{padding:3px 10px;border-bottom:1px solid #ddd;white-space:nowrap}"
+    "th,td{padding:2px 8px;border-bottom:1px solid #ddd;white-space:nowrap}"
     "th{background:#f3f3f3;text-align:left;position:sticky;top:0}"
     "td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}"
     "tr:hover td{background:#f8f8ff}"

@@ -174,7 +174,7 @@ def heatmap_figure(record: Mapping, *, top_k: int | None = None, footer: str | N
             for edge, width in (("black", 2.4), ("white", 0.8)):  # visible on dark and light cells
                 ax.add_patch(Rectangle((head - 0.5, layer - 0.5), 1, 1, fill=False, edgecolor=edge, linewidth=width))
             ax.text(head, layer, str(rank), ha="center", va="center", fontsize=7, fontweight="bold",
-                    color="black", bbox=dict(boxstyle="round,pad=0.1", facecolor="white", alpha=0.7, linewidth=0))
+                    color="black", bbox=dict(boxstyle="round,pad=0.15", facecolor="white", alpha=0.9, linewidth=0))
         bar = fig.colorbar(image, ax=ax, shrink=min(1.0, 0.4 + 0.05 * n_layers), pad=0.02)
         bar.set_label(panel.label, fontsize=8)
         bar.ax.tick_params(labelsize=7)
