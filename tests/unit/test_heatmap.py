@@ -139,3 +139,17 @@ def test_size_grows_with_layers_and_panels():
 def test_temporary_name_still_writes_png(tmp_path):
     path = save_heatmap(record(), tmp_path / ".heatmap.png.x1.tmp")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_unscored_head_is_gray_not_an_error():
+    rec = record("greedy")
+    rec["coef"]["L0H1"] = None  # e.g. a universal head greedy left out and never measured
+    grid = head_grid(rec)
+    assert np.isnan(grid[0, 1]) and np.isfinite(np.delete(grid.ravel(), 1)).all()
+    fig = heatmap_figure(rec)
+    image = fig.axes[0].images[0]
+    assert np.ma.getmaskarray(image.get_array())[0, 1] or np.isnan(image.get_array()[0, 1])
+    assert image.cmap.get_bad()[:3] == pytest.approx((0.75, 0.75, 0.75))
+    assert image.norm.vmin == -50.0 and image.norm.vmax == 50.0, "the scale ignores the gap"
+    assert "gray: no value" in fig.get_suptitle()
+    assert "gray" not in heatmap_figure(record("greedy")).get_suptitle()

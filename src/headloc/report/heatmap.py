@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib import colormaps
 from matplotlib.colors import Normalize, TwoSlopeNorm
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
@@ -75,8 +76,10 @@ def _check(record: Mapping) -> None:
 def head_grid(record: Mapping, field: str = "coef") -> np.ndarray:
     """``record[field]`` (head name -> value) as an ``[n_layers, n_heads]`` float array.
 
-    Raises ValueError naming the first head the field lacks, a head outside the model, or a bad
-    head name, so a truncated or foreign record never draws as a plausible picture.
+    A head whose value is None (a head the method did not score, e.g. a universal head greedy
+    left out and never measured) is NaN, drawn as a gray cell. Raises ValueError naming the first
+    head the field lacks, a head outside the model, or a bad head name, so a truncated or foreign
+    record never draws as a plausible picture.
     """
     _check(record)
     if field not in record:
@@ -84,12 +87,14 @@ def head_grid(record: Mapping, field: str = "coef") -> np.ndarray:
     values = record[field]
     n_layers, n_heads = int(record["n_layers"]), int(record["n_heads"])
     grid = np.full((n_layers, n_heads), np.nan)
+    given = np.zeros((n_layers, n_heads), dtype=bool)
     for name, value in values.items():
         layer, head = parse_head(name)
         if layer >= n_layers or head >= n_heads:
             raise ValueError(f"{field} names head {name}, outside the model's {n_layers} layers x {n_heads} heads")
-        grid[layer, head] = float(value)
-    missing = [format_head(layer, head) for layer, head in zip(*np.nonzero(np.isnan(grid)))]
+        given[layer, head] = True
+        grid[layer, head] = np.nan if value is None else float(value)
+    missing = [format_head(layer, head) for layer, head in zip(*np.nonzero(~given))]
     if missing:
         more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
         raise ValueError(f"{field} of {record['model']}/{record['task']}/{record['search']} lacks head "
@@ -121,7 +126,8 @@ def _title(record: Mapping) -> str:
 def _norm(grid: np.ndarray, gate: bool) -> Normalize:
     if gate:
         return Normalize(vmin=0.0, vmax=1.0)
-    bound = float(np.max(np.abs(grid))) or 1.0
+    finite = np.abs(grid[np.isfinite(grid)])
+    bound = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
     return TwoSlopeNorm(vcenter=0.0, vmin=-bound, vmax=bound)
 
 
@@ -157,7 +163,7 @@ def heatmap_figure(record: Mapping, *, top_k: int | None = None, footer: str | N
     axes = fig.subplots(1, len(shown), squeeze=False)[0]
     label_every = 1 if n_layers <= 40 else 2
     for ax, panel, grid in zip(axes, shown, grids):
-        cmap = "viridis" if panel.gate else "RdBu"
+        cmap = colormaps["viridis" if panel.gate else "RdBu"].with_extremes(bad="0.75")  # gray: no value
         image = ax.imshow(grid, cmap=cmap, norm=_norm(grid, panel.gate), aspect="auto", interpolation="nearest")
         ax.set_xticks(range(n_heads))
         ax.set_yticks(range(0, n_layers, label_every))
@@ -179,7 +185,8 @@ def heatmap_figure(record: Mapping, *, top_k: int | None = None, footer: str | N
         bar.set_label(panel.label, fontsize=8)
         bar.ax.tick_params(labelsize=7)
     top = f"; top {len(chosen)} outlined, numbered by rank" if chosen else ""
-    fig.suptitle(_title(record) + top, fontsize=9)
+    gray = "; gray: no value" if any(np.isnan(grid).any() for grid in grids) else ""
+    fig.suptitle(_title(record) + top + gray, fontsize=9)
     if footer:
         fig.text(0.0, 0.0, footer, fontsize=6, color="0.4", ha="left", va="bottom")
     return fig
