@@ -22,7 +22,7 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -205,11 +205,5 @@ def save_heatmap(record: Mapping, path: str | Path, *, top_k: int | None = None,
     return path
 
 
-def heads_of(record: Mapping) -> Sequence[str]:
-    """Every head name of the record's model, layer by layer."""
-    _check(record)
-    return [format_head(layer, head) for layer in range(record["n_layers"]) for head in range(record["n_heads"])]
-
-
-__all__ = ["GATE_PANELS", "Panel", "VALUE_LABELS", "figure_size", "head_grid", "heads_of", "heatmap_figure",
+__all__ = ["GATE_PANELS", "Panel", "VALUE_LABELS", "figure_size", "head_grid", "heatmap_figure",
            "panels", "save_heatmap"]
