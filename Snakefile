@@ -17,6 +17,9 @@ if not workflow.overwrite_configfiles:
     configfile: "config/config.yaml"
 
 
+report: "report/workflow.rst"  # snakemake --report report.html: captions in report/
+
+
 include: "rules/common.smk"
 include: "rules/resources.smk"
 include: "rules/models.smk"

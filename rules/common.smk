@@ -457,4 +457,16 @@ def report_targets():
         else []
     )
     published = expand("results/tables/{name}.tsv", name=["evals_all", "recoveries"])
-    return table_files(tables) + figure_files(list(FIGURES)) + published + universal
+    heatmaps = [
+        f"results/{m}/{t}/{s}/heatmap.png"
+        for m in MODELS
+        for t in PLAN.searches
+        for s in PLAN.searches[t]
+    ]
+    return (
+        table_files(tables)
+        + figure_files(list(FIGURES))
+        + published
+        + universal
+        + heatmaps
+    )

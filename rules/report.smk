@@ -7,6 +7,7 @@ localrules:
     publish_collected,
     render_table,
     render_figure,
+    plot_heatmap,
 
 
 # Collected tables live under results/runs/<config digest>/ (see headloc.plan): a changed config
@@ -122,14 +123,24 @@ rule publish_collected:
         "../scripts/publish_collected.py"
 
 
+# Snakemake's HTML report (snakemake --report report.html) shows what is marked report() below,
+# with the captions in report/ (their Jinja context: snakemake.wildcards, snakemake.params, ...).
+
+
 rule render_table:
-    """Render one paper table as Markdown, CSV and LaTeX."""
+    """Render one paper table as Markdown, CSV, LaTeX and HTML (the HTML is the report's view)."""
     input:
         unpack(table_inputs),
     output:
         md="results/tables/{table}.md",
         csv="results/tables/{table}.csv",
         tex="results/tables/{table}.tex",
+        html=report(
+            "results/tables/{table}.html",
+            caption="../report/table.rst",
+            category="Tables",
+            labels=lambda w: {"table": w.table, "shows": TABLES[w.table].about},
+        ),
     log:
         "results/logs/render_table/{table}.log",
     wildcard_constraints:
@@ -138,6 +149,9 @@ rule render_table:
         "../envs/headloc.yaml"
     params:
         options=PLAN.report_options(),
+        about=lambda wildcards: TABLES[wildcards.table].about,
+        deltas=lambda wildcards: "Delta" in TABLES[wildcards.table].about
+        or any(c.startswith("delta") for c in TABLES[wildcards.table].columns),
     script:
         "../scripts/render_table.py"
 
@@ -147,7 +161,12 @@ rule render_figure:
     input:
         unpack(figure_inputs),
     output:
-        png="results/figures/{figure}.png",
+        png=report(
+            "results/figures/{figure}.png",
+            caption="../report/figure.rst",
+            category="Figures",
+            labels=lambda w: {"figure": w.figure, "shows": FIGURES[w.figure].about},
+        ),
         pdf="results/figures/{figure}.pdf",
     log:
         "results/logs/render_figure/{figure}.log",
@@ -157,5 +176,32 @@ rule render_figure:
         "../envs/headloc.yaml"
     params:
         options=PLAN.report_options(),
+        about=lambda wildcards: FIGURES[wildcards.figure].about,
     script:
         "../scripts/render_figure.py"
+
+
+rule plot_heatmap:
+    """One search's per-head effect as a layers x heads heatmap (headloc.report.heatmap)."""
+    input:
+        "results/{model}/{task}/{search}/recovery.json",
+    output:
+        report(
+            "results/{model}/{task}/{search}/heatmap.png",
+            caption="../report/heatmap.rst",
+            category="Heatmaps",
+            subcategory="{task}",
+            labels=lambda w: {
+                "model": w.model,
+                "method": PLAN.search(w.task, w.search).method,
+                "search": w.search,
+            },
+        ),
+    log:
+        "results/logs/plot_heatmap/{model}/{task}/{search}.log",
+    conda:
+        "../envs/headloc.yaml"
+    params:
+        method=lambda w: PLAN.search(w.task, w.search).method,
+    script:
+        "../scripts/plot_heatmap.py"

@@ -1,4 +1,4 @@
-"""Render one paper table as Markdown, CSV and LaTeX (rule render_table).
+"""Render one paper table as Markdown, CSV, LaTeX and HTML (rule render_table).
 
 The table is ``headloc.report.TABLES[wildcards.table]``; its named inputs are the collected
 tables the spec reads (``evals_main``, ``recoveries``, ...) and ``params.options`` holds the
@@ -23,6 +23,7 @@ sources = ", ".join(str(path) for path in snakemake.input)
 footer = f"made by rule render_table ({name}) with scripts/render_table.py from {sources}"
 write_text(snakemake.output.md, report.to_markdown(table, title=title, footer=footer))
 write_text(snakemake.output.csv, report.to_csv(table))
+write_text(snakemake.output.html, report.to_html(table, title=title, footer=footer))
 latex = report.to_latex(table, caption=title, footer=footer, label=f"tab:{name}")
 write_text(snakemake.output.tex, latex)
 log.info("%s: %d rows %s", name, len(table), table.attrs.get("note", ""))

@@ -877,6 +877,7 @@ rule render_table:
         md="{{case}}/{{table}}.md",
         csv="{{case}}/{{table}}.csv",
         tex="{{case}}/{{table}}.tex",
+        html="{{case}}/{{table}}.html",
     log:
         "logs/{{case}}/{{table}}.log",
     params:
@@ -946,6 +947,11 @@ def test_render_scripts_write_every_table_and_figure(tmp_path):
     md2 = (tmp_path / "full" / "table2.md").read_text().splitlines()
     assert md2[0] == f"**{TITLES['table2']}**"  # the run's gen tasks, k and main method
     assert md2[-1].endswith("from full/evals_main.tsv")
+    page = (tmp_path / "full" / "table8.html").read_text()  # what Snakemake's HTML report shows
+    assert page.count("<h3>") == 1 and "<h3>Table 8." in page and "made by rule render_table (table8)" in page
+    assert '<td>m1</td><td>L0H22</td><td class="num">-21.0</td><td class="num">-30.0</td>' in page
+    bare7_html = (tmp_path / "bare" / "table7.html").read_text()
+    assert "<p class=\"note\">no universal heads in evals (kind == &#x27;universal&#x27;)</p>" in bare7_html
     md4 = (tmp_path / "full" / "table4.md").read_text().splitlines()
     assert md4[-1].endswith("from full/evals_methods.tsv, full/recoveries.tsv")
     assert "\\caption{Table 9. Top 5 heads" in (tmp_path / "full" / "table9.tex").read_text()

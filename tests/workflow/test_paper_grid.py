@@ -71,6 +71,8 @@ def test_paper_grid_dry_run_job_counts(profile):
     assert counts["score_masks"] == 4 * 240 and counts["score_greedy_masks"] == 800
     assert counts["recover_heads"] == 5 * (8 * 4 + 36 - 4)
     assert counts["collect_evals"] == 5 and counts["collect_recoveries"] == 2
+    # a heatmap per search of the main plan (tuning points have none): 5 models x 8 tasks x 4 methods
+    assert counts["plot_heatmap"] == 5 * 8 * 4 == 160
 
 
 @pytest.fixture(scope="module")

@@ -1,16 +1,18 @@
-"""Render a table DataFrame as Markdown, LaTeX or CSV text.
+"""Render a table DataFrame as Markdown, LaTeX, HTML or CSV text.
 
-Markdown and LaTeX are for reading, so floats are shown to one decimal and missing values as
+Markdown, LaTeX and HTML (a small self-contained page, what Snakemake's HTML report shows) are for
+reading, so floats are shown to one decimal and missing values as
 ``-``; CSV is for machines and keeps full precision. Every rendered table carries a footer naming
 the rule and script that made it (the caller passes the text). Nothing here writes files.
 
 A table may carry ``df.attrs["note"]``: the report functions set it on a legitimately empty
-table to say why it is empty. Markdown and LaTeX show it in italics under the header row; CSV
+table to say why it is empty. Markdown, LaTeX and HTML show it in italics under the header row; CSV
 stays a plain header line, so machines see an ordinary empty table.
 """
 
 from __future__ import annotations
 
+import html
 import math
 import numbers
 
@@ -182,6 +184,55 @@ def to_latex(df: pd.DataFrame, *, caption: str, footer: str, label: str | None =
     note = rf"\par\smallskip{{\footnotesize {escape_latex(footer)}}}"
     lines += [r"\bottomrule", r"\end{tabular}", note, r"\end{table}"]
     return "\n".join(lines) + "\n"
+
+
+_HTML_STYLE = (
+    "body{font-family:system-ui,sans-serif;font-size:13px;margin:12px;color:#222}"
+    "h3{font-size:14px;margin:0 0 8px;max-width:60em}"
+    "table{border-collapse:collapse}"
+    "th,td{padding:2px 8px;border-bottom:1px solid #ddd;white-space:nowrap}"
+    "th{background:#f3f3f3;text-align:left;position:sticky;top:0}"
+    "td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}"
+    "tr:hover td{background:#f8f8ff}"
+    "p.note{font-style:italic}p.footer{color:#777;font-size:11px;margin-top:10px}"
+)
+
+
+def to_html(df: pd.DataFrame, *, title: str, footer: str) -> str:
+    """The table as a self-contained HTML page: title above, footer below, cells as in Markdown.
+
+    Numeric columns are right-aligned; a note (``df.attrs["note"]``) is shown in italics; every
+    text is HTML-escaped.
+
+    Examples
+    --------
+    >>> df = pd.DataFrame({"task": ["a<b"], "delta_task": [-48.44]})
+    >>> page = to_html(df, title="Table 2", footer="made by rule r (s.py)")
+    >>> "<h3>Table 2</h3>" in page, "<td>a&lt;b</td>" in page, '<td class="num">-48.4</td>' in page
+    (True, True, True)
+    """
+    numeric = [_is_numeric(df[column]) for column in df.columns]
+
+    def cell(tag, text, is_number):
+        css = ' class="num"' if is_number else ""
+        return f"<{tag}{css}>{html.escape(str(text))}</{tag}>"
+
+    head = "".join(cell("th", column, num) for column, num in zip(df.columns, numeric))
+    rows = ["<tr>" + "".join(cell("td", format_cell(value), num) for value, num in zip(values, numeric)) + "</tr>"
+            for values in df.itertuples(index=False)]
+    note = df.attrs.get("note")
+    parts = [
+        "<!DOCTYPE html>",
+        f'<html><head><meta charset="utf-8"><title>{html.escape(title)}</title><style>{_HTML_STYLE}</style></head>',
+        f"<body><h3>{html.escape(title)}</h3>",
+        f"<table><thead><tr>{head}</tr></thead><tbody>",
+        *rows,
+        "</tbody></table>",
+        f'<p class="note">{html.escape(note)}</p>' if note else "",
+        f'<p class="footer">{html.escape(footer)}</p>',
+        "</body></html>",
+    ]
+    return "\n".join(part for part in parts if part) + "\n"
 
 
 def to_csv(df: pd.DataFrame) -> str:

@@ -1,0 +1,155 @@
+"""headloc.report.heatmap: a recovery record's per-head effect drawn as layers x heads."""
+
+import numpy as np
+import pytest
+from matplotlib.colors import TwoSlopeNorm
+from PIL import Image
+
+from headloc.report.heatmap import (
+    VALUE_LABELS,
+    figure_size,
+    head_grid,
+    heatmap_figure,
+    panels,
+    save_heatmap,
+)
+
+N_LAYERS, N_HEADS = 3, 4
+
+
+def record(method="cs_stratified", **extra):
+    """Every head's coef is 10 * layer + head / 10 (distinct, asymmetric in layer and head), minus
+    a big drop at L2H1; the top heads are L2H1 then L0H3."""
+    coef = {f"L{layer}H{head}": 10 * layer + head / 10 for layer in range(N_LAYERS) for head in range(N_HEADS)}
+    coef["L2H1"] = -50.0
+    ranking = sorted(coef, key=coef.get)
+    return {"model": "tiny", "task": "ioi", "search": f"{method}_n4_s0", "method": method, "n_layers": N_LAYERS,
+            "n_heads": N_HEADS, "coef": coef, "ranking": ranking, "top_heads": ["L2H1", "L0H0"], "n_evals": 17,
+            **extra}
+
+
+def test_grid_places_each_head_at_layer_row_head_column():
+    grid = head_grid(record())
+    assert grid.shape == (N_LAYERS, N_HEADS)
+    assert grid[1, 3] == pytest.approx(10.3) and grid[0, 2] == pytest.approx(0.2)
+    assert grid[2, 1] == -50.0
+
+
+def test_drawn_image_holds_coef_at_layer_head():
+    rec = record()
+    fig = heatmap_figure(rec)
+    (image,) = fig.axes[0].images
+    array = np.asarray(image.get_array())
+    expected = np.array([[rec["coef"][f"L{l}H{h}"] for h in range(N_HEADS)] for l in range(N_LAYERS)])
+    np.testing.assert_array_equal(array, expected)
+    norm = image.norm
+    assert isinstance(norm, TwoSlopeNorm) and norm.vcenter == 0.0
+    assert norm.vmin == -50.0 and norm.vmax == 50.0, "symmetric about 0 at the largest |coef|"
+
+
+def test_top_heads_outlined_and_numbered_at_their_cells():
+    fig = heatmap_figure(record())
+    ax = fig.axes[0]
+    numbers = {(round(t.get_position()[1]), round(t.get_position()[0])): t.get_text() for t in ax.texts}
+    assert numbers == {(2, 1): "1", (0, 0): "2"}  # (layer, head) -> rank
+    corners = {tuple(np.round(p.get_xy(), 1)) for p in ax.patches}
+    assert corners == {(0.5, 1.5), (-0.5, -0.5)}  # (head - 0.5, layer - 0.5) of L2H1 and L0H0
+
+
+def test_top_k_takes_the_ranking():
+    ax = heatmap_figure(record(), top_k=3).axes[0]
+    assert sorted(t.get_text() for t in ax.texts) == ["1", "2", "3"]
+    with pytest.raises(ValueError, match="top_k must be an integer >= 0, got -1"):
+        heatmap_figure(record(), top_k=-1)
+
+
+def test_missing_head_is_named():
+    rec = record()
+    del rec["coef"]["L1H2"]
+    with pytest.raises(ValueError, match=r"coef of tiny/ioi/cs_stratified_n4_s0 lacks head L1H2"):
+        head_grid(rec)
+    with pytest.raises(ValueError, match="lacks head L1H2"):
+        heatmap_figure(rec)
+
+
+def test_head_outside_model_and_bad_record_are_named():
+    rec = record()
+    rec["coef"]["L3H0"] = 1.0
+    with pytest.raises(ValueError, match=r"coef names head L3H0, outside the model's 3 layers x 4 heads"):
+        head_grid(rec)
+    rec = record()
+    rec["coef"]["layer1"] = 1.0
+    with pytest.raises(ValueError, match="bad head name 'layer1'"):
+        head_grid(rec)
+    rec = record()
+    del rec["n_heads"]
+    with pytest.raises(ValueError, match="lacks n_heads"):
+        heatmap_figure(rec)
+
+
+def test_title_and_labels_name_what_is_shown():
+    fig = heatmap_figure(record("greedy"))
+    title = fig.get_suptitle()
+    for part in ("tiny", "ioi", "greedy", "greedy_n4_s0", "17 evaluations"):
+        assert part in title
+    ax, bar = fig.axes
+    assert ax.get_xlabel() == "head" and ax.get_ylabel() == "layer"
+    assert bar.get_ylabel() == VALUE_LABELS["greedy"] == "score change when added (greedy round)"
+
+
+def test_chg_with_gates_draws_g_minus_and_g_plus_on_a_fixed_scale():
+    rec = record("chg")
+    g_minus = {name: (i % 7) / 7 for i, name in enumerate(rec["coef"])}
+    g_plus = {name: 1 - value for name, value in g_minus.items()}
+    rec.update(g_minus=g_minus, g_plus=g_plus, coef={name: -v for name, v in g_minus.items()})
+    assert [p.field for p in panels(rec)] == ["g_minus", "g_plus"]
+    fig = heatmap_figure(rec)
+    images = [ax.images[0] for ax in fig.axes if ax.images]
+    assert len(images) == 2
+    for image, gates in zip(images, (g_minus, g_plus)):
+        expected = [[gates[f"L{l}H{h}"] for h in range(N_HEADS)] for l in range(N_LAYERS)]
+        np.testing.assert_allclose(np.asarray(image.get_array()), expected)
+        assert (image.norm.vmin, image.norm.vmax) == (0.0, 1.0)
+    labels = [ax.get_ylabel() for ax in fig.axes if not ax.images]
+    assert labels[0].startswith("G- (facilitation") and labels[1].startswith("G+")
+
+
+def test_chg_without_gates_draws_coef():
+    rec = record("chg")
+    assert [p.field for p in panels(rec)] == ["coef"]
+    assert len([ax for ax in heatmap_figure(rec).axes if ax.images]) == 1
+
+
+def test_png_written_at_figure_size(tmp_path):
+    path = save_heatmap(record(), tmp_path / "heatmap.png", dpi=100)
+    assert path.stat().st_size > 1000
+    with Image.open(path) as image:
+        assert image.format == "PNG"
+        width, height = figure_size(N_LAYERS, N_HEADS)
+        assert image.size == (round(width * 100), round(height * 100))
+
+
+def test_size_grows_with_layers_and_panels():
+    small, tall, wide = figure_size(3, 4), figure_size(30, 9), figure_size(30, 9, 2)
+    assert tall[1] > small[1] and wide[0] > tall[0] and wide[1] == tall[1]
+    # SmolLM2 (30 x 9): at least a quarter inch per layer row, so its tick labels stay apart
+    assert (tall[1] - 1.6) / 30 >= 0.25
+
+
+def test_temporary_name_still_writes_png(tmp_path):
+    path = save_heatmap(record(), tmp_path / ".heatmap.png.x1.tmp")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_unscored_head_is_gray_not_an_error():
+    rec = record("greedy")
+    rec["coef"]["L0H1"] = None  # e.g. a universal head greedy left out and never measured
+    grid = head_grid(rec)
+    assert np.isnan(grid[0, 1]) and np.isfinite(np.delete(grid.ravel(), 1)).all()
+    fig = heatmap_figure(rec)
+    image = fig.axes[0].images[0]
+    assert np.ma.getmaskarray(image.get_array())[0, 1] or np.isnan(image.get_array()[0, 1])
+    assert image.cmap.get_bad()[:3] == pytest.approx((0.75, 0.75, 0.75))
+    assert image.norm.vmin == -50.0 and image.norm.vmax == 50.0, "the scale ignores the gap"
+    assert "gray: no value" in fig.get_suptitle()
+    assert "gray" not in heatmap_figure(record("greedy")).get_suptitle()
