@@ -29,9 +29,10 @@ demo: venv
 
 # Every search method side by side on the demo model (docs/methods.md): Table 4 and the methods figure.
 methods: venv
-	$(VENV)/bin/snakemake table4 methods --cores $(CORES) --configfile config/methods.yaml
+	$(VENV)/bin/snakemake table4 methods heatmaps --cores $(CORES) --configfile config/methods.yaml
+	$(VENV)/bin/snakemake table4 methods heatmaps --configfile config/methods.yaml --report results/methods-report.html
 	@cat results/tables/table4.md
-	@echo "Figure: results/figures/methods.png (Delta Task of the top 5 against evaluations used)"
+	@echo "Figure: results/figures/methods.png; every search's heatmap and both in results/methods-report.html"
 
 # Two workers, each test file on one of them (module fixtures stay shared within a file).
 test: venv

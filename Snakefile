@@ -37,6 +37,12 @@ rule all:
         report_targets(),
 
 
+rule heatmaps:
+    """Every search's layers x heads heatmap of its per-head effects."""
+    input:
+        heatmap_files(),
+
+
 # One target rule per paper table and figure: `snakemake table4` (or its file, e.g.
 # results/tables/table4.md) runs only the jobs that table needs (headloc.plan says which).
 for _name, _spec in TABLES.items():

@@ -457,16 +457,20 @@ def report_targets():
         else []
     )
     published = expand("results/tables/{name}.tsv", name=["evals_all", "recoveries"])
-    heatmaps = [
-        f"results/{m}/{t}/{s}/heatmap.png"
-        for m in MODELS
-        for t in PLAN.searches
-        for s in PLAN.searches[t]
-    ]
     return (
         table_files(tables)
         + figure_files(list(FIGURES))
         + published
         + universal
-        + heatmaps
+        + heatmap_files()
     )
+
+
+def heatmap_files():
+    """Every search's layers x heads heatmap (target `heatmaps`)."""
+    return [
+        f"results/{m}/{t}/{s}/heatmap.png"
+        for m in MODELS
+        for t in PLAN.searches
+        for s in PLAN.searches[t]
+    ]
