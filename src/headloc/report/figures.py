@@ -22,7 +22,7 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine, TightLayoutEngine
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import MaxNLocator, NullFormatter, ScalarFormatter
 
 from headloc.report.frames import (
     NO_KNOWLEDGE_HEADS,
@@ -594,6 +594,8 @@ def methods_figure(evals: pd.DataFrame, recoveries: pd.DataFrame, k: int = 5, *,
             ax.axhline(float(greedy["delta_task"].iloc[0]), color=MUTED, linestyle="--", linewidth=0.8)
         ax.axhline(0.0, color="0.8", linewidth=0.6)
         ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(ScalarFormatter())  # 10, 100, 1000 rather than 10^1 ...
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel("evaluations used (masked-evaluation equivalents)")
         ax.set_ylabel(rf"$\Delta$ Task, top {k} (pp)")
         ax.set_title(f"{model} / {task}", fontsize=10)
