@@ -331,8 +331,8 @@ def get_recovery_input(wildcards):
         "scores": get_chunk_scores(wildcards),
     }
     if method == "cs_adaptive":
-        found["stage2_masks"] = "results/{model}/{task}/{search}/stage2/masks.npy".format(
-            **wildcards
+        found["stage2_masks"] = (
+            "results/{model}/{task}/{search}/stage2/masks.npy".format(**wildcards)
         )
         found["stage2_scores"] = chunk_files(
             "results/{model}/{task}/{search}/stage2/scores/{chunk}.tsv", **wildcards

@@ -53,7 +53,7 @@ def test_sparsity_outside_0_1(tmp_path, value, bound):
 
 def test_unknown_key(tmp_path):
     out = dry_run_error(tmp_path, set_key("search", "n_mask", value=3))
-    assert "config search: unknown key 'n_mask'; valid keys: alpha, chunks, id_docs, methods, n_masks" in out
+    assert "config search: unknown key 'n_mask'; valid keys: alpha, budgets, chunks, id_docs, methods, n_masks, repeats" in out
 
 
 def test_unknown_method(tmp_path):

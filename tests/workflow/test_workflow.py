@@ -15,7 +15,7 @@ from conftest import PROFANITY_CSV, REPO, SHARED_DATA, snakemake, tiny_llama
 TOP_K = 2
 MODELS = ("tiny-a", "tiny-b")
 SEARCHES = {"cs_stratified": "cs_stratified_m6_p0.25_n{}_s0", "greedy1s": "greedy1s_n{}_s0",
-            "greedy": "greedy_k2_n{}_s0"}
+            "greedy": "greedy_k2_xu_n{}_s0"}  # xu: the universal filter is on (the default)
 ID_DOCS = {"ioi": 4, "swear": 2}
 CAPS = {"ioi": "syntax", "swear": "language", "arc": "general"}
 
@@ -88,6 +88,9 @@ def test_data_and_subsets(tiny_run):
 @pytest.mark.parametrize("method", ["cs_stratified", "greedy1s"])
 def test_masks_scores_and_recovery(tiny_run, method):
     search = tiny_run / "tiny-a" / "ioi" / SEARCHES[method].format(4)
+    found = read_json(search / "recovery.json")
+    if method == "greedy1s":  # one-shot greedy's matrix is greedy's round 1, scored once
+        search = tiny_run / "tiny-a" / "ioi" / SEARCHES["greedy"].format(4) / "round1"
     masks = np.load(search / "masks.npy")
     n_heads = 2 * 4  # the tiny model: 2 layers x 4 heads
     assert masks.shape == ((6, n_heads) if method == "cs_stratified" else (n_heads + 1, n_heads))
@@ -96,7 +99,6 @@ def test_masks_scores_and_recovery(tiny_run, method):
     assert scores["score"].between(0, 1).all()
     samples = [json.loads(line) for line in (search / "scores/0.samples.jsonl").read_text().splitlines()]
     assert all(len(s["samples"]) == 4 for s in samples), "per-document records of the 4 subset docs"
-    found = read_json(search / "recovery.json")
     assert found["n_evals"] == len(masks) and len(found["top_heads"]) == TOP_K
     assert sorted(found["ranking"]) == sorted(f"L{l}H{h}" for l in range(2) for h in range(4))
     if method == "greedy1s":  # effect = single-head score - unablated score, read off the chunks
@@ -110,21 +112,23 @@ def test_masks_scores_and_recovery(tiny_run, method):
 @pytest.mark.parametrize("model", MODELS)
 def test_greedy_rounds_keep_the_worst_head(tiny_run, model):
     search = tiny_run / model / "ioi" / SEARCHES["greedy"].format(4)
+    universal = [int(h[1]) * 4 + int(h[3]) for h in read_json(tiny_run / model / "universal_heads.json")["heads"]]
     chosen = []
     for round_ in (1, 2):
         masks = np.load(search / f"round{round_}/masks.npy")
         scores = pd.concat(pd.read_csv(p, sep="\t") for p in sorted((search / f"round{round_}/scores").glob("*.tsv")))
         scores = scores.sort_values("mask")["score"].to_numpy()
-        assert len(masks) == (9 if round_ == 1 else 7)  # unablated + 8 heads, then 7 candidates
+        # unablated + 8 heads alone, then the 7 others minus the universal heads (never candidates)
+        assert len(masks) == (9 if round_ == 1 else 7 - len(set(universal) - set(chosen)))
         candidates = masks[1:] if round_ == 1 else masks
         rows = scores[1:] if round_ == 1 else scores
-        best = int(np.argmin(rows))  # first minimum, as headloc.greedy.choose
-        new_head = set(np.flatnonzero(candidates[best])) - set(chosen)
-        chosen.append(int(new_head.pop()))
+        added = [int((set(np.flatnonzero(c)) - set(chosen)).pop()) for c in candidates]
+        best = min((v, h) for v, h in zip(rows, added) if h not in universal)[1]  # lowest, ties: lower head
+        chosen.append(best)
         record = read_json(search / f"round{round_}/chosen.json")
         assert record["chosen"] == [f"L{h // 4}H{h % 4}" for h in chosen]
     found = read_json(search / "recovery.json")
-    assert found["top_heads"] == record["chosen"] and found["n_evals"] == 9 + 7
+    assert found["top_heads"] == record["chosen"] and found["n_evals"] == 9 + len(masks)
 
 
 @pytest.mark.slow
@@ -167,9 +171,10 @@ def test_tables_and_figures(tiny_run):
     table2 = pd.read_csv(tiny_run / "tables/table2.csv")
     assert len(table2) == 2 * 2  # (model, searched task), main method only
     table4 = pd.read_csv(tiny_run / "tables/table4.csv")
+    greedy_evals = read_json(tiny_run / "tiny-a" / "ioi" / SEARCHES["greedy"].format(4) / "recovery.json")["n_evals"]
     assert dict(zip(table4.query("model == 'tiny-a' and task == 'ioi'")["method"],
                     table4.query("model == 'tiny-a' and task == 'ioi'")["n_evals"])) == {
-        "cs_stratified": 6, "greedy1s": 9, "greedy": 16}
+        "cs_stratified": 6, "greedy1s": 9, "greedy": greedy_evals}
     tuning = pd.read_csv(tiny_run / "tables/tuning.csv")
     assert len(tuning) == 2 * 2 and (tuning.groupby("model")["chosen"].apply(lambda c: (c == "yes").sum()) == 1).all()
     for figure in ("fig1", "fig2", "fig3", "fig4"):

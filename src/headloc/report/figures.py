@@ -575,7 +575,10 @@ def methods_figure(evals: pd.DataFrame, recoveries: pd.DataFrame, k: int = 5, *,
     ('log', [[[100.0, -30.0]], [[1341.0, -40.0]]])
     """
     points = methods_points(evals, recoveries, k=k, gen_tasks=gen_tasks)
-    points = points.dropna(subset=["n_evals"])
+    # a run without a recovery row or a finite Delta Task (e.g. a relative task whose baseline is 0)
+    # has no place on a log axis
+    points = points.dropna(subset=["n_evals", "delta_task"])
+    points = points[points["n_evals"] > 0]
     if points.empty:
         return no_data_figure(NO_TASK_RUNS, title=f"Methods: Delta Task of the top {k} against evaluations used",
                               footer=footer)
