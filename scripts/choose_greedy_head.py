@@ -1,11 +1,10 @@
 """Keep the most damaging head of one greedy round (rule choose_greedy_head)."""
 
 import numpy as np
-import pandas as pd
 
 from headloc import greedy
 from headloc.heads import HeadGeometry, head_index, head_name
-from headloc.io import log_to_file, read_json, write_json
+from headloc.io import log_to_file, read_json, read_scores, write_json
 from headloc.models import load_config
 
 log = log_to_file(snakemake.log[0])
@@ -15,7 +14,7 @@ chosen = [head_index(h, geometry.n_layers, geometry.n_heads) for h in previous["
 universal = read_json(snakemake.input.universal)["heads"] if snakemake.input.universal else []
 excluded = [head_index(h, geometry.n_layers, geometry.n_heads) for h in universal]
 masks = np.load(snakemake.input.masks)
-scores = pd.concat(pd.read_csv(path, sep="\t") for path in snakemake.input.scores).sort_values("mask")
+scores = read_scores(snakemake.input.scores)
 best, by_head = greedy.choose(masks, scores["score"].to_numpy(), chosen, exclude=excluded)
 unablated = float(scores["score"].iloc[0]) if not chosen else previous["unablated"]
 names = [head_name(i, geometry.n_heads) for i in range(geometry.total)]

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from headloc.heads import HeadGeometry, head_name
-from headloc.io import log_to_file, read_json, write_json
+from headloc.io import log_to_file, read_json, read_scores, write_json
 from headloc.models import load_config
 from headloc.plan import GRADIENT_METHODS
 from headloc.recovery import greedy_recovery, recovery_for, top_k_probability
@@ -23,7 +23,7 @@ p = snakemake.params
 def scored(masks_path, score_paths):
     """A design and its scores, checked to cover every mask once, in order."""
     masks = np.load(masks_path)
-    scores = pd.concat(pd.read_csv(path, sep="\t") for path in score_paths).sort_values("mask")
+    scores = read_scores(score_paths)
     if not np.array_equal(scores["mask"].to_numpy(), np.arange(len(masks))):
         raise ValueError(f"the chunk scores cover masks {scores['mask'].tolist()}, expected 0..{len(masks) - 1}")
     return masks, scores

@@ -2,11 +2,10 @@
 masks over the uncertain candidates (headloc.adaptive)."""
 
 import numpy as np
-import pandas as pd
 
 from headloc.adaptive import refine, stage_sizes
 from headloc.heads import HeadGeometry, head_name
-from headloc.io import log_to_file, save_npy, write_json
+from headloc.io import log_to_file, read_scores, save_npy, write_json
 from headloc.models import load_config
 
 log = log_to_file(snakemake.log[0])
@@ -14,7 +13,7 @@ p = snakemake.params
 geometry = HeadGeometry.of(load_config(p.location))
 names = [head_name(i, geometry.n_heads) for i in range(geometry.total)]
 masks = np.load(snakemake.input.masks)
-scores = pd.concat(pd.read_csv(path, sep="\t") for path in snakemake.input.scores).sort_values("mask")
+scores = read_scores(snakemake.input.scores)
 stage1, stage2 = stage_sizes(p.spec["n_masks"])
 plan = refine(masks, scores["score"].to_numpy(), k=p.top_k, n_rows=stage2, alpha=p.alpha, random_state=p.seed)
 top = [names[i] for i in np.argsort(-plan.probability, kind="stable")[: p.top_k]]

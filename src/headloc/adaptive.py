@@ -77,8 +77,9 @@ def refine(phi1, y1, *, k: int, n_rows: int, alpha="cv", settled: float = SETTLE
     top = fit.ranking_[:k]
     n_candidates = min(n_heads, n_candidates or CANDIDATE_FACTOR * k)
     # most likely in the top k first; the stage-1 ranking breaks ties (e.g. heads never in it)
-    order = sorted(range(n_heads), key=lambda h: (-probability[h], int(np.flatnonzero(fit.ranking_ == h)[0])))
-    candidates = sorted(order[:n_candidates])
+    place = np.argsort(fit.ranking_)  # each head's place in the stage-1 ranking
+    order = np.lexsort((place, -probability))
+    candidates = sorted(order[:n_candidates].tolist())
     if bool(np.all(probability[top] >= settled)) or n_rows == 0:
         return Refinement(np.zeros((0, n_heads), dtype=np.int8), candidates, probability, True, fit.alpha_)
     local = stratified_masks(len(candidates), n_rows, candidate_rate, np.random.default_rng(random_state + 1))

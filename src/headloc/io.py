@@ -98,3 +98,10 @@ def log_to_file(path) -> logging.Logger:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.captureWarnings(True)
     return logging.getLogger("headloc")
+
+
+def read_scores(paths):
+    """The chunk score tables of one design (``mask``, ``score``), joined and in mask order."""
+    import pandas as pd
+
+    return pd.concat(pd.read_csv(path, sep="\t") for path in paths).sort_values("mask")
