@@ -123,6 +123,17 @@ def _title(record: Mapping) -> str:
     return f"{record['model']} / {record['task']}: {record['method']}\nsearch {record['search']}, {evals}"
 
 
+def _stability(record: Mapping, chosen: list[str]) -> str:
+    """A title line with each outlined head's bootstrap probability of being in the top k
+    (``top_k_probability`` of a Lasso search), so the uncertainty is read where the heads are."""
+    probability = record.get("top_k_probability")
+    if not probability or not chosen:
+        return ""
+    shares = ", ".join(f"{rank} {name} {probability[name]:.2f}" for rank, name in enumerate(chosen, start=1)
+                       if name in probability)
+    return f"\nP(in top {len(chosen)}) over bootstrap refits: {shares}" if shares else ""
+
+
 def _norm(grid: np.ndarray, gate: bool) -> Normalize:
     if gate:
         return Normalize(vmin=0.0, vmax=1.0)
@@ -186,7 +197,7 @@ def heatmap_figure(record: Mapping, *, top_k: int | None = None, footer: str | N
         bar.ax.tick_params(labelsize=7)
     top = f"; top {len(chosen)} outlined, numbered by rank" if chosen else ""
     gray = "; gray: no value" if any(np.isnan(grid).any() for grid in grids) else ""
-    fig.suptitle(_title(record) + top + gray, fontsize=9)
+    fig.suptitle(_title(record) + top + gray + _stability(record, chosen), fontsize=9)
     if footer:
         fig.text(0.0, 0.0, footer, fontsize=6, color="0.4", ha="left", va="bottom")
     return fig

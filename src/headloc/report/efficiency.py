@@ -1,0 +1,100 @@
+"""The budget at which each search method matches greedy (benchmarks/search_efficiency.py).
+
+Input is Table 4 (:func:`headloc.report.tables.table4`) of one or several runs: one row per search
+with its ``n_evals`` and the ``delta_task`` of its top k on the full data. A search id says its
+budget (``cs_stratified_m25of200_...`` is M = 25), its repeat (``..._r3`` is the fourth mask design;
+none is repeat 0) and whether it scored its masks with a continuous variant of the task
+(``_y<task>-<metric>``). Greedy, scored on the task itself, is the reference: a search *reaches*
+it when its Delta Task is at least ``share`` of greedy's (both are drops, so negative numbers).
+
+>>> t4 = pd.DataFrame({"model": "m", "task": "t", "k": 5,
+...     "method": ["greedy", "cs_stratified", "cs_stratified", "cs_stratified", "cs_stratified"],
+...     "search": ["greedy_k5_n20_s0", "cs_stratified_m50_p0.05_n20_s0",
+...                "cs_stratified_m50_p0.05_n20_s0_r1", "cs_stratified_m25of50_p0.05_n20_s0",
+...                "cs_stratified_m25of50_p0.05_n20_s0_r1"],
+...     "n_evals": [1000, 50, 50, 25, 25], "delta_task": [-80.0, -80.0, -72.0, -40.0, -80.0]})
+>>> points = efficiency_points(t4)
+>>> print(points[["method", "budget", "seeds", "mean", "share_of_greedy", "seeds_reaching"]].to_string(index=False))
+       method  budget  seeds  mean  share_of_greedy  seeds_reaching
+cs_stratified      25      2 -60.0             0.75               1
+cs_stratified      50      2 -76.0             0.95               1
+       greedy    1000      1 -80.0             1.00               1
+>>> print(smallest_budgets(points)[["method", "budget", "ratio_to_greedy"]].to_string(index=False))
+       method  budget  ratio_to_greedy
+cs_stratified      50             0.05
+       greedy    1000             1.00
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+SIZE = re.compile(r"_m(\d+)(?:of\d+)?_")
+REPEAT = re.compile(r"_r(\d+)$")
+SCORE = re.compile(r"_y(.+)-([^-]+?)(?:_r\d+)?$")
+KEYS = ["model", "task", "method", "y", "budget"]
+
+
+def search_fields(search: str) -> dict:
+    """Budget (None for a method without masks: its n_evals stands), repeat and score of a search id.
+
+    >>> search_fields("cs_adaptive_m25_p0.05_n20_s0_yheadloc_ioi_margin-margin_r2")
+    {'budget': 25, 'repeat': 2, 'y': 'margin'}
+    >>> search_fields("greedy_k5_xu_n20_s0")
+    {'budget': None, 'repeat': 0, 'y': 'task'}
+    """
+    size, repeat, score = SIZE.search(search), REPEAT.search(search), SCORE.search(search)
+    return {"budget": int(size.group(1)) if size else None,
+            "repeat": int(repeat.group(1)) if repeat else 0,
+            "y": score.group(2) if score else "task"}
+
+
+def efficiency_points(table4: pd.DataFrame, share: float = 0.95) -> pd.DataFrame:
+    """One row per model, task, method, score (``y``) and budget: the Delta Task of its top k over
+    the repeats (``seeds``, ``mean``, ``sd``, ``min``, ``max``), the evaluations used (mean over
+    repeats: a settled ``cs_adaptive`` spends less than its budget), ``share_of_greedy`` (the mean
+    over greedy's Delta Task) and ``seeds_reaching`` (repeats at ``share`` of greedy or beyond).
+
+    Raises ValueError when a task has no greedy search scored on the task itself, or several.
+    """
+    rows = pd.concat([table4.reset_index(drop=True),
+                      pd.DataFrame([search_fields(s) for s in table4["search"]])], axis=1)
+    rows["budget"] = rows["budget"].fillna(rows["n_evals"]).astype(int)
+    greedy = rows[(rows["method"] == "greedy") & (rows["y"] == "task")]
+    reference = greedy.set_index(["model", "task"])
+    if reference.index.has_duplicates:
+        raise ValueError(f"several greedy searches per task: {sorted(greedy['search'])}; expected one reference")
+    missing = set(zip(rows["model"], rows["task"])) - set(reference.index)
+    if missing:
+        raise ValueError(f"no greedy search (scored on the task itself) for {sorted(missing)}: it is the "
+                         "reference; run a config whose search.methods include greedy")
+    rows["greedy"] = [reference.loc[(m, t), "delta_task"] for m, t in zip(rows["model"], rows["task"])]
+    rows["greedy_evals"] = [reference.loc[(m, t), "n_evals"] for m, t in zip(rows["model"], rows["task"])]
+    rows["reaches"] = rows["delta_task"] <= share * rows["greedy"]
+    grouped = rows.groupby(KEYS, sort=True)
+    points = grouped["delta_task"].agg(seeds="count", mean="mean", sd="std", min="min", max="max")
+    points["n_evals"] = grouped["n_evals"].mean()
+    points["greedy"] = grouped["greedy"].first()
+    points["greedy_evals"] = grouped["greedy_evals"].first()
+    points["share_of_greedy"] = (points["mean"] / points["greedy"]).round(6)
+    points["seeds_reaching"] = grouped["reaches"].sum().astype(int)
+    return points.reset_index()
+
+
+def smallest_budgets(points: pd.DataFrame, share: float = 0.95) -> pd.DataFrame:
+    """Per model, task, method and score: the smallest budget whose mean Delta Task reaches ``share``
+    of greedy's, with its spread and its evaluations over greedy's (``ratio_to_greedy``); methods
+    that never reach it keep a row with budget NaN and their best share."""
+    found = []
+    for key, group in points.groupby(KEYS[:-1], sort=True):
+        group = group.sort_values("budget")
+        reached = group[group["share_of_greedy"] >= share - 1e-9]
+        row = (reached.iloc[0] if len(reached) else group.loc[group["share_of_greedy"].idxmax()]).copy()
+        if not len(reached):
+            row["budget"] = np.nan
+        row["ratio_to_greedy"] = round(row["n_evals"] / row["greedy_evals"], 6) if len(reached) else np.nan
+        found.append(row)
+    return pd.DataFrame(found).reset_index(drop=True)
