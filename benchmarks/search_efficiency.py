@@ -45,6 +45,8 @@ def parse_args(argv=None):
     parser.add_argument("--seeds", type=int, default=5, help="search.repeats of every config (default 5)")
     parser.add_argument("--methods", nargs="+", default=None,
                         help="keep only these of each config's search.methods (its validation.method is kept)")
+    parser.add_argument("--n-masks", type=int, default=None, help="override search.n_masks of every config")
+    parser.add_argument("--budgets", type=int, nargs="*", default=None, help="override search.budgets of every config")
     parser.add_argument("--share", type=float, default=0.95, help="share of greedy's Delta Task to reach")
     parser.add_argument("--target-ratio", type=float, default=0.02,
                         help="the goal: reach --share with at most this fraction of greedy's evaluations")
@@ -54,11 +56,17 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
-def variant_config(path: Path, seeds: int, methods: list[str] | None) -> dict:
-    """The config as run: ``search.repeats`` = seeds, methods restricted (the main method stays)."""
+def variant_config(path: Path, seeds: int, methods: list[str] | None, n_masks: int | None = None,
+                   budgets: list[int] | None = None) -> dict:
+    """The config as run: ``search.repeats`` = seeds, methods restricted (the main method stays),
+    ``n_masks`` and ``budgets`` replaced when given."""
     config = yaml.safe_load(path.read_text(encoding="utf-8"))
     search = config.setdefault("search", {})
     search["repeats"] = seeds
+    if n_masks is not None:
+        search["n_masks"] = n_masks
+    if budgets is not None:
+        search["budgets"] = budgets
     if methods:
         main = config.get("validation", {}).get("method", "cs_stratified")
         search["methods"] = [m for m in search.get("methods", [main]) if m in methods or m == main]
@@ -70,7 +78,7 @@ def run_config(path: Path, args) -> Path:
     where = args.workdir / path.stem
     where.mkdir(parents=True, exist_ok=True)
     config_file = where / "benchmark-config.yaml"
-    config_file.write_text(yaml.safe_dump(variant_config(path, args.seeds, args.methods), sort_keys=False))
+    config_file.write_text(yaml.safe_dump(variant_config(path, args.seeds, args.methods, args.n_masks, args.budgets), sort_keys=False))
     table = where / "results" / "tables" / "table4.csv"
     if args.no_run:
         return table
