@@ -100,7 +100,7 @@ def test_title_and_labels_name_what_is_shown():
 def test_top_k_probability_of_each_outlined_head_in_the_title():
     probability = {name: 0.0 for name in record()["coef"]} | {"L2H1": 0.97, "L0H0": 0.415}
     title = heatmap_figure(record(top_k_probability=probability)).get_suptitle()
-    assert title.endswith("P(in top 2) over bootstrap refits: 1 L2H1 0.97, 2 L0H0 0.41")
+    assert title.endswith("bootstrap P(in top 2), by rank: 0.97 0.41")
     assert "bootstrap" not in heatmap_figure(record()).get_suptitle()
 
 

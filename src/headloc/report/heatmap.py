@@ -129,9 +129,8 @@ def _stability(record: Mapping, chosen: list[str]) -> str:
     probability = record.get("top_k_probability")
     if not probability or not chosen:
         return ""
-    shares = ", ".join(f"{rank} {name} {probability[name]:.2f}" for rank, name in enumerate(chosen, start=1)
-                       if name in probability)
-    return f"\nP(in top {len(chosen)}) over bootstrap refits: {shares}" if shares else ""
+    shares = " ".join(f"{probability[name]:.2f}" if name in probability else "-" for name in chosen)
+    return f"\nbootstrap P(in top {len(chosen)}), by rank: {shares}"
 
 
 def _norm(grid: np.ndarray, gate: bool) -> Normalize:
