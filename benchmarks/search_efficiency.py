@@ -83,7 +83,8 @@ def run_config(path: Path, args) -> Path:
     if args.no_run:
         return table
     command = [str(Path(sys.executable).with_name("snakemake")), "table4", "--snakefile", str(REPO / "Snakefile"),
-               "--directory", str(where), "--cores", str(args.cores), "--configfile", str(config_file.resolve())]
+               "--directory", str(where), "--cores", str(args.cores), "--rerun-incomplete",
+               "--configfile", str(config_file.resolve())]
     print(f"== {path.name} in {where}:\n   {' '.join(command)}", flush=True)
     started = time.time()
     subprocess.run(command, check=True, cwd=REPO)
