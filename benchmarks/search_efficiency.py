@@ -100,7 +100,7 @@ def read_universal(where: Path) -> dict[str, list[str]]:
 
 
 def percent(value: float) -> str:
-    return "-" if pd.isna(value) else f"{100 * value:.0f}%"
+    return "-" if pd.isna(value) else f"{100 * value + 0.0:.0f}%"  # + 0.0: no "-0%"
 
 
 def curve_table(points: pd.DataFrame, share: float) -> str:
