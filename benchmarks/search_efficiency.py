@@ -76,12 +76,13 @@ def variant_config(path: Path, seeds: int, methods: list[str] | None, n_masks: i
 def run_config(path: Path, args) -> Path:
     """Run one config's Table 4 in its own directory; return that Table 4's CSV."""
     where = args.workdir / path.stem
+    table = where / "results" / "tables" / "table4.csv"
+    if args.no_run:  # the config file left there is the one that run used
+        return table
     where.mkdir(parents=True, exist_ok=True)
     config_file = where / "benchmark-config.yaml"
-    config_file.write_text(yaml.safe_dump(variant_config(path, args.seeds, args.methods, args.n_masks, args.budgets), sort_keys=False))
-    table = where / "results" / "tables" / "table4.csv"
-    if args.no_run:
-        return table
+    config_file.write_text(yaml.safe_dump(variant_config(path, args.seeds, args.methods, args.n_masks, args.budgets),
+                                          sort_keys=False))
     command = [str(Path(sys.executable).with_name("snakemake")), "table4", "--snakefile", str(REPO / "Snakefile"),
                "--directory", str(where), "--cores", str(args.cores), "--rerun-incomplete",
                "--configfile", str(config_file.resolve())]

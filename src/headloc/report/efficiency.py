@@ -71,8 +71,8 @@ def efficiency_points(table4: pd.DataFrame, share: float = 0.95) -> pd.DataFrame
     if missing:
         raise ValueError(f"no greedy search (scored on the task itself) for {sorted(missing)}: it is the "
                          "reference; run a config whose search.methods include greedy")
-    rows["greedy"] = [reference.loc[(m, t), "delta_task"] for m, t in zip(rows["model"], rows["task"])]
-    rows["greedy_evals"] = [reference.loc[(m, t), "n_evals"] for m, t in zip(rows["model"], rows["task"])]
+    rows = rows.join(reference[["delta_task", "n_evals"]].rename(
+        columns={"delta_task": "greedy", "n_evals": "greedy_evals"}), on=["model", "task"])
     rows["reaches"] = rows["delta_task"] <= share * rows["greedy"]
     grouped = rows.groupby(KEYS, sort=True)
     points = grouped["delta_task"].agg(seeds="count", mean="mean", sd="std", min="min", max="max")
@@ -89,7 +89,7 @@ def smallest_budgets(points: pd.DataFrame, share: float = 0.95) -> pd.DataFrame:
     of greedy's, with its spread and its evaluations over greedy's (``ratio_to_greedy``); methods
     that never reach it keep a row with budget NaN and their best share."""
     found = []
-    for key, group in points.groupby(KEYS[:-1], sort=True):
+    for _, group in points.groupby(KEYS[:-1], sort=True):
         group = group.sort_values("budget")
         reached = group[group["share_of_greedy"] >= share - 1e-9]
         row = (reached.iloc[0] if len(reached) else group.loc[group["share_of_greedy"].idxmax()]).copy()
