@@ -32,7 +32,9 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from headloc.report.efficiency import efficiency_points, smallest_budgets
+from headloc.config import validate_config
+from headloc.plan import Plan
+from headloc.report.efficiency import efficiency_points, smallest_budgets, with_search_fields
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIGS = [REPO / "config" / "methods.yaml", REPO / "config" / "continuous.yaml"]
@@ -93,6 +95,13 @@ def run_config(path: Path, args) -> Path:
     return table
 
 
+def run_plan(config_file: Path) -> Plan:
+    """The plan of the config a run used: it says each search's budget, repeat and score."""
+    config = yaml.safe_load(config_file.read_text(encoding="utf-8"))
+    validate_config(config, REPO / "config" / "schema.yaml")
+    return Plan(config)
+
+
 def read_universal(where: Path) -> dict[str, list[str]]:
     found = {}
     for path in sorted(where.glob("results/*/universal_heads.json")):
@@ -137,8 +146,10 @@ def main(argv=None) -> int:
         table = run_config(path, args)
         if not table.is_file():
             sys.exit(f"no Table 4 at {table}: run without --no-run first")
-        tables.append(pd.read_csv(table).assign(config=path.stem))
-        universal[path.stem] = read_universal(table.parents[2])
+        where = table.parents[2]
+        plan = run_plan(where / "benchmark-config.yaml")
+        tables.append(with_search_fields(pd.read_csv(table), plan).assign(config=path.stem))
+        universal[path.stem] = read_universal(where)
     merged = pd.concat(tables, ignore_index=True).drop_duplicates(subset=["model", "task", "search"])
     points = efficiency_points(merged, args.share)
     best = smallest_budgets(points, args.share)

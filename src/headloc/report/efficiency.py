@@ -1,17 +1,16 @@
 """The budget at which each search method matches greedy (benchmarks/search_efficiency.py).
 
-Input is Table 4 (:func:`headloc.report.tables.table4`) of one or several runs: one row per search
-with its ``n_evals`` and the ``delta_task`` of its top k on the full data. A search id says its
-budget (``cs_stratified_m25of200_...`` is M = 25), its repeat (``..._r3`` is the fourth mask design;
-none is repeat 0) and whether it scored its masks with a continuous variant of the task
-(``_y<task>-<metric>``). Greedy, scored on the task itself, is the reference: a search *reaches*
-it when its Delta Task is at least ``share`` of greedy's (both are drops, so negative numbers).
+Input is Table 4 (:func:`headloc.report.tables.table4`) of one or several runs, one row per search
+with its ``n_evals`` and the ``delta_task`` of its top k on the full data, plus what the run's
+:class:`~headloc.plan.Plan` says of each search (:func:`search_fields`): its budget, its repeat
+(the mask design) and the score its masks were measured by (``y``: "task", or the metric of a
+continuous variant, ``tasks.<name>.id_metric``). Greedy, scored on the task itself, is the
+reference: a search *reaches* it when its Delta Task is at least ``share`` of greedy's (both are
+drops, so negative numbers).
 
 >>> t4 = pd.DataFrame({"model": "m", "task": "t", "k": 5,
 ...     "method": ["greedy", "cs_stratified", "cs_stratified", "cs_stratified", "cs_stratified"],
-...     "search": ["greedy_k5_n20_s0", "cs_stratified_m50_p0.05_n20_s0",
-...                "cs_stratified_m50_p0.05_n20_s0_r1", "cs_stratified_m25of50_p0.05_n20_s0",
-...                "cs_stratified_m25of50_p0.05_n20_s0_r1"],
+...     "budget": [None, 50, 50, 25, 25], "repeat": [0, 0, 1, 0, 1], "y": "task",
 ...     "n_evals": [1000, 50, 50, 25, 25], "delta_task": [-80.0, -80.0, -72.0, -40.0, -80.0]})
 >>> points = efficiency_points(t4)
 >>> print(points[["method", "budget", "seeds", "mean", "share_of_greedy", "seeds_reaching"]].to_string(index=False))
@@ -27,41 +26,42 @@ cs_stratified      50             0.05
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pandas as pd
 
-SIZE = re.compile(r"_m(\d+)(?:of\d+)?_")
-REPEAT = re.compile(r"_r(\d+)$")
-SCORE = re.compile(r"_y(.+)-([^-]+?)(?:_r\d+)?$")
+from headloc.plan import MASK_METHODS, Plan
+
 KEYS = ["model", "task", "method", "y", "budget"]
 
 
-def search_fields(search: str) -> dict:
-    """Budget (None for a method without masks: its n_evals stands), repeat and score of a search id.
+def search_fields(plan: Plan, task: str, search_id: str) -> dict:
+    """A search's ``budget`` (its masks for compressed sensing; None for greedy and the gradient
+    methods, whose evaluations are fixed by the model: their ``n_evals`` stands), ``repeat`` and
+    ``y``, as the plan of the run that made it says. KeyError naming the search when the plan has
+    no such search (a Table 4 from another config)."""
+    search = plan.search(task, search_id)
+    continuous = search.method in MASK_METHODS and plan.score_suffix(task)
+    return {"budget": search.n_masks if search.method.startswith("cs_") else None,
+            "repeat": search.repeat, "y": plan.id_scoring(task)[1] if continuous else "task"}
 
-    >>> search_fields("cs_adaptive_m25_p0.05_n20_s0_yheadloc_ioi_margin-margin_r2")
-    {'budget': 25, 'repeat': 2, 'y': 'margin'}
-    >>> search_fields("greedy_k5_xu_n20_s0")
-    {'budget': None, 'repeat': 0, 'y': 'task'}
-    """
-    size, repeat, score = SIZE.search(search), REPEAT.search(search), SCORE.search(search)
-    return {"budget": int(size.group(1)) if size else None,
-            "repeat": int(repeat.group(1)) if repeat else 0,
-            "y": score.group(2) if score else "task"}
+
+def with_search_fields(table4: pd.DataFrame, plan: Plan) -> pd.DataFrame:
+    """Table 4 with each row's :func:`search_fields` as columns."""
+    fields = pd.DataFrame([search_fields(plan, task, search)
+                           for task, search in zip(table4["task"], table4["search"])], columns=["budget", "repeat", "y"])
+    return pd.concat([table4.reset_index(drop=True), fields], axis=1)
 
 
 def efficiency_points(table4: pd.DataFrame, share: float = 0.95) -> pd.DataFrame:
-    """One row per model, task, method, score (``y``) and budget: the Delta Task of its top k over
+    """From Table 4 rows with :func:`search_fields` columns (:func:`with_search_fields`), one row
+    per model, task, method, score (``y``) and budget: the Delta Task of its top k over
     the repeats (``seeds``, ``mean``, ``sd``, ``min``, ``max``), the evaluations used (mean over
     repeats: a settled ``cs_adaptive`` spends less than its budget), ``share_of_greedy`` (the mean
     over greedy's Delta Task) and ``seeds_reaching`` (repeats at ``share`` of greedy or beyond).
 
     Raises ValueError when a task has no greedy search scored on the task itself, or several.
     """
-    rows = pd.concat([table4.reset_index(drop=True),
-                      pd.DataFrame([search_fields(s) for s in table4["search"]])], axis=1)
+    rows = table4.reset_index(drop=True).copy()
     rows["budget"] = rows["budget"].fillna(rows["n_evals"]).astype(int)
     greedy = rows[(rows["method"] == "greedy") & (rows["y"] == "task")]
     reference = greedy.set_index(["model", "task"])
