@@ -35,6 +35,7 @@ import yaml
 from headloc.config import validate_config
 from headloc.plan import Plan
 from headloc.report.efficiency import efficiency_points, smallest_budgets, with_search_fields
+from headloc.selection import universal_heads
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIGS = [REPO / "config" / "methods.yaml", REPO / "config" / "continuous.yaml"]
@@ -102,10 +103,21 @@ def run_plan(config_file: Path) -> Plan:
     return Plan(config)
 
 
-def read_universal(where: Path) -> dict[str, list[str]]:
+def read_universal(where: Path, plan: Plan) -> dict[str, list[str]]:
+    """Per model, the universal heads that run's Table 4 filtered out, found as the workflow finds
+    them (given by universal.heads, or detected on the main search's rankings:
+    results/<model>/universal_heads.json exists only where greedy needed it); empty when
+    universal.filter is off."""
+    rule = plan.config["universal"]
+    if not rule["filter"]:
+        return {}
     found = {}
-    for path in sorted(where.glob("results/*/universal_heads.json")):
-        found[path.parent.name] = json.loads(path.read_text())["heads"]
+    for model in plan.models:
+        rankings = {task: json.loads((where / "results" / model / task / plan.main_search(task) / "recovery.json")
+                                     .read_text())["ranking"] for task in plan.localized}
+        found[model] = list(universal_heads(rankings, plan.capabilities, top_n=rule["top_n"],
+                                            min_capabilities=rule["min_capabilities"],
+                                            given=rule["heads"].get(model)))
     return found
 
 
@@ -149,7 +161,7 @@ def main(argv=None) -> int:
         where = table.parents[2]
         plan = run_plan(where / "benchmark-config.yaml")
         tables.append(with_search_fields(pd.read_csv(table), plan).assign(config=path.stem))
-        universal[path.stem] = read_universal(where)
+        universal[path.stem] = read_universal(where, plan)
     merged = pd.concat(tables, ignore_index=True).drop_duplicates(subset=["model", "task", "search"])
     points = efficiency_points(merged, args.share)
     best = smallest_budgets(points, args.share)

@@ -410,7 +410,7 @@ def get_collected_evals(wildcards):
             "results/{model}/evals/{task}/{headset}.json",
             model=model,
             task=TASKS,
-            headset=PLAN.headsets(wildcards.collection, rankings),
+            headset=PLAN.headsets(wildcards.collection, rankings, model),
         )
     return files
 

@@ -1,18 +1,22 @@
-"""Detect one model's universal heads (rule universal_heads); see headloc.selection."""
+"""One model's universal heads (rule universal_heads): detected, or given by universal.heads; see
+headloc.selection."""
 
 from headloc.io import log_to_file, read_json, write_json
 from headloc.selection import universal_heads
 
 log = log_to_file(snakemake.log[0])
+model = snakemake.wildcards.model
 recoveries = [read_json(path) for path in snakemake.input]
 rankings = {r["task"]: r["ranking"] for r in recoveries}
 rule = snakemake.params.rule
+given = rule["heads"].get(model)
 found = universal_heads(rankings, snakemake.params.capabilities, top_n=rule["top_n"],
-                        min_capabilities=rule["min_capabilities"])
-log.info("%d universal heads: %s", len(found), ", ".join(found) or "none")
+                        min_capabilities=rule["min_capabilities"], given=given)
+log.info("%d universal heads (%s): %s", len(found), "given by universal.heads" if given is not None else "detected",
+         ", ".join(found) or "none")
 write_json(snakemake.output[0], {
-    "model": snakemake.wildcards.model,
-    "rule": {"top_n": rule["top_n"], "min_capabilities": rule["min_capabilities"],
+    "model": model,
+    "rule": {"top_n": rule["top_n"], "min_capabilities": rule["min_capabilities"], "given": given is not None,
              "filtered": rule["filter"], "searches": [r["search"] for r in recoveries]},
     "heads": list(found),
     "hits": found,

@@ -296,6 +296,10 @@ def check_config(config: dict, geometries: dict) -> None:
     if mirror and not Path(mirror).expanduser().is_dir():
         problem("data.mirror", f"{mirror!r} is not a directory; expected a local data mirror or null (the hub)")
 
+    given = config.get("universal", {}).get("heads", {})
+    for model in given:
+        if model not in models:
+            problem(f"universal.heads.{model}", f"{model!r} is not a configured model; valid: {', '.join(models)}")
     for model, geometry in geometries.items():
         if geometry is None:
             continue
@@ -306,6 +310,10 @@ def check_config(config: dict, geometries: dict) -> None:
                 layer, index = parse_head(head)
                 if layer >= geometry.n_layers or index >= geometry.n_heads:
                     problem(f"validation.headsets[{i}]", f"head {head} is outside the model: {inside}")
+        for i, head in enumerate(given.get(model, [])):
+            layer, index = parse_head(head)
+            if layer >= geometry.n_layers or index >= geometry.n_heads:
+                problem(f"universal.heads.{model}[{i}]", f"head {head} is outside the model: {inside}")
         for key, value in (("validation.top_k", validation["top_k"]),
                            ("universal.top_n", config.get("universal", {}).get("top_n")),
                            ("knowledge.top_n", knowledge.get("top_n"))):

@@ -264,16 +264,18 @@ class Plan:
             "extra": config["validation"]["headsets"],
         }
 
-    def headsets(self, collection: str, rankings: Mapping[tuple[str, str], Sequence[str]]) -> list[str]:
+    def headsets(self, collection: str, rankings: Mapping[tuple[str, str], Sequence[str]],
+                 model: str | None = None) -> list[str]:
         """Head sets of one model a collected evals table needs: the baseline ("none"), then per the
         collection's head kinds the cumulative top 1..k of each main-method search and the top k of
         every other search (and its unfiltered top k when the universal filter is on), each
         universal and knowledge head alone, and the extra head sets. ``rankings`` maps (task,
-        search id) to the recovered ranking of every search in :meth:`searches_of`."""
+        search id) to the recovered ranking of every search in :meth:`searches_of` of ``model``
+        (whose ``universal.heads``, when listed, are its universal heads)."""
         kinds = COLLECTIONS[collection].heads
         options = self.selection_options()
         selected = select_heads(rankings, options["main"], self.capabilities, k=self.top_k,
-                                universal=options["universal"], knowledge=options["knowledge"])
+                                universal=options["universal"], knowledge=options["knowledge"], model=model)
         sets = {"none"}
         if "task" in kinds:
             for (task, search), heads in selected["task"].items():

@@ -55,7 +55,8 @@ def selections(recoveries: Sequence[dict], *, main: Mapping[str, str], capabilit
     for model, records in by_model.items():
         rankings = {(r["task"], r["search"]): r["ranking"] for r in records}
         methods = {(r["task"], r["search"]): r["method"] for r in records}
-        picked = select_heads(rankings, main, capabilities, k=k, universal=universal, knowledge=knowledge)
+        picked = select_heads(rankings, main, capabilities, k=k, universal=universal, knowledge=knowledge,
+                              model=model)
         for kind in ("task", "unfiltered") if universal["filter"] else ("task",):
             for (task, search), heads in picked[kind].items():
                 out.append({"model": model, "kind": kind, "task": task, "method": methods[(task, search)],

@@ -20,20 +20,28 @@ from headloc.heads import parse_head
 
 
 def universal_heads(rankings: Mapping[str, Sequence[str]], capabilities: Mapping[str, str], *,
-                    top_n: int = 5, min_capabilities: int = 2) -> dict[str, list[str]]:
-    """Universal heads mapped to the tasks they hit, ordered by (layer, head).
+                    top_n: int = 5, min_capabilities: int = 2,
+                    given: Sequence[str] | None = None) -> dict[str, list[str]]:
+    """Universal heads mapped to the tasks they hit, ordered by (layer, head). ``given`` (the
+    config's ``universal.heads`` of the model) names them instead of detecting them: each is
+    then mapped to the tasks it hits, possibly none.
 
     >>> rankings = {"gsm8k": ["L1H2", "L5H0"], "mbpp": ["L1H2", "L7H3"], "arith": ["L5H0", "L1H2"]}
     >>> caps = {"gsm8k": "math", "mbpp": "code", "arith": "math"}
     >>> universal_heads(rankings, caps, top_n=2, min_capabilities=2)
     {'L1H2': ['gsm8k', 'mbpp', 'arith']}
+    >>> universal_heads(rankings, caps, top_n=2, min_capabilities=2, given=["L7H3", "L0H0"])
+    {'L0H0': [], 'L7H3': ['mbpp']}
     """
     hits: dict[str, list[str]] = {}
     for task, ranking in rankings.items():
         for head in ranking[:top_n]:
             hits.setdefault(head, []).append(task)
-    universal = {head: tasks for head, tasks in hits.items()
-                 if len({capabilities[task] for task in tasks}) >= min_capabilities}
+    if given is not None:
+        universal = {head: hits.get(head, []) for head in given}
+    else:
+        universal = {head: tasks for head, tasks in hits.items()
+                     if len({capabilities[task] for task in tasks}) >= min_capabilities}
     return dict(sorted(universal.items(), key=lambda item: parse_head(item[0])))
 
 
@@ -70,11 +78,12 @@ def knowledge_heads(rankings: Mapping[str, Sequence[str]], tasks: Sequence[str],
 
 def select_heads(rankings: Mapping[tuple[str, str], Sequence[str]], main: Mapping[str, str],
                  capabilities: Mapping[str, str], *, k: int, universal: Mapping,
-                 knowledge: Mapping) -> dict:
+                 knowledge: Mapping, model: str | None = None) -> dict:
     """Every head one model's tables report, from its rankings keyed by (task, search).
 
     ``main`` maps each searched task to its main-method search; ``universal`` holds the config's
-    ``top_n``, ``min_capabilities`` and ``filter``, ``knowledge`` its ``tasks``, ``top_n`` and
+    ``top_n``, ``min_capabilities``, ``filter`` and ``heads`` (given universal heads per model:
+    ``model``'s are used instead of detected ones when listed), ``knowledge`` its ``tasks``, ``top_n`` and
     ``min_tasks``. Returns ``{"universal": {head: tasks}, "knowledge": {head: tasks},
     "task": {(task, search): top-k heads}, "unfiltered": {(task, search): top-k heads}}``, the task
     heads without the universal ones when ``universal["filter"]``, the unfiltered ones the ranking's
@@ -89,7 +98,8 @@ def select_heads(rankings: Mapping[tuple[str, str], Sequence[str]], main: Mappin
     """
     main_rankings = {task: rankings[(task, search)] for task, search in main.items()}
     found = universal_heads(main_rankings, capabilities, top_n=universal["top_n"],
-                            min_capabilities=universal["min_capabilities"])
+                            min_capabilities=universal["min_capabilities"],
+                            given=universal.get("heads", {}).get(model))
     exclude = list(found) if universal["filter"] else []
     shared = knowledge_heads(main_rankings, knowledge["tasks"], top_n=knowledge["top_n"],
                              min_tasks=knowledge["min_tasks"], exclude=exclude)

@@ -32,7 +32,7 @@ def validated(**changes):
 def test_defaults_are_filled_in_and_the_demo_passes():
     config = validated()
     assert config["validation"]["method"] == "cs_stratified" and config["tasks"]["capitals"]["chat"] is False
-    assert config["universal"] == {"top_n": 5, "min_capabilities": 2, "filter": True}
+    assert config["universal"] == {"top_n": 5, "min_capabilities": 2, "filter": True, "heads": {}}
     check_config(config, GEOMETRY)
 
 
@@ -43,6 +43,8 @@ def test_defaults_are_filled_in_and_the_demo_passes():
     ({"serach": {}}, "config: unknown key 'serach'; valid keys: chg, data, include_path, knowledge, models, report, search, tasks"),
     ({"validation__headsets": ["L1X"]}, "config validation.headsets[0]: 'L1X' is not valid; expected a string matching"),
     ({"search__methods": ["greedy1s", "greedy1s"]}, "config search.methods: ['greedy1s', 'greedy1s'] repeats an item"),
+    ({"universal__heads": {"smollm2-135m": ["l1h5"]}},
+     "config universal.heads.smollm2-135m[0]: 'l1h5' is not valid; expected a string matching"),
 ])
 def test_schema_errors_name_the_key_and_what_is_valid(changes, message):
     with pytest.raises(ValueError) as error:
@@ -80,6 +82,10 @@ def test_expected_in_words():
     ({"validation__headsets": ["L1H2+L0H9"]},
      "config validation.headsets[0]: head L0H9 is outside the model: model smollm2-135m has layers 0..29 and heads 0..8"),
     ({"universal__top_n": 300}, "config universal.top_n: 300 is larger than the 270 heads of model smollm2-135m"),
+    ({"universal__heads": {"smollm2-135m": ["L1H5", "L30H0"]}},
+     "config universal.heads.smollm2-135m[1]: head L30H0 is outside the model: model smollm2-135m has layers 0..29"),
+    ({"universal__heads": {"llama": ["L1H5"]}},
+     "config universal.heads.llama: 'llama' is not a configured model; valid: smollm2-135m"),
     ({"tasks__ioi__search": {"methods": ["greedy1s"]}},
      "config tasks.ioi.search.methods: ['greedy1s'] lacks validation.method 'cs_stratified'"),
     ({"tasks__ioi__data_file": "/no/such.jsonl"},

@@ -109,6 +109,14 @@ def test_head_sets_of_a_collection():
     assert plan.headsets("evals_universal", main) == ["L1H5", "none"]
     assert plan.headsets("evals_all", rankings) == sorted(
         plan.headsets("evals_methods", rankings) + ["L1H5", "L0H1+L9H9"])
+    # universal.heads names a model's universal heads instead: L2H0 (in no other top) is filtered,
+    # L1H5 is back in the top k; a model not listed keeps the detected ones
+    config["universal"]["heads"] = {"smollm2-135m": ["L2H0"]}
+    pinned = Plan(config)
+    assert pinned.headsets("evals_main", main, "smollm2-135m") == [
+        "L1H5", "L1H5+L3H3", "L1H5+L4H4", "L1H5+L6H6", "L6H6", "none"]
+    assert pinned.headsets("evals_universal", main, "smollm2-135m") == ["L2H0", "none"]
+    assert pinned.headsets("evals_main", main, "another") == plan.headsets("evals_main", main)
 
 
 def test_selections_in_a_collection():

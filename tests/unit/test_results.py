@@ -73,6 +73,13 @@ def test_selections_filter_universal_heads():
                                                                        "swear": ["L3H1", "L2H2"]}
     frame = recoveries_frame([RECOVERY, SWEAR], chosen, CAPS)
     assert frame.set_index("task").loc["ioi", "top_heads"] == ["L0H2", "L1H1"]
+    # universal.heads of the recoveries' model: L0H2 filtered instead of the detected L3H1
+    given = selections([RECOVERY, SWEAR], main={"ioi": "s1", "swear": "s2"}, capabilities=CAPS, k=2,
+                       universal={"top_n": 1, "min_capabilities": 2, "filter": True, "heads": {"m": ["L0H2"]}},
+                       knowledge={"tasks": [], "top_n": 5, "min_tasks": None})
+    assert [s["heads"] for s in given if s["kind"] == "universal"] == [["L0H2"]]
+    assert {s["task"]: s["heads"] for s in given if s["kind"] == "task"} == {"ioi": ["L3H1", "L1H1"],
+                                                                             "swear": ["L3H1", "L2H2"]}
     assert frame.set_index("task").loc["swear", "capability"] == "language"
 
 

@@ -25,6 +25,14 @@ def test_universal_depth_counts():
     assert universal_heads(RANKINGS, CAPS, top_n=3) == {"L1H29": ["gsm8k", "arithmetic", "mbpp"]}
 
 
+def test_given_universal_heads_replace_detection_and_keep_their_hits():
+    # L15H13 is math-only (not detected); given, it is universal, mapped to the tasks it hits at
+    # top_n; a given head in no top (L2H2) hits nothing; the detected L1H29 is not added
+    found = universal_heads(RANKINGS, CAPS, top_n=5, given=["L15H13", "L2H2"])
+    assert found == {"L2H2": [], "L15H13": ["gsm8k", "arithmetic"]}
+    assert universal_heads(RANKINGS, CAPS, given=[]) == {}
+
+
 def test_task_heads_skip_excluded_and_keep_order():
     assert task_heads(RANKINGS["gsm8k"], 3, exclude=["L1H29", "L0H31"]) == ["L15H13", "L16H21", "L9H9"]
     assert task_heads(RANKINGS["gsm8k"], 2) == ["L1H29", "L15H13"]
