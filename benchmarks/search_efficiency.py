@@ -35,7 +35,7 @@ import yaml
 from headloc.config import validate_config
 from headloc.plan import Plan
 from headloc.report.efficiency import efficiency_points, smallest_budgets, with_search_fields
-from headloc.selection import universal_heads
+from headloc.selection import model_universal_heads
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIGS = [REPO / "config" / "methods.yaml", REPO / "config" / "continuous.yaml"]
@@ -115,9 +115,7 @@ def read_universal(where: Path, plan: Plan) -> dict[str, list[str]]:
     for model in plan.models:
         rankings = {task: json.loads((where / "results" / model / task / plan.main_search(task) / "recovery.json")
                                      .read_text())["ranking"] for task in plan.localized}
-        found[model] = list(universal_heads(rankings, plan.capabilities, top_n=rule["top_n"],
-                                            min_capabilities=rule["min_capabilities"],
-                                            given=rule["heads"].get(model)))
+        found[model] = list(model_universal_heads(rankings, plan.capabilities, rule, model))
     return found
 
 

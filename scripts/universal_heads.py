@@ -2,7 +2,7 @@
 headloc.selection."""
 
 from headloc.io import log_to_file, read_json, write_json
-from headloc.selection import universal_heads
+from headloc.selection import model_universal_heads
 
 log = log_to_file(snakemake.log[0])
 model = snakemake.wildcards.model
@@ -10,8 +10,7 @@ recoveries = [read_json(path) for path in snakemake.input]
 rankings = {r["task"]: r["ranking"] for r in recoveries}
 rule = snakemake.params.rule
 given = rule["heads"].get(model)
-found = universal_heads(rankings, snakemake.params.capabilities, top_n=rule["top_n"],
-                        min_capabilities=rule["min_capabilities"], given=given)
+found = model_universal_heads(rankings, snakemake.params.capabilities, rule, model)
 log.info("%d universal heads (%s): %s", len(found), "given by universal.heads" if given is not None else "detected",
          ", ".join(found) or "none")
 write_json(snakemake.output[0], {

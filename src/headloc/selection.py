@@ -45,6 +45,14 @@ def universal_heads(rankings: Mapping[str, Sequence[str]], capabilities: Mapping
     return dict(sorted(universal.items(), key=lambda item: parse_head(item[0])))
 
 
+def model_universal_heads(rankings: Mapping[str, Sequence[str]], capabilities: Mapping[str, str],
+                          rule: Mapping, model: str | None) -> dict[str, list[str]]:
+    """:func:`universal_heads` as the config's ``universal`` section (``rule``) asks for one model:
+    its ``heads`` when the model is listed there, else detected with ``top_n`` and ``min_capabilities``."""
+    return universal_heads(rankings, capabilities, top_n=rule["top_n"], min_capabilities=rule["min_capabilities"],
+                           given=rule.get("heads", {}).get(model))
+
+
 def task_heads(ranking: Sequence[str], k: int, exclude: Iterable[str] = ()) -> list[str]:
     """The top ``k`` of ``ranking`` without the heads in ``exclude``.
 
@@ -97,9 +105,7 @@ def select_heads(rankings: Mapping[tuple[str, str], Sequence[str]], main: Mappin
     ({'L0H0': ['a', 'b']}, ['L3H3', 'L1H1'])
     """
     main_rankings = {task: rankings[(task, search)] for task, search in main.items()}
-    found = universal_heads(main_rankings, capabilities, top_n=universal["top_n"],
-                            min_capabilities=universal["min_capabilities"],
-                            given=universal.get("heads", {}).get(model))
+    found = model_universal_heads(main_rankings, capabilities, universal, model)
     exclude = list(found) if universal["filter"] else []
     shared = knowledge_heads(main_rankings, knowledge["tasks"], top_n=knowledge["top_n"],
                              min_tasks=knowledge["min_tasks"], exclude=exclude)
