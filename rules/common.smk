@@ -8,7 +8,7 @@ import json
 import os
 import re
 
-from headloc.config import check_config, model_geometries, task_folders, validate_config
+from headloc.config import check_workflow_config, task_folders
 from headloc.data import DATASETS
 from headloc.documents import (
     lm_eval_tasks_dir,
@@ -23,8 +23,10 @@ from headloc.models import resolve_source
 from headloc.plan import COLLECTIONS, GRADIENT_METHODS, Plan
 from headloc.report import FIGURES, TABLES
 
-validate_config(config, os.path.join(workflow.basedir, "config", "schema.yaml"))
-check_config(config, model_geometries(config))
+# Every config check, before any job: the schema (filling in defaults), the models, the cross-key
+# rules and the plan. A bad config stops here with its key and what is valid (tests/workflow/
+# test_config_errors.py).
+check_workflow_config(config, os.path.join(workflow.basedir, "config", "schema.yaml"))
 PLAN = Plan(config)
 MODELS, TASKS, LOCALIZED = PLAN.models, PLAN.tasks, PLAN.localized
 SEARCH = config["search"]
@@ -40,18 +42,10 @@ TASK_CONFIGS = {
 }
 
 
-def model_sources():
-    """Resolve every model name now, so a typo fails before any job runs."""
-    sources = {}
-    for name, spec in config["models"].items():
-        try:
-            sources[name] = resolve_source(spec["source"])
-        except ValueError as error:
-            raise ValueError(f"config models.{name}.source: {error}") from None
-    return sources
-
-
-SOURCES = model_sources()
+# Each model's source, resolved once (check_workflow_config has resolved them all: none fails here).
+SOURCES = {
+    name: resolve_source(spec["source"]) for name, spec in config["models"].items()
+}
 
 
 def alternatives(names):

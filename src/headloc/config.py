@@ -1,10 +1,14 @@
 """Config checks that run before any job: the JSON schema, then every rule across keys.
 
-``validate_config`` checks the config against ``config/schema.yaml`` (filling in defaults) and
-words each error as ``config <key.path>: <bad value> ...; expected ...``; ``check_config`` checks
-what the schema cannot express: names that must refer to configured tasks or models, head names
-inside each model, top-k against the number of heads, subset sizes against dataset sizes.
-Both raise ValueError listing every problem found, one per line.
+``check_workflow_config`` is what the Snakefile calls when it parses a config (rules/common.smk),
+so what it raises is what a bad config's ``snakemake -n`` prints. It runs, in order:
+``validate_config``, which checks the config against ``config/schema.yaml`` (filling in defaults)
+and words each error as ``config <key.path>: <bad value> ...; expected ...``; ``model_geometries``,
+which resolves every model's source and reads its layers and heads offline; ``check_config``, which
+checks what the schema cannot express: names that must refer to configured tasks or models, head
+names inside each model, top-k against the number of heads, subset sizes against dataset sizes;
+and the experiment plan (``headloc.plan.Plan``), which rejects a plan that would wait on itself.
+Each raises ValueError listing every problem found, one per line.
 """
 
 from __future__ import annotations
@@ -19,6 +23,25 @@ from headloc.heads import HeadGeometry, parse_head
 from headloc.models import read_gguf_metadata, resolve_source, source_geometry
 
 TASKS_DIR = Path(__file__).parent / "tasks"
+
+
+# ------------------------------------------------------------------ the workflow's checks
+
+
+def check_workflow_config(config: dict, schema_path) -> None:
+    """Every check the Snakefile makes on ``config`` when it parses it, before any job exists.
+
+    Fills in the schema's defaults in place, as the workflow's config then has them. Raises
+    ValueError with the message a dry run of the workflow prints for the same config: the schema's
+    errors; "config models.<name>.source: ..." for a model that does not resolve; the cross-key
+    rules of :func:`check_config` (head checks skipped for models unknown offline, such as hub ids
+    not in the local cache); and the plan's own check (:class:`headloc.plan.Plan`).
+    """
+    from headloc.plan import Plan  # imports pandas: only when checking a whole workflow config
+
+    validate_config(config, schema_path)
+    check_config(config, model_geometries(config))
+    Plan(config)
 
 
 # ------------------------------------------------------------------ schema

@@ -1,7 +1,10 @@
-"""A bad config fails the dry run before any job, with a message naming the key and what is valid.
+"""A bad config fails before any job, with a message naming the key and what is valid.
 
-One test per case, each `snakemake -n` on the demo config (the embedded SmolLM2: 30 layers x 9
-heads, read from the GGUF header) with one key broken.
+Every message comes from headloc.config.check_workflow_config, the one function the Snakefile calls
+on its config at parse time (rules/common.smk): each case calls it in-process on the demo config
+(the embedded SmolLM2: 30 layers x 9 heads, read from the GGUF header) with one key broken. Two
+`snakemake -n` runs, one schema error and one cross-key error, prove that the Snakefile calls it and
+stops before building the DAG.
 """
 
 import copy
@@ -11,15 +14,37 @@ import pytest
 import yaml
 
 from conftest import REPO, snakemake
+from headloc.config import check_workflow_config
 
 DEMO = yaml.safe_load((REPO / "config/demo.yaml").read_text())
+SCHEMA = REPO / "config/schema.yaml"
 
 
-def dry_run_error(tmp_path, change):
+@pytest.fixture(autouse=True)
+def in_tmp_path(tmp_path, monkeypatch):
+    """Relative paths in a config resolve against tmp_path, as in the dry runs (--directory)."""
+    monkeypatch.chdir(tmp_path)
+
+
+def broken(change) -> dict:
     config = copy.deepcopy(DEMO)
     change(config)
-    (tmp_path / "bad.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    result = snakemake("-n", "--directory", str(tmp_path), "--configfile", str(tmp_path / "bad.yaml"), check=False)
+    return config
+
+
+def config_error(change) -> str:
+    """What check_workflow_config raises on the demo config after ``change``."""
+    config = broken(change)
+    with pytest.raises(ValueError) as error:
+        check_workflow_config(config, SCHEMA)
+    return str(error.value)
+
+
+def dry_run_error(tmp_path, change) -> str:
+    """What `snakemake -n` prints on the demo config after ``change``; it must fail before any job."""
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump(broken(change), sort_keys=False))
+    result = snakemake("-n", "--directory", str(tmp_path), "--configfile", str(tmp_path / "bad.yaml"),
+                       cwd=tmp_path, check=False)
     assert result.returncode != 0
     assert not (tmp_path / "results").exists(), "no job may run"
     assert "Job stats" not in result.stdout, "the DAG must not be built"
@@ -35,58 +60,88 @@ def set_key(*path, value):
     return change
 
 
-def test_enum_names_the_allowed_values(tmp_path):
-    out = dry_run_error(tmp_path, set_key("models", "smollm2-135m", "dtype", value="fp8"))
+def test_the_demo_config_passes():
+    config = copy.deepcopy(DEMO)
+    check_workflow_config(config, SCHEMA)
+    assert config["search"]["seed"] == 0, "the schema's defaults are filled in"
+
+
+# ---------------------------------------------------------------- the Snakefile calls it
+
+
+def test_dry_run_stops_on_a_schema_error(tmp_path):
+    change = set_key("models", "smollm2-135m", "dtype", value="fp8")
+    out = dry_run_error(tmp_path, change)
+    assert "config models.smollm2-135m.dtype: 'fp8' is not valid; expected one of: float32, bfloat16, float16" in out
+    assert config_error(change) in out
+
+
+def test_dry_run_stops_on_a_head_outside_the_model(tmp_path):
+    change = set_key("validation", "headsets", value=["L99H0"])
+    out = dry_run_error(tmp_path, change)
+    assert ("config validation.headsets[0]: head L99H0 is outside the model: "
+            "model smollm2-135m has layers 0..29 and heads 0..8") in out
+    assert config_error(change) in out
+
+
+# ---------------------------------------------------------------- the schema
+
+
+def test_enum_names_the_allowed_values():
+    out = config_error(set_key("models", "smollm2-135m", "dtype", value="fp8"))
     assert "config models.smollm2-135m.dtype: 'fp8' is not valid; expected one of: float32, bfloat16, float16" in out
 
 
-def test_wrong_type(tmp_path):
-    out = dry_run_error(tmp_path, set_key("search", "n_masks", value="many"))
+def test_wrong_type():
+    out = config_error(set_key("search", "n_masks", value="many"))
     assert "config search.n_masks: 'many' is not valid; expected an integer >= 2" in out
 
 
 @pytest.mark.parametrize("value,bound", [(1.5, "< 1"), (0, "> 0")])
-def test_sparsity_outside_0_1(tmp_path, value, bound):
-    out = dry_run_error(tmp_path, set_key("search", "sparsity", value=value))
+def test_sparsity_outside_0_1(value, bound):
+    out = config_error(set_key("search", "sparsity", value=value))
     assert f"config search.sparsity: {value} is not {bound}; expected a number in (0, 1)" in out
 
 
-def test_unknown_key(tmp_path):
-    out = dry_run_error(tmp_path, set_key("search", "n_mask", value=3))
+def test_unknown_key():
+    out = config_error(set_key("search", "n_mask", value=3))
     assert "config search: unknown key 'n_mask'; valid keys: alpha, budgets, chunks, id_docs, methods, n_masks, repeats" in out
 
 
-def test_unknown_method(tmp_path):
-    out = dry_run_error(tmp_path, set_key("search", "methods", value=["lasso"]))
+def test_unknown_method():
+    out = config_error(set_key("search", "methods", value=["lasso"]))
     assert "config search.methods[0]: 'lasso' is not valid; expected one of: cs_stratified, cs_bernoulli" in out
 
 
-def test_empty_task_list(tmp_path):
-    out = dry_run_error(tmp_path, set_key("tasks", value={}))
+def test_empty_task_list():
+    out = config_error(set_key("tasks", value={}))
     assert "config tasks: {} is empty; expected at least 1 entry" in out
 
 
-def test_unknown_model(tmp_path):
-    out = dry_run_error(tmp_path, set_key("models", "smollm2-135m", "source", value="smollm3"))
+# ---------------------------------------------------------------- models, tasks and cross-key rules
+
+
+def test_unknown_model():
+    out = config_error(set_key("models", "smollm2-135m", "source", value="smollm3"))
     assert "config models.smollm2-135m.source: unknown model 'smollm3': expected an embedded model" in out
 
 
 def test_unknown_lm_eval_task(tmp_path):
     (tmp_path / "mine").mkdir()
     change = set_key("tasks", "ioi", "lm_eval_task", value="headloc_io")
-    out = dry_run_error(tmp_path, lambda c: (change(c), c.update(include_path=[str(tmp_path / "mine")])))
+    out = config_error(lambda c: (change(c), c.update(include_path=[str(tmp_path / "mine")])))
     assert (f"config tasks.ioi.lm_eval_task: 'headloc_io' is not a task of {REPO / 'src/headloc/tasks'}, "
             f"{tmp_path / 'mine'} nor of lm-eval's registry; put its YAML in a folder and add the folder to the "
             "config key include_path (headloc's own tasks: headloc_arc_challenge") in out
 
 
-def test_missing_include_folder(tmp_path):
-    out = dry_run_error(tmp_path, set_key("include_path", value=["no/such/folder"]))
+def test_missing_include_folder():
+    out = config_error(set_key("include_path", value=["no/such/folder"]))
     assert "config include_path[0]: 'no/such/folder' is not a directory; expected a folder of lm-eval task YAMLs" in out
 
 
-def test_a_group_is_not_one_task(tmp_path):
-    out = dry_run_error(tmp_path, set_key("tasks", "ioi", "lm_eval_task", value="mmlu"))
+def test_a_group_is_not_one_task():
+    out = config_error(set_key("tasks", "ioi", "lm_eval_task", value="mmlu"))
     assert ("config tasks.ioi.lm_eval_task: 'mmlu' is an lm-eval group, not one task; headloc scores one task per "
             "entry of tasks: name one of its subtasks (one entry each)") in out
 
@@ -94,56 +149,65 @@ def test_a_group_is_not_one_task(tmp_path):
 def test_data_file_for_a_task_that_reads_its_own_documents(tmp_path):
     (tmp_path / "docs.jsonl").write_text('{"question": "q", "answerKey": "A"}\n')
     change = set_key("tasks", "ioi", value={"lm_eval_task": "arc_easy", "data_file": str(tmp_path / "docs.jsonl")})
-    out = dry_run_error(tmp_path, change)
+    out = config_error(change)
     assert ("config tasks.ioi.data_file: task arc_easy reads its documents itself (dataset_path 'allenai/ai2_arc'), "
             "so headloc has nothing to pass data_file to; set data_files and other loader options in its YAML's "
             "dataset_kwargs") in out
 
 
-def test_chat_task_on_a_model_without_chat_template(tmp_path, tiny_model_dir):
-    import shutil
-
+def test_chat_task_on_a_model_without_chat_template(tmp_path):
+    # a checkpoint folder as the check reads it offline: config.json, a weight file and a tokenizer
+    # config without chat_template (and no chat_template.jinja or .json beside it)
     model = tmp_path / "model"
-    shutil.copytree(tiny_model_dir, model)
-    (model / "chat_template.jinja").unlink(missing_ok=True)
-    settings = json.loads((model / "tokenizer_config.json").read_text())
-    settings.pop("chat_template", None)
-    (model / "tokenizer_config.json").write_text(json.dumps(settings))
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"model_type": "llama", "num_hidden_layers": 2,
+                                                   "num_attention_heads": 4}))
+    (model / "model.safetensors").write_bytes(b"")
+    (model / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "GPT2Tokenizer"}))
 
     def change(config):
         config["models"] = {"plain": {"source": str(model)}}
         config["tasks"]["ioi"]["chat"] = True
-    out = dry_run_error(tmp_path, change)
+    out = config_error(change)
     assert (f"config tasks.ioi.chat: task ioi needs a chat template, but the tokenizer of model plain ({model}) "
             "has none; use a chat model or set chat: false") in out
 
 
-def test_unknown_task_name(tmp_path):
-    out = dry_run_error(tmp_path, set_key("validation", "gen_tasks", value=["ioi", "hellaswag"]))
+def test_unknown_task_name():
+    out = config_error(set_key("validation", "gen_tasks", value=["ioi", "hellaswag"]))
     assert "config validation.gen_tasks[1]: 'hellaswag' is not a configured task; valid: ioi, capitals, induction" in out
 
 
-def test_head_outside_the_model(tmp_path):
-    out = dry_run_error(tmp_path, set_key("validation", "headsets", value=["L99H0"]))
+def test_head_outside_the_model():
+    out = config_error(set_key("validation", "headsets", value=["L99H0"]))
     assert ("config validation.headsets[0]: head L99H0 is outside the model: "
             "model smollm2-135m has layers 0..29 and heads 0..8") in out
 
 
-def test_top_k_larger_than_the_heads(tmp_path):
-    out = dry_run_error(tmp_path, set_key("validation", "top_k", value=271))
+def test_top_k_larger_than_the_heads():
+    out = config_error(set_key("validation", "top_k", value=271))
     assert "config validation.top_k: 271 is larger than the 270 heads of model smollm2-135m" in out
 
 
-def test_identification_subset_larger_than_the_dataset(tmp_path):
-    out = dry_run_error(tmp_path, set_key("tasks", "ioi", "id_docs", value=150))
+def test_identification_subset_larger_than_the_dataset():
+    out = config_error(set_key("tasks", "ioi", "id_docs", value=150))
     assert "config tasks.ioi.id_docs: 150 is larger than tasks.ioi.n_docs = 100" in out
 
 
-def test_more_chunks_than_masks(tmp_path):
-    out = dry_run_error(tmp_path, set_key("search", "chunks", value=101))
+def test_more_chunks_than_masks():
+    out = config_error(set_key("search", "chunks", value=101))
     assert "config search.chunks: 101 is larger than the 100 masks of task ioi" in out
 
 
-def test_report_model_must_be_configured(tmp_path):
-    out = dry_run_error(tmp_path, set_key("report", "model", value="llama"))
+def test_report_model_must_be_configured():
+    out = config_error(set_key("report", "model", value="llama"))
     assert "config report.model: 'llama' is not a configured model; valid: smollm2-135m or null" in out
+
+
+def test_greedy_main_method_cannot_wait_on_its_own_universal_heads():
+    def change(config):
+        config["search"]["methods"] = ["cs_stratified", "greedy"]
+        config["validation"]["method"] = "greedy"
+        config["universal"] = {"filter": True}
+    out = config_error(change)
+    assert "config validation.method: 'greedy' with universal.filter on would wait on itself" in out

@@ -1,21 +1,53 @@
-"""Dry runs of the paper grid (config/config.yaml): the jobs it implies, plain and through the SLURM
-profile (no SLURM needed), and single-table targets that run only what they need."""
+"""The paper grid (config/config.yaml) as Snakemake schedules it (no SLURM, no GPU needed): the jobs
+of every paper table and figure, each target running only what it needs, and the SLURM profile.
+
+One `snakemake --dag` of every target gives the whole graph of jobs; a target schedules its own job
+and every job it depends on, which is what a dry run of that target alone schedules (checked once
+against per-target dry runs; here, against one real dry run of `all` through the SLURM profile).
+Each Snakemake runs in a temporary working directory: a checkout's results/ (after `make demo`, say)
+changes nothing here.
+"""
 
 import re
-from concurrent.futures import ThreadPoolExecutor
+import shutil
+from collections import Counter, defaultdict
 
 import pytest
 import yaml
 
 from conftest import REPO, snakemake
 
-PAPER = yaml.safe_load((REPO / "config/config.yaml").read_text())
+CONFIG = REPO / "config/config.yaml"
+PAPER = yaml.safe_load(CONFIG.read_text())
 
 
 def job_counts(output: str) -> dict[str, int]:
     """The 'Job stats' table of a dry run."""
     table = output[output.index("Job stats:"):].split("\n\n")[0]
     return {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.MULTILINE)}
+
+
+def scheduled(dot: str, targets) -> dict[str, Counter]:
+    """For each target rule, its jobs by rule (its own job and every job it depends on), read from
+    the jobs graph that `snakemake --dag dot` prints: one node per job, labelled with its rule and
+    wildcards, and an edge from each job to every job that reads its output."""
+    rules = {node: label.split("\\n")[0]
+             for node, label in re.findall(r'^\s*(\d+)\[label = "([^"]*)"', dot, re.MULTILINE)}
+    edges = re.findall(r"^\s*(\d+) -> (\d+)", dot, re.MULTILINE)
+    assert rules and len(edges) == dot.count("->"), "every node and edge of the graph is read"
+    inputs = defaultdict(set)
+    for before, after in edges:
+        inputs[after].add(before)
+    counts = {}
+    for target in targets:
+        [node] = [node for node, rule in rules.items() if rule == target]
+        needed, todo = {node}, [node]
+        while todo:
+            for job in inputs[todo.pop()] - needed:
+                needed.add(job)
+                todo.append(job)
+        counts[target] = Counter(rules[job] for job in needed)
+    return counts
 
 
 # Jobs each target schedules on the paper grid before the recover_heads checkpoints resolve (the
@@ -61,9 +93,34 @@ def test_the_paper_grid_config_is_the_paper():
     assert set(PAPER["search"]["methods"]) == {"cs_stratified", "cs_bernoulli", "greedy1s", "greedy"}
 
 
-@pytest.mark.parametrize("profile", [[], ["--profile", "profiles/slurm"]], ids=["local", "slurm"])
-def test_paper_grid_dry_run_job_counts(profile):
-    counts = job_counts(snakemake("-n", *profile, "--forceall", "all").stdout)
+@pytest.fixture(scope="module")
+def dag(tmp_path_factory) -> dict[str, Counter]:
+    """target -> its jobs by rule, for every target of EXPECTED and `all`, from one Snakemake run."""
+    work = tmp_path_factory.mktemp("dag")
+    targets = [*EXPECTED, "all"]
+    dot = snakemake("--dag", "dot", "--forceall", "--configfile", str(CONFIG), "--directory", str(work),
+                    *targets, cwd=work).stdout
+    return scheduled(dot, targets)
+
+
+@pytest.fixture(scope="module")
+def slurm_dry_run(tmp_path_factory) -> dict[str, int]:
+    """The job stats of a real dry run of `all` through the SLURM profile (which must parse)."""
+    work = tmp_path_factory.mktemp("slurm")
+    result = snakemake("-n", "--profile", str(REPO / "profiles/slurm"), "--forceall", "--configfile", str(CONFIG),
+                       "--directory", str(work), "all", cwd=work)
+    assert not (work / "results").exists()
+    return job_counts(result.stdout)
+
+
+def test_the_dag_schedules_what_a_dry_run_schedules(dag, slurm_dry_run):
+    assert slurm_dry_run == {**dag["all"], "total": sum(dag["all"].values())}
+
+
+@pytest.mark.parametrize("source", ["dag", "slurm_dry_run"])
+def test_paper_grid_dry_run_job_counts(request, source):
+    counts = request.getfixturevalue(source)
+    counts = counts["all"] if source == "dag" else counts
     # every method's searches (8 tasks x cs_stratified, cs_bernoulli matrices; greedy1s reuses greedy's
     # round 1) and the 36 tuning grid points, 4 of which are main searches already (gsm8k/rhyme M=100,
     # mbpp/swear M=200 at sparsity 0.05), per model; greedy's 8 x 5 rounds x 4 chunks
@@ -75,25 +132,21 @@ def test_paper_grid_dry_run_job_counts(profile):
     assert counts["plot_heatmap"] == 5 * 8 * 4 == 160
 
 
-@pytest.fixture(scope="module")
-def dry_runs():
-    """Every target's dry run, two at a time (each is its own Snakemake process)."""
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        outputs = pool.map(lambda target: snakemake("-n", "--forceall", target).stdout, EXPECTED)
-        return dict(zip(EXPECTED, outputs))
-
-
 @pytest.mark.parametrize("target", list(EXPECTED))
-def test_each_target_schedules_exactly_its_jobs(dry_runs, target):
-    counts = job_counts(dry_runs[target])
-    total = counts.pop("total")
-    assert total == sum(counts.values()) and counts.pop(target) == 1
+def test_each_target_schedules_exactly_its_jobs(dag, target):
+    counts = dict(dag[target])
+    assert counts.pop(target) == 1
     assert counts == EXPECTED[target]
     if target not in ("table4", "table9", "methods"):
         assert "score_greedy_masks" not in counts
 
 
-def test_config_on_the_command_line_edits_the_default_config():
+def test_config_on_the_command_line_edits_the_default_config(tmp_path):
     """`--config` alone changes keys of config/config.yaml; it does not replace the file."""
-    result = snakemake("-n", "--forceall", "table1", "--config", "report={model: llama-3.2-1b}")
+    (tmp_path / "config").mkdir()
+    # config/config.yaml as seen from the working directory, for a Snakefile that resolves its default
+    # configfile there (the same file as the checkout's)
+    shutil.copy(CONFIG, tmp_path / "config/config.yaml")
+    result = snakemake("-n", "--forceall", "--directory", str(tmp_path), "table1",
+                       "--config", "report={model: llama-3.2-1b}", cwd=tmp_path)
     assert job_counts(result.stdout)["model_geometry"] == 5  # the paper's five models are still there
