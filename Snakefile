@@ -5,16 +5,19 @@ snakemake all --cores 1 --resources gpu=1               # the paper grid on a GP
 snakemake results/tables/table2.md --cores 1 --resources gpu=1
 """
 
+import os
+
 from snakemake.utils import min_version
 
 min_version("9.0")
 
 
 # The paper grid is the default. A --configfile replaces it (Snakemake would otherwise merge the two,
-# e.g. adding the paper's models to the demo's); --config alone edits it.
+# e.g. adding the paper's models to the demo's); --config alone edits it. Read from beside this
+# Snakefile, so that `--directory` (or `-s` from another folder) finds it too.
 if not workflow.overwrite_configfiles:
 
-    configfile: "config/config.yaml"
+    configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 
 
 report: "report/workflow.rst"  # snakemake --report report.html: captions in report/
