@@ -6,19 +6,31 @@ so what it raises is what a bad config's ``snakemake -n`` prints. It runs, in or
 and words each error as ``config <key.path>: <bad value> ...; expected ...``; ``model_geometries``,
 which resolves every model's source and reads its layers and heads offline; ``check_config``, which
 checks what the schema cannot express: names that must refer to configured tasks or models, head
-names inside each model, top-k against the number of heads, subset sizes against dataset sizes;
-and the experiment plan (``headloc.plan.Plan``), which rejects a plan that would wait on itself.
+names inside each model, top-k against the number of heads, subset sizes against dataset sizes,
+each task's Jinja templates and the ``metric,filter`` keys its YAML reports; and the experiment
+plan (``headloc.plan.Plan``), which rejects a plan that would wait on itself.
 Each raises ValueError listing every problem found, one per line.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import yaml
 
-from headloc.documents import defined_tasks, lm_eval_tasks_dir, load_task_yaml, reads_own_documents, task_yaml
+from headloc.documents import (
+    defined_tasks,
+    defining_file,
+    lm_eval_tasks_dir,
+    load_task_yaml,
+    reads_own_documents,
+    reported_filters,
+    reported_metrics,
+    task_yaml,
+    template_errors,
+)
 from headloc.heads import HeadGeometry, parse_head
 from headloc.models import read_gguf_metadata, resolve_source, source_geometry
 
@@ -198,8 +210,15 @@ def check_config(config: dict, geometries: dict) -> None:
     ``geometries`` maps each model to a :class:`headloc.heads.HeadGeometry`, or None when it is
     unknown offline (such models skip the head checks; their jobs check heads when they load the
     model).
+
+    Each task's YAML (``lm_eval_task``, and ``id_task``) is read: every template lm-eval renders with
+    Jinja must parse, and ``metric`` (``id_metric``) must be a ``metric,filter`` it reports
+    (:func:`check_metric`). A metric named without its filter, on a task whose metrics all come
+    under one filter other than ``none``, is completed in place (``exact_match`` ->
+    ``exact_match,first-number``), so the jobs get the key the task reports; a note on stderr says so.
     """
     problems = []
+    notes = []
 
     def problem(key, text):
         problems.append(f"config {key}: {text}")
@@ -253,6 +272,28 @@ def check_config(config: dict, geometries: dict) -> None:
     if any(spec[key] not in local for spec in tasks.values() for key in ("lm_eval_task", "id_task")
            if spec.get(key)):
         registry = defined_tasks([lm_eval_tasks_dir()])
+    yamls = {}
+
+    def yaml_of(task):
+        if task not in yamls:
+            yamls[task] = task_yaml(task, [*folders, lm_eval_tasks_dir()])
+        return yamls[task]
+
+    def templates(key, task, path, task_config):
+        for template_key, message in template_errors(task_config):
+            source = defining_file(path, template_key.split(".")[0].split("[")[0])
+            where = "" if source == path else f" (set in its include {source})"
+            problem(key, f"task {task} ({path}) key {template_key}{where}: Jinja syntax error: {message}")
+
+    def metric(key, value, task, path, task_config, complete=True, subject=None):
+        """The metric key to score (a bare name completed when ``complete``), noting or refusing."""
+        resolved, note, text = check_metric(value, task, path, task_config, complete=complete, subject=subject)
+        if note:
+            notes.append(f"note: config {key}: {note}")
+        if text:
+            problem(key, text)
+        return resolved
+
     for name, spec in tasks.items():
         task = spec["lm_eval_task"]
         kind = local.get(task) or registry.get(task)
@@ -266,20 +307,35 @@ def check_config(config: dict, geometries: dict) -> None:
             problem(key, f"{task!r} is an lm-eval group, not one task; headloc scores one task per entry of "
                          "tasks: name one of its subtasks (one entry each)")
             continue
-        task_config = load_task_yaml(task_yaml(task, [*folders, lm_eval_tasks_dir()]))
+        path = yaml_of(task)
+        task_config = load_task_yaml(path)
+        templates(key, task, path, task_config)
+        given = spec.get("metric") or "acc"
+        scored = metric(f"tasks.{name}.metric", given, task, path, task_config)
+        if scored != given:
+            spec["metric"] = scored
         id_task = spec.get("id_task")
+        scorer = (task, path, task_config)  # what scores the identification subset
         if id_task and id_task != task:
             id_kind = local.get(id_task) or registry.get(id_task)
             if id_kind != "task":
+                scorer = None
                 problem(f"tasks.{name}.id_task", f"{id_task!r} is not a task of {', '.join(map(str, folders))} "
                                                  "nor of lm-eval's registry; expected a variant of "
                                                  f"{task} that reads the same documents (e.g. {task}_margin "
                                                  "or a task of include_path)")
-            elif reads_own_documents(load_task_yaml(task_yaml(id_task, [*folders, lm_eval_tasks_dir()]))) != \
-                    reads_own_documents(task_config):
-                problem(f"tasks.{name}.id_task", f"{id_task!r} and {task} load their documents differently "
-                                                 "(dataset_path vs custom_dataset); expected a variant that "
-                                                 "reads the same documents")
+            else:
+                id_config = load_task_yaml(yaml_of(id_task))
+                scorer = (id_task, yaml_of(id_task), id_config)
+                templates(f"tasks.{name}.id_task", *scorer)
+                if reads_own_documents(id_config) != reads_own_documents(task_config):
+                    problem(f"tasks.{name}.id_task", f"{id_task!r} and {task} load their documents differently "
+                                                     "(dataset_path vs custom_dataset); expected a variant that "
+                                                     "reads the same documents")
+        if scorer and spec.get("id_metric"):
+            spec["id_metric"] = metric(f"tasks.{name}.id_metric", spec["id_metric"], *scorer)
+        elif scorer and scorer[0] != task:  # id_metric null: id_task scores with metric
+            metric(f"tasks.{name}.id_metric", scored, *scorer, complete=False, subject=f"null (metric {scored!r})")
         if reads_own_documents(task_config):
             for option in ("data_file", "dataset_kwargs"):
                 if spec.get(option):
@@ -343,5 +399,44 @@ def check_config(config: dict, geometries: dict) -> None:
             if value is not None and value > total:
                 problem(key, f"{value} is larger than the {total} heads of model {model} "
                              f"({geometry.n_layers} layers x {geometry.n_heads}); expected 1..{total}")
+    for note in dict.fromkeys(notes):
+        print(note, file=sys.stderr)
     if problems:
         raise ValueError("\n".join(dict.fromkeys(problems)))
+
+
+def check_metric(metric: str, task: str, path, task_config: dict, *, complete: bool = True,
+                 subject: str | None = None):
+    """Whether lm-eval task ``task`` (YAML ``path``, read as ``task_config``) reports ``metric``.
+
+    Returns (the metric key to score, a note, a problem): the key is ``metric`` itself, or, when
+    ``complete`` and ``metric`` names no filter while the task reports its metrics under a single
+    filter other than ``none``, ``metric,<that filter>`` with a note saying so. The problem (None
+    when it reports it) lists the ``metric,filter`` keys the task reports; it starts with ``subject``
+    (default: ``metric`` quoted). Only what the YAML tells is checked: the filter part always
+    (``filter_list`` names, ``none`` without one), the metric part unless only a run can tell
+    (:func:`headloc.documents.reported_metrics`: process_results, a Python metric); a Python task
+    class passes unchecked.
+    """
+    metrics, filters = reported_metrics(task_config), reported_filters(task_config)
+    subject = subject or repr(metric)
+    if filters is None:
+        return metric, None, None
+    name, comma, filter_name = metric.partition(",")
+    note = None
+    if not comma:
+        filter_name = "none"
+        if complete and len(filters) == 1 and filters != ["none"] and (metrics is None or name in metrics):
+            filter_name = filters[0]
+            note = (f"{metric!r} read as '{name},{filter_name}': task {task} reports its metrics under one "
+                    f"filter, {filter_name} ({path})")
+            metric = f"{name},{filter_name}"
+    if filter_name in filters and (metrics is None or name in metrics):
+        return metric, note, None
+    if metrics is None:
+        return metric, None, (f"{subject} is not reported by task {task} ({path}) under filter {filter_name!r}; "
+                              f"valid filters: {', '.join(filters)} (e.g. {name},{filters[0]}; its metric names "
+                              "are known only when it runs)")
+    valid = ", ".join(f"{m},{f}" for f in filters for m in metrics)
+    where = f" under filter {filter_name!r}" if name in metrics else ""
+    return metric, None, f"{subject} is not reported by task {task} ({path}){where}; valid: {valid}"

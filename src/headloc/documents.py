@@ -8,10 +8,16 @@ before any evaluation, naming the file, the line and the field; a ``!function`` 
 contributes nothing. Task files are also what an evaluation depends on: :func:`task_files` lists
 the YAML that defines a task, what it includes, and the Python and data beside it, so the workflow
 re-runs an evaluation when any of them changes.
+
+The config check (:func:`headloc.config.check_config`) reads two more things from a task's YAML
+before any job: :func:`template_errors`, the Jinja templates lm-eval would fail to parse, and
+:func:`reported_metrics` / :func:`reported_filters`, the ``metric,filter`` keys the task reports
+(None where only a run can tell).
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -122,6 +128,129 @@ def reads_own_documents(task_config: dict) -> bool:
     than through a ``custom_dataset`` function, which headloc can hand a ``data_file`` and its data
     options (mirror, code execution) as lm-eval metadata."""
     return "custom_dataset" not in task_config
+
+
+# ------------------------------------------------------------------ what the config check reads
+
+# What lm-eval 0.4.13 renders with Jinja (lm_eval.utils.apply_template): these keys of a task
+# (doc_to_image and doc_to_audio may be lists of templates; doc_to_decontamination_query only with
+# should_decontaminate) and these keys of its fewshot_config. A string that is a document field's
+# name is read as the field instead, and parses as a template anyway (plain text).
+JINJA_KEYS = ("description", "doc_to_text", "doc_to_target", "doc_to_choice", "gen_prefix",
+              "doc_to_image", "doc_to_audio")
+FEWSHOT_JINJA_KEYS = ("doc_to_text", "doc_to_target", "doc_to_choice", "gen_prefix")
+
+# The metrics of a task without metric_list, per output_type (lm-eval's DEFAULT_METRIC_REGISTRY).
+DEFAULT_METRICS = {
+    "loglikelihood": ["perplexity", "acc"],
+    "loglikelihood_rolling": ["word_perplexity", "byte_perplexity", "bits_per_byte"],
+    "multiple_choice": ["acc", "acc_norm"],
+    "generate_until": ["exact_match"],
+}
+
+
+def task_templates(task_config: dict) -> list[tuple[str, str]]:
+    """(key, template) for every string of a task that lm-eval renders as a Jinja template.
+
+    >>> task_templates({"doc_to_text": "Q: {{q}}", "doc_to_choice": ["a", "b"], "doc_to_image": ["img"],
+    ...                 "fewshot_config": {"doc_to_target": "{{a}}"}})
+    [('doc_to_text', 'Q: {{q}}'), ('doc_to_image[0]', 'img'), ('fewshot_config.doc_to_target', '{{a}}')]
+    """
+    found = []
+    keys = [*JINJA_KEYS, *(["doc_to_decontamination_query"] if task_config.get("should_decontaminate") else [])]
+    for key in keys:
+        value = task_config.get(key)
+        if isinstance(value, str):
+            found.append((key, value))
+        elif key in ("doc_to_image", "doc_to_audio") and isinstance(value, list):
+            found += [(f"{key}[{i}]", item) for i, item in enumerate(value) if isinstance(item, str)]
+    fewshot = task_config.get("fewshot_config")
+    if isinstance(fewshot, dict):
+        found += [(f"fewshot_config.{key}", fewshot[key]) for key in FEWSHOT_JINJA_KEYS
+                  if isinstance(fewshot.get(key), str)]
+    return found
+
+
+def template_errors(task_config: dict) -> list[tuple[str, str]]:
+    """(key, the Jinja parser's message and line) for each template of a task that does not parse.
+
+    >>> template_errors({"doc_to_text": "{{question", "doc_to_target": "{{answer}}"})
+    [('doc_to_text', "unexpected end of template, expected 'end of print statement' (line 1)")]
+    """
+    errors = []
+    environment = jinja2.Environment()
+    for key, template in task_templates(task_config):
+        try:
+            environment.parse(template)
+        except jinja2.TemplateSyntaxError as error:
+            errors.append((key, f"{str(error.message or error).rstrip('.')} (line {error.lineno})"))
+    return errors
+
+
+def defining_file(path: Path | str, key: str) -> Path:
+    """The file of a task YAML's ``include:`` chain that sets the top-level ``key`` (the including
+    file wins, as in :func:`load_task_yaml`); the YAML itself when none does."""
+    for file in included_files(path):
+        if key in (yaml.load(file.read_text(encoding="utf-8"), Loader=_TaskLoader) or {}):
+            return file
+    return Path(path)
+
+
+@functools.lru_cache(maxsize=1)
+def lm_eval_metrics() -> frozenset[str]:
+    """The metrics registered in lm-eval (``@register_metric(metric=...)`` in lm_eval/api/metrics.py),
+    read as text, without importing lm-eval."""
+    source = lm_eval_tasks_dir().parent / "api" / "metrics.py"
+    text = source.read_text(encoding="utf-8") if source.is_file() else ""
+    return frozenset(re.findall(r"register_metric\(\s*metric\s*=\s*['\"]([^'\"]+)['\"]", text))
+
+
+def reported_filters(task_config: dict) -> list[str] | None:
+    """The filter names a task reports each metric under (``metric,filter``): its ``filter_list``
+    names, or ``none`` without one; None when only a run can tell (a Python task ``class``).
+
+    >>> reported_filters({}), reported_filters({"filter_list": [{"name": "first-number", "filter": []}]})
+    (['none'], ['first-number'])
+    """
+    if "class" in task_config:
+        return None
+    filters = task_config.get("filter_list")
+    if filters is None:
+        return ["none"]
+    if isinstance(filters, list) and filters and all(
+            isinstance(entry, dict) and isinstance(entry.get("name"), str) for entry in filters):
+        return [entry["name"] for entry in filters]
+    return None
+
+
+def reported_metrics(task_config: dict) -> list[str] | None:
+    """The metric names a task reports, read from its YAML: its ``metric_list`` names, or lm-eval's
+    defaults for its ``output_type`` without one.
+
+    None when only a run can tell: a Python task ``class``; ``process_results`` (the keys of the
+    dict it returns); a ``!function`` metric (named after the function); a generation metric
+    outside lm-eval's registry or with ``hf_evaluate`` (Hugging Face evaluate's results name their
+    own keys).
+
+    >>> reported_metrics({"output_type": "multiple_choice"}), reported_metrics({"process_results": None})
+    (['acc', 'acc_norm'], None)
+    """
+    if "class" in task_config or "process_results" in task_config:
+        return None
+    output_type = task_config.get("output_type") or "generate_until"
+    if output_type not in DEFAULT_METRICS:
+        return None
+    entries = task_config.get("metric_list")
+    if entries is None:
+        return list(DEFAULT_METRICS[output_type])
+    if not isinstance(entries, list) or not entries or not all(
+            isinstance(entry, dict) and isinstance(entry.get("metric"), str) for entry in entries):
+        return None
+    names = [entry["metric"] for entry in entries]
+    if output_type == "generate_until" and (any(entry.get("hf_evaluate") for entry in entries)
+                                            or not set(names) <= lm_eval_metrics()):
+        return None
+    return list(dict.fromkeys(names))
 
 
 def _template_fields(value) -> set[str]:
