@@ -3,7 +3,9 @@ registry of tables and figures, formats, figures, and the render scripts."""
 
 from __future__ import annotations
 
+import csv
 import dataclasses
+import html
 import io
 import math
 import re
@@ -12,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from matplotlib.figure import Figure
+from PIL import Image
 
 from headloc.report import (
     FIGURES,
@@ -197,8 +200,16 @@ def test_figure2_panels_lines_and_saving(evals, tmp_path):
     assert [ax.get_title() for ax in default.axes] == ["llama / swear (cs_stratified)"]
     assert any("render_figure2" in t.get_text() for t in fig.texts)
     for suffix in ("png", "pdf"):
-        fig.savefig(tmp_path / f"figure2.{suffix}")
+        fig.savefig(tmp_path / f"figure2.{suffix}", dpi=100)
         assert (tmp_path / f"figure2.{suffix}").stat().st_size > 0
+    # two 3.4 x 2.8 in panels side by side (figures._figure: ncols = min(3, panels)), saved whole
+    png = (tmp_path / "figure2.png").read_bytes()
+    assert png.startswith(PNG_MAGIC), png[:8]
+    with Image.open(io.BytesIO(png)) as image:
+        assert image.format == "PNG" and image.size == (2 * 340, 280)  # inches x 100 dpi
+    # one page of the same size in points (72 per inch)
+    assert pdf_pages((tmp_path / "figure2.pdf").read_bytes()) == [
+        pytest.approx((2 * 3.4 * 72, 2.8 * 72))]
 
 
 def test_add_footer_returns_figure():
@@ -848,6 +859,189 @@ def test_report_options_from_workflow_params():
 
 # ------------------------------------------------------- the render scripts, through Snakemake
 
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+SAVE_DPI = 150  # scripts/render_figure.py: savefig(..., dpi=150, bbox_inches="tight")
+TIGHT_PAD_IN = 0.1  # matplotlib's savefig.pad_inches: the tight crop's margin on every side
+
+
+def pdf_pages(data: bytes) -> list[tuple[float, float]]:
+    """(width, height) in points of each page of a PDF as matplotlib writes it (page objects are
+    not compressed), after checking the PDF header."""
+    assert data.startswith(b"%PDF-"), data[:16]
+    pages = re.findall(rb"/Type\s*/Page(?![A-Za-z])", data)
+    boxes = [[float(x) for x in box.split()]
+             for box in re.findall(rb"/MediaBox\s*\[([^\]]*)\]", data)]
+    assert len(boxes) == len(pages), (len(boxes), len(pages))
+    return [(x1 - x0, y1 - y0) for x0, y0, x1, y1 in boxes]
+
+
+def check_rendered_figure(folder, log, name: str, inches: tuple[float, float], panels: int) -> None:
+    """``{name}.png`` and ``{name}.pdf`` as scripts/render_figure.py saves a figure of ``inches``
+    with ``panels`` axes: a PNG at 150 dpi and a one-page PDF, both cropped to the drawing."""
+    assert re.search(rf"\b{name} with {panels} panels$", log.read_text(), re.M), log.read_text()
+    png = (folder / f"{name}.png").read_bytes()
+    assert png.startswith(PNG_MAGIC), (name, png[:8])
+    with Image.open(io.BytesIO(png)) as image:
+        size, dpi, darkest = image.size, image.info["dpi"], image.convert("L").getextrema()[0]
+    assert dpi == pytest.approx((SAVE_DPI, SAVE_DPI), abs=0.05), name
+    # constrained layout fills the figure up to its small padding; the tight crop keeps that and
+    # adds TIGHT_PAD_IN on each side, so each side is within [inches, inches + 2 pads] x dpi
+    for pixels, length in zip(size, inches):
+        assert length * SAVE_DPI - 1 <= pixels <= (length + 2 * TIGHT_PAD_IN) * SAVE_DPI + 1, (
+            name, size, inches)
+    assert darkest < 64, (name, darkest)  # text and axes are drawn, not a blank canvas
+    pages = pdf_pages((folder / f"{name}.pdf").read_bytes())
+    assert len(pages) == 1, (name, pages)
+    # the PDF page is the same crop, in points (72 per inch)
+    np.testing.assert_allclose(np.array(pages[0]) / 72 * SAVE_DPI, size, atol=2, err_msg=name)
+
+
+def shown(value) -> str:
+    """A cell as Markdown, LaTeX and HTML show it: one decimal, a missing number as "-"."""
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        text = f"{value:.1f}"
+        return "0.0" if text == "-0.0" else text
+    return str(value)
+
+
+def check_rendered_table(folder, name: str, columns, rows, note: str | None = None) -> None:
+    """``{name}.csv/.md/.tex/.html`` hold exactly ``rows`` under ``columns``: the CSV at full
+    precision (a missing number or empty text as an empty field, floats compared approximately),
+    the other three with every cell as :func:`shown` gives it, and ``note`` on an empty table."""
+    with open(folder / f"{name}.csv", newline="") as handle:
+        header, *lines = list(csv.reader(handle))
+    assert header == list(columns), (name, header)
+    assert len(lines) == len(rows), (name, lines)
+    for line, row in zip(lines, rows):
+        got = [float(cell) if isinstance(value, float) else cell for cell, value in zip(line, row)]
+        want = [pytest.approx(value, rel=1e-9) if isinstance(value, float) else
+                "" if value is None else str(value) for value in row]
+        assert len(line) == len(row) and got == want, (name, line, row)
+
+    md = (folder / f"{name}.md").read_text().splitlines()
+    top = md.index("| " + " | ".join(columns) + " |")
+    body = ["| " + " | ".join(shown(value) for value in row) + " |" for row in rows]
+    body += ["", f"*{note}*"] if note else []
+    assert md[top + 2:top + 2 + len(body)] == body and md[top + 2 + len(body)] == "", (name, md)
+
+    def tex_row(cells):
+        return " & ".join(shown(cell).replace("_", r"\_") for cell in cells) + r" \\"
+
+    tex = (folder / f"{name}.tex").read_text().splitlines()
+    top = tex.index(r"\midrule")
+    body = [tex_row(row) for row in rows]
+    body += [rf"\multicolumn{{{len(columns)}}}{{l}}{{\emph{{{note}}}}} \\"] if note else []
+    assert tex[top - 1] == tex_row(columns), (name, tex)
+    assert tex[top + 1:top + 2 + len(body)] == [*body, r"\bottomrule"], (name, tex)
+
+    page = (folder / f"{name}.html").read_text()
+    numeric = [all(isinstance(row[i], (int, float)) or row[i] is None for row in rows)
+               for i in range(len(columns))]
+    for row in rows:
+        cells = "".join(('<td class="num">' if num else "<td>") + html.escape(shown(value))
+                        + "</td>" for value, num in zip(row, numeric))
+        assert f"<tr>{cells}</tr>" in page.splitlines(), (name, cells)
+    assert page.count("<tr>") == 1 + len(rows), name  # the header row and one per table row
+    assert ('<p class="note">' in page) == bool(note), name
+    assert not note or f'<p class="note">{html.escape(note)}</p>' in page, name
+
+
+def mean(*values: float) -> float:
+    return sum(values) / len(values)
+
+
+def task_delta(task: str, k: int, eval_task: str) -> float:
+    """Change on ``eval_task`` with the top ``k`` heads of ``task``'s search ablated."""
+    i = TASKS.index(eval_task)
+    return float(TASK_RUNS[task][k - 1][i] - BASE[i])
+
+
+def task_gen(task: str, k: int) -> float:
+    return mean(*(task_delta(task, k, t) for t in GEN))
+
+
+def head_deltas(scores) -> dict[str, float]:
+    """Eval task -> change with one shared head ablated (UNIVERSAL, KNOWLEDGE)."""
+    return {t: float(score - base) for t, score, base in zip(TASKS, scores, BASE)}
+
+
+def expected_tables() -> dict[str, tuple[tuple[str, ...], list[tuple]]]:
+    """Every table of the render test's "full" case, from the data above and the Snakefile's
+    options (top_k 5: each search's largest k; gen GEN; method cs_stratified; knowledge eval
+    tasks mmlu, wmdp_bio): name -> (columns, rows). None is a missing number."""
+    searched = [(task, len(by_k)) for task, by_k in TASK_RUNS.items()]  # (task, largest k)
+    top = {"gsm8k": "L9H0, L9H1", "arith": "L9H0", "wmdp_bio": "L9H0"}  # recoveries' top_heads
+    base = dict(zip(TASKS, map(float, BASE)))
+    universal = {head: head_deltas(scores)  # by (layer, head): L0H3, L1H2
+                 for head, scores in sorted(UNIVERSAL.items())}
+    (knowledge,) = [head_deltas(scores) for scores in KNOWLEDGE.values()]
+    mc, other = ["mmlu", "wmdp_bio"], ["gsm8k", "arith", "mbpp", "boolq"]
+    return {
+        "table1": (("model", "layers", "heads", "total"), [("m1", 10, 10, 100)]),
+        "table2": (("capability", "model", "task", "search", "k", "delta_task", "delta_gen"),
+                   [(CAPS[t], "m1", t, "cs", k, task_delta(t, k, t), task_gen(t, k))
+                    for t, k in searched]),
+        # each search's heads on its own task, then on the other eval tasks of its capability
+        "table3": (("capability", "model", "id_on", "eval_on", "search", "k", "delta_task",
+                    "delta_gen"),
+                   [(CAPS[t], "m1", t, e, "cs", k, task_delta(t, k, e), task_gen(t, k))
+                    for t, k, e in (("gsm8k", 2, "gsm8k"), ("gsm8k", 2, "arith"),
+                                    ("arith", 1, "arith"), ("arith", 1, "gsm8k"),
+                                    ("wmdp_bio", 1, "wmdp_bio"), ("wmdp_bio", 1, "mmlu"))]),
+        # no greedy search: no recall; no kind "unfiltered" rows: unfiltered = filtered
+        "table4": (("capability", "model", "task", "method", "search", "n_evals", "k",
+                    "delta_task", "delta_gen", "recall", "delta_task_unfiltered",
+                    "delta_gen_unfiltered"),
+                   [(CAPS[t], "m1", t, "cs_stratified", "cs", 100, k, task_delta(t, k, t),
+                     task_gen(t, k), None, task_delta(t, k, t), task_gen(t, k))
+                    for t, k in searched]),
+        # general (boolq) is all in GEN: no column; knowledge means mmlu and wmdp_bio
+        "table5": (("model", "head", "delta_math", "delta_code", "delta_knowledge", "delta_gen"),
+                   [("m1", head, mean(d["gsm8k"], d["arith"]), d["mbpp"],
+                     mean(d["mmlu"], d["wmdp_bio"]), mean(*(d[t] for t in GEN)))
+                    for head, d in universal.items()]),
+        "table6": (("capability", "model", "task", "search", "n_heads", "score", "delta_task",
+                    "delta_gen"),
+                   [row for t, k in searched for row in [
+                       (CAPS[t], "m1", t, "cs", "BL", base[t], None, None),
+                       *((CAPS[t], "m1", t, "cs", j, float(TASK_RUNS[t][j - 1][TASKS.index(t)]),
+                          task_delta(t, j, t), task_gen(t, j)) for j in range(1, k + 1))]]),
+        "table7": (("model", "head", *TASKS, "avg"),
+                   [("m1", "BL", *base.values(), mean(*base.values()))]
+                   + [("m1", head, *d.values(), mean(*d.values()))
+                      for head, d in universal.items()]),
+        "table8": (("model", "head", *mc, "knowledge_mc_avg", *other, "other_avg"),
+                   [("m1", name, *(d[t] for t in mc), mean(*(d[t] for t in mc)),
+                     *(d[t] for t in other), mean(*(d[t] for t in other)))
+                    for name, d in (("BL", base), ("L0H22", knowledge))]),
+        "table9": (("model", "capability", "task", "method", "search", "heads", "n_evals"),
+                   [("m1", CAPS[t], t, "cs_stratified", "cs", top[t], 100) for t, _ in searched]),
+        "table10": (("model", "task", "method", "search", "heads", "n_evals"),
+                    [("m1", t, "cs_stratified", "cs", top[t], 100) for t, _ in searched]),
+        # TUNING_FRAME by n_masks; chosen: the largest degradation (search b)
+        "tuning": (("model", "task", "method", "n_masks", "sparsity", "top_heads", "baseline",
+                    "ablated", "degradation", "chosen"),
+                   [("m1", "gsm8k", "cs_stratified", 100, "0.05", "L1H2", 80.0, 60.0, -20.0,
+                     ""),
+                    ("m1", "gsm8k", "cs_stratified", 200, "0.05", "L3H4", 80.0, 40.0, -40.0,
+                     "yes")]),
+    }
+
+
+# (case, figure) -> (size in inches, panels), as headloc.report.figures sizes them for this data
+RENDERED_FIGURES = {
+    # one axes: per eval task (6) and the gen pair, max(5, 0.75 * labels + 1.5) wide
+    ("full", "fig1"): ((0.75 * (len(TASKS) + 1) + 1.5, 3.4), 1),
+    ("full", "fig2"): ((2 * 3.4, 2.8), 2),  # a 3.4 x 2.8 panel per math search: gsm8k, arith
+    ("full", "fig3"): ((1.1 * 3 + 1.5, 3.2), 1),  # one model; groups mmlu, wmdp_bio, gen
+    ("full", "fig4"): ((3.4, 2.8), 1),  # wmdp_bio, the one knowledge task
+    ("full", "methods"): ((3 * 4.2, 3.2), 3),  # a 4.2 x 3.2 panel per recovery's (model, task)
+    ("bare", "fig3"): ((5.0, 3.0), 1),  # the no-data figure
+}
+
+
 RENDER_SNAKEFILE = """
 from headloc import report
 
@@ -931,8 +1125,10 @@ def test_render_scripts_write_every_table_and_figure(tmp_path):
             frame.to_csv(tmp_path / case / f"{name}.tsv", sep="\t", index=False)
     snakefile = tmp_path / "Snakefile"
     snakefile.write_text(RENDER_SNAKEFILE.format(gen=GEN, caps=CAPS, repo=repo))
+    from conftest import CORES  # this worker's share of the cores
+
     result = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-s", str(snakefile), "--cores", "2", "--quiet"],
+        [sys.executable, "-m", "snakemake", "-s", str(snakefile), "--cores", CORES, "--quiet"],
         cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
 
@@ -961,10 +1157,21 @@ def test_render_scripts_write_every_table_and_figure(tmp_path):
         for name in names:
             for suffix in ("png", "pdf"):
                 assert (tmp_path / case / f"{name}.{suffix}").stat().st_size > 0
+    for (case, name), (inches, panels) in RENDERED_FIGURES.items():
+        check_rendered_figure(tmp_path / case, tmp_path / "logs" / case / f"{name}.log", name,
+                              inches, panels)
     bare7 = (tmp_path / "bare" / "table7.md").read_text()
     assert "*no universal heads in evals (kind == 'universal')*" in bare7
     assert (tmp_path / "bare" / "table7.csv").read_text() == "model,head,avg\n"
     assert "no hyperparameter search" in (tmp_path / "bare" / "tuning.md").read_text()
+    expected = expected_tables()
+    assert list(expected) == list(TABLES)
+    for name, (columns, rows) in expected.items():
+        check_rendered_table(tmp_path / "full", name, columns, rows)
+    check_rendered_table(tmp_path / "bare", "table7", ("model", "head", "avg"), [],
+                         note="no universal heads in evals (kind == 'universal')")
+    check_rendered_table(tmp_path / "bare", "tuning", expected["tuning"][0], [],
+                         note="no hyperparameter search configured (tuning.tasks is empty)")
 
 
 def test_table4_recall_and_unfiltered_deltas_by_hand():
