@@ -1,7 +1,13 @@
 """Shared fixtures: the embedded SmolLM2 model (converted once) and tiny random models.
 
 Everything runs offline. The converted SmolLM2 folder is cached under results/test-cache/ (ignored
-by git), so only the first test session pays the ~40 s GGUF conversion.
+by git), so only the first test session pays the ~40 s GGUF conversion. Every Snakemake run of the
+suite works in a temporary directory (:func:`snakemake` refuses the checkout), so what `make demo`
+left in the checkout's results/ changes no test.
+
+Scheduling (`make test` runs `pytest -n 2 --dist loadfile --no-loadscope-reorder`): the tests of a
+module stay on one worker (module fixtures run once), and the modules with workflow runs start
+first, longest first, so that neither worker is left with a long run at the end.
 """
 
 from __future__ import annotations
@@ -22,6 +28,33 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = (REPO / ".." / "shared" / "data").resolve()
 CACHE = REPO / "results" / "test-cache"
 PROFANITY_CSV = SHARED_DATA / "profanity" / "profanity_en.csv"
+# Each Snakemake run of a test uses its worker's share of the cores: 2 xdist workers on 2 cores, 1 each.
+WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+CORES = str(max(1, (os.cpu_count() or 1) // WORKERS))
+
+# Modules that run workflows, longest first (measured with --durations); the rest follow in
+# collection order.
+LONGEST_FIRST = (
+    "tests/workflow/test_methods.py", "tests/workflow/test_workflow.py", "tests/workflow/test_reliability.py",
+    "tests/workflow/test_staleness.py", "tests/workflow/test_own_task.py", "tests/workflow/test_smollm2.py",
+)
+
+
+def pytest_sessionstart(session):
+    """CI sets HEADLOC_REQUIRE_DATA=1: a missing offline data mirror fails the run instead of
+    turning the tests that read it into skips."""
+    if os.environ.get("HEADLOC_REQUIRE_DATA") == "1" and not SHARED_DATA.is_dir():
+        raise pytest.UsageError(f"HEADLOC_REQUIRE_DATA=1 but the offline data mirror {SHARED_DATA} is missing")
+
+
+def module_of(item) -> str:
+    return item.nodeid.split("::")[0]
+
+
+def pytest_collection_modifyitems(config, items):
+    """The modules of LONGEST_FIRST first, in its order (xdist hands out modules in this order)."""
+    rank = {module: i for i, module in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(module_of(item), len(rank)))  # stable: collection order otherwise
 
 
 @pytest.fixture(scope="session")
@@ -88,7 +121,14 @@ def tiny_model_dir(tmp_path_factory, tokenizer) -> Path:
 
 
 def snakemake(*args, cwd=REPO, check=True, timeout=1200):
-    """Run the workflow's Snakefile in a subprocess (offline); raise with its output on failure."""
+    """Run the workflow's Snakefile in a subprocess (offline); raise with its output on failure.
+
+    It never works in the checkout: give ``--directory`` or a ``cwd`` outside it, so that no test
+    depends on what the checkout's results/ holds.
+    """
+    if Path(cwd).resolve() == REPO and "--directory" not in args and "-d" not in args:
+        raise ValueError(f"snakemake {' '.join(args)}: tests run Snakemake in their own directory; "
+                         "pass --directory or cwd")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
     command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), *args]
     result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
@@ -97,3 +137,4 @@ def snakemake(*args, cwd=REPO, check=True, timeout=1200):
             f"snakemake {' '.join(args)} failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
         )
     return result
+

@@ -1,27 +1,69 @@
-"""Methods on trial as a workflow: every mask method side by side on a tiny random Llama.
+"""Methods on trial as a workflow: every search method side by side on a tiny random Llama, and
+Snakemake's HTML report of that run.
 
-One real run of `snakemake table4 methods` (2 layers x 4 heads, two tasks of two capabilities,
-the universal filter on): greedy leaves the universal heads out of its rounds, one-shot greedy
-reuses greedy's round 1, smaller budgets read the first rows of the full design, repeats draw new
-designs, and Table 4 carries the recall of greedy's top k and the unfiltered deltas. Expectations
-are recomputed here from the run's own files (masks, chunk scores, evaluations).
+One real run (the `all`, `table4`, `methods` and `heatmaps` targets on a tiny random Llama of 2
+layers x 4 heads, two tasks of two capabilities, the universal filter on, budgets and repeats, then
+`snakemake --report`). Expectations are recomputed here from the run's own files (masks, chunk
+scores, evaluations) and a plain transformers forward pass, not from the methods' code:
+
+- mask methods: greedy leaves the universal heads out of its rounds, one-shot greedy reuses
+  greedy's round 1, smaller budgets read the first rows of the full design, repeats draw new
+  designs, cs_adaptive screens then refines, and Table 4 carries the recall of greedy's top k and
+  the unfiltered deltas;
+- gradient methods (attribution, chg): rule gradient_search writes gradient.json, the recover_heads
+  checkpoint turns it into recovery.json in the format of the other methods, Table 9 lists every
+  search;
+- the report is a single page whose results are an embedded JSON object (`var results = {...};`:
+  path -> name, labels, caption HTML, mime type and the file as a base64 data URI), read back and
+  compared with the run's files and headloc's own registry of tables and figures.
 """
 
+import base64
+import html
 import json
+import math
+import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 import yaml
 
-from conftest import snakemake
+from conftest import CORES, snakemake
 from headloc.masks import make_masks
+from headloc.report import FIGURES, TABLES
 
-N_MASKS, BUDGET, TOP_K, ID_DOCS = 8, 6, 2, 4
-HEADS = [f"L{layer}H{head}" for layer in range(2) for head in range(4)]
+N_MASKS, BUDGET, REPEATS, TOP_K, ID_DOCS = 8, 6, 2, 2, 4
+CHG = {"seeds": 2, "lam": 0.1, "steps": 6}
+# ioi is searched by every method; induction by the mask methods that need no gradients
+IOI_METHODS = ["cs_stratified", "greedy1s", "greedy", "cs_adaptive", "attribution", "chg"]
+METHODS = ["cs_stratified", "greedy1s", "greedy"]
 TASKS = ("ioi", "induction")
+BATCH_SIZE = 8
+
+
+def methods_config(model_dir) -> dict:
+    return {
+        "models": {"tiny": {"source": str(model_dir), "batch_size": BATCH_SIZE}},
+        "tasks": {"ioi": {"lm_eval_task": "headloc_ioi", "n_docs": 6, "search": {"methods": IOI_METHODS}},
+                  "induction": {"lm_eval_task": "headloc_induction", "n_docs": 6}},
+        "search": {"methods": METHODS, "n_masks": N_MASKS, "budgets": [BUDGET], "repeats": REPEATS,
+                   "sparsity": 0.25, "id_docs": ID_DOCS, "chunks": 1, "alpha": 0.001},
+        "chg": CHG,
+        "validation": {"top_k": TOP_K},
+        # top 5 of 8 heads on each of two tasks: at least two heads are universal
+        "universal": {"top_n": 5, "min_capabilities": 2, "filter": True},
+    }
+
+
+HEADS = [f"L{layer}H{head}" for layer in range(2) for head in range(4)]
 GREEDY, ONE_SHOT = f"greedy_k{TOP_K}_xu_n{ID_DOCS}_s0", f"greedy1s_n{ID_DOCS}_s0"
+GRADIENT = {f"attribution_n{ID_DOCS}_s0", f"chg_x{CHG['seeds']}_l{CHG['lam']:g}_t{CHG['steps']}_n{ID_DOCS}_s0"}
+SEARCHES = {"cs_stratified": f"cs_stratified_m{N_MASKS}_p0.25_n{ID_DOCS}_s0",
+            "attribution": f"attribution_n{ID_DOCS}_s0",
+            "chg": f"chg_x{CHG['seeds']}_l{CHG['lam']:g}_t{CHG['steps']}_n{ID_DOCS}_s0"}
 
 
 def cs(method, budget=N_MASKS, repeat=0):
@@ -39,34 +81,31 @@ def chunk_scores(folder):
     return scores.sort_values("mask")["score"].to_numpy()
 
 
+pytestmark = pytest.mark.slow
+
+
 @pytest.fixture(scope="module")
 def methods_run(tmp_path_factory, tiny_model_dir):
+    """The run's working directory: every table, figure and heatmap, then the HTML report."""
     work = tmp_path_factory.mktemp("methods")
-    config = {
-        "models": {"tiny": {"source": str(tiny_model_dir), "batch_size": 16}},
-        "tasks": {"ioi": {"lm_eval_task": "headloc_ioi", "n_docs": 6,
-                          "search": {"methods": ["cs_stratified", "greedy1s", "greedy", "cs_adaptive"]}},
-                  "induction": {"lm_eval_task": "headloc_induction", "n_docs": 6}},
-        "search": {"methods": ["cs_stratified", "greedy1s", "greedy"], "n_masks": N_MASKS,
-                   "budgets": [BUDGET], "repeats": 2, "sparsity": 0.25, "id_docs": ID_DOCS, "chunks": 1,
-                   "alpha": 0.001},
-        "validation": {"top_k": TOP_K},
-        # top 5 of 8 heads on each of two tasks: at least two heads are universal
-        "universal": {"top_n": 5, "min_capabilities": 2, "filter": True},
-    }
-    (work / "config.yaml").write_text(yaml.safe_dump(config))
-    snakemake("table4", "methods", "--cores", "2", "--directory", str(work), "--configfile",
-              str(work / "config.yaml"))
-    return work / "results"
+    (work / "config.yaml").write_text(yaml.safe_dump(methods_config(tiny_model_dir)))
+    common = ("--directory", str(work), "--configfile", str(work / "config.yaml"))
+    snakemake("all", "table4", "methods", "heatmaps", "--cores", CORES, *common)
+    snakemake("all", "table4", "methods", "heatmaps", "--report", str(work / "report.html"), *common)
+    return work
 
 
-@pytest.mark.slow
-def test_greedy_leaves_universal_heads_out_of_its_rounds(methods_run):
-    universal = read_json(methods_run / "tiny" / "universal_heads.json")["heads"]
+@pytest.fixture(scope="module")
+def results(methods_run):
+    return methods_run / "results"
+
+
+def test_greedy_leaves_universal_heads_out_of_its_rounds(results):
+    universal = read_json(results / "tiny" / "universal_heads.json")["heads"]
     assert len(universal) >= 2  # two top 5s of 8 heads share at least two
     excluded = [HEADS.index(h) for h in universal]
     for task in TASKS:
-        folder = methods_run / "tiny" / task / GREEDY
+        folder = results / "tiny" / task / GREEDY
         round1 = np.load(folder / "round1" / "masks.npy")
         assert np.array_equal(round1, np.vstack([np.zeros(8, dtype=np.int8), np.eye(8, dtype=np.int8)]))
         chosen, before = [], None
@@ -88,28 +127,26 @@ def test_greedy_leaves_universal_heads_out_of_its_rounds(methods_run):
         assert recovery["n_evals"] == 9 + sum(8 - len(excluded) - r for r in range(1, TOP_K))
 
 
-@pytest.mark.slow
-def test_one_shot_greedy_is_greedys_round_one(methods_run):
+def test_one_shot_greedy_is_greedys_round_one(results):
     for task in TASKS:
-        round1 = methods_run / "tiny" / task / GREEDY / "round1"
+        round1 = results / "tiny" / task / GREEDY / "round1"
         scores = chunk_scores(round1)
-        one_shot = read_json(methods_run / "tiny" / task / ONE_SHOT / "recovery.json")
+        one_shot = read_json(results / "tiny" / task / ONE_SHOT / "recovery.json")
         assert one_shot["n_evals"] == 9
-        assert not (methods_run / "tiny" / task / ONE_SHOT / "masks.npy").exists()  # nothing scored twice
+        assert not (results / "tiny" / task / ONE_SHOT / "masks.npy").exists()  # nothing scored twice
         effects = {HEADS[h]: scores[1 + h] - scores[0] for h in range(8)}
         assert one_shot["coef"] == pytest.approx(effects)
 
 
-@pytest.mark.slow
-def test_budgets_are_nested_and_repeats_draw_new_designs(methods_run):
+def test_budgets_are_nested_and_repeats_draw_new_designs(results):
     from headloc.recovery import recovery_for
 
     for method in ("cs_stratified",):  # cs_bernoulli takes the same path (its id and masks differ)
         for repeat in (0, 1):
-            full = methods_run / "tiny" / "ioi" / cs(method, repeat=repeat)
+            full = results / "tiny" / "ioi" / cs(method, repeat=repeat)
             masks = np.load(full / "masks.npy")
             assert np.array_equal(masks, make_masks(8, N_MASKS, method=method, sparsity=0.25, random_state=repeat))
-            nested = methods_run / "tiny" / "ioi" / cs(method, BUDGET, repeat)
+            nested = results / "tiny" / "ioi" / cs(method, BUDGET, repeat)
             assert not (nested / "masks.npy").exists()
             recovery = read_json(nested / "recovery.json")
             assert recovery["n_evals"] == BUDGET
@@ -118,50 +155,271 @@ def test_budgets_are_nested_and_repeats_draw_new_designs(methods_run):
             assert recovery["coef"] == pytest.approx(dict(zip(HEADS, fit.coef_.tolist())))
 
 
-@pytest.mark.slow
-def test_table4_recall_and_unfiltered_columns(methods_run):
-    table = pd.read_csv(methods_run / "tables" / "table4.csv")
-    universal = set(read_json(methods_run / "tiny" / "universal_heads.json")["heads"])
+def test_table4_recall_and_unfiltered_columns(results):
+    table = pd.read_csv(results / "tables" / "table4.csv")
+    universal = set(read_json(results / "tiny" / "universal_heads.json")["heads"])
     searches = {cs("cs_stratified", b, r) for b in (BUDGET, N_MASKS) for r in (0, 1)}
     adaptive = {cs("cs_adaptive", b, r) for b in (BUDGET, N_MASKS) for r in (0, 1)}
     for task in TASKS:
         mine = table[table["task"] == task].set_index("search")
-        assert set(mine.index) == searches | {GREEDY, ONE_SHOT} | (adaptive if task == "ioi" else set())
-        greedy_top = set(read_json(methods_run / "tiny" / task / GREEDY / "recovery.json")["ranking"][:TOP_K])
-        evals = methods_run / "tiny" / "evals" / task
+        assert set(mine.index) == searches | {GREEDY, ONE_SHOT} | (adaptive | GRADIENT if task == "ioi" else set())
+        greedy_top = set(read_json(results / "tiny" / task / GREEDY / "recovery.json")["ranking"][:TOP_K])
+        evals = results / "tiny" / "evals" / task
         baseline = read_json(evals / "none.json")["value"]
         for search, row in mine.iterrows():
-            ranking = read_json(methods_run / "tiny" / task / search / "recovery.json")["ranking"]
+            ranking = read_json(results / "tiny" / task / search / "recovery.json")["ranking"]
             filtered = [h for h in ranking if h not in universal][:TOP_K]
             assert row["recall"] == pytest.approx(len(set(filtered) & greedy_top) / TOP_K), search
             for heads, column in ((filtered, "delta_task"), (ranking[:TOP_K], "delta_task_unfiltered")):
                 headset = "+".join(sorted(heads, key=lambda h: HEADS.index(h)))
                 value = read_json(evals / f"{headset}.json")["value"]
                 assert row[column] == pytest.approx(100 * (value - baseline), abs=1e-6), (search, column)
-    assert (methods_run / "figures" / "methods.png").stat().st_size > 0
+    assert (results / "figures" / "methods.png").read_bytes().startswith(b"\x89PNG")
+    assert (results / "figures" / "methods.pdf").read_bytes().startswith(b"%PDF")
+    # one panel per (model, task) of Table 4
+    log = (results / "logs" / "render_figure" / "methods.log").read_text()
+    assert f"methods with {len(TASKS)} panels" in log, log
 
 
-@pytest.mark.slow
-def test_adaptive_searches_screen_then_refine(methods_run):
-    from headloc.adaptive import stage_sizes
+def test_adaptive_searches_screen_then_refine(results):
+    from headloc.adaptive import SETTLED, stage_sizes
     from headloc.recovery import recovery_for
 
+    refined = []
     for budget in (BUDGET, N_MASKS):
         for repeat in (0, 1):
-            folder = methods_run / "tiny" / "ioi" / cs("cs_adaptive", budget, repeat)
+            folder = results / "tiny" / "ioi" / cs("cs_adaptive", budget, repeat)
             stage1, stage2 = np.load(folder / "masks.npy"), np.load(folder / "stage2" / "masks.npy")
             assert np.array_equal(stage1, make_masks(8, budget, method="cs_adaptive", sparsity=0.25,
                                                      random_state=repeat))
             assert len(stage1) == stage_sizes(budget)[0]
             plan = read_json(folder / "stage2" / "refinement.json")
+            # the stop rule: settled exactly when every head of stage 1's own top k keeps its place
+            # in at least SETTLED of the bootstrap refits
+            screen = recovery_for("cs_adaptive", alpha=0.001, random_state=repeat).fit(stage1, chunk_scores(folder))
+            probability = [plan["top_k_probability"][HEADS[h]] for h in screen.ranking_[:TOP_K]]
+            assert plan["settled"] == all(q >= SETTLED for q in probability), (folder.name, probability)
             if plan["settled"]:
                 assert len(stage2) == 0
             else:
+                refined.append(folder.name)
                 assert len(stage2) == stage_sizes(budget)[1]
                 outside = [HEADS.index(h) for h in HEADS if h not in plan["candidates"]]
                 assert not stage2[:, outside].any()  # stage 2 ablates candidates only
+                assert stage2[:, [HEADS.index(h) for h in plan["candidates"]]].any(axis=0).any()
             recovery = read_json(folder / "recovery.json")
             assert recovery["n_evals"] == len(stage1) + len(stage2)
             y = np.concatenate([chunk_scores(folder), chunk_scores(folder / "stage2")])
             fit = recovery_for("cs_adaptive", alpha=0.001, random_state=repeat).fit(np.vstack([stage1, stage2]), y)
             assert recovery["coef"] == pytest.approx(dict(zip(HEADS, fit.coef_.tolist())))
+    assert refined, "no adaptive search of the run refined: its stage-2 path went untested"
+
+
+# ---------------------------------------------------------------- gradient methods
+
+
+def recovery(run, method):
+    return read_json(run / "tiny" / "ioi" / SEARCHES[method] / "recovery.json")
+
+
+def gold_loglik(model_dir, examples):
+    """Mean over documents of the gold continuation's log-likelihood, one unpadded forward each."""
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
+    total = 0.0
+    with torch.no_grad():
+        for example in examples:
+            ids = torch.tensor([list(example.context) + list(example.target)])
+            logprobs = torch.log_softmax(model(ids).logits[0, :-1].double(), dim=-1)
+            n = len(example.target)
+            gold = logprobs[-n:].gather(-1, ids[0, -n:, None])
+            total += float(gold.sum())
+    return total / len(examples)
+
+
+def test_gradient_searches_write_recoveries(results, tiny_model_dir):
+    from transformers import AutoTokenizer
+
+    from headloc.evaluation import TaskSpec
+    from headloc.supervision import task_examples
+
+    for method in ("attribution", "chg"):
+        found = recovery(results, method)
+        folder = results / "tiny" / "ioi" / SEARCHES[method]
+        assert not (folder / "masks.npy").exists(), "a gradient search scores no masks"
+        assert (results / "logs" / "gradient_search" / "tiny" / "ioi" / f"{SEARCHES[method]}.log").is_file()
+        assert (found["model"], found["task"], found["search"], found["method"]) == (
+            "tiny", "ioi", SEARCHES[method], method)
+        assert (found["n_layers"], found["n_heads"]) == (2, 4)
+        assert sorted(found["ranking"]) == sorted(HEADS) and sorted(found["coef"]) == sorted(HEADS)
+        assert found["top_heads"] == found["ranking"][:TOP_K]
+        cost = found["cost"]
+        # the cost in masked evaluations: a fwd+bwd pass is three forward passes of the same tokens
+        assert found["n_evals"] > 0
+        assert found["n_evals"] == math.ceil((3 * cost["fwd_bwd_tokens"] + cost["forward_tokens"])
+                                             / cost["eval_tokens"] - 1e-9)
+
+    attribution = recovery(results, "attribution")
+    # one fwd+bwd pass over the four documents (batch_size 8 holds them): three evaluations' worth
+    assert BATCH_SIZE >= ID_DOCS
+    assert attribution["cost"]["fwd_bwd_passes"] == 1 and attribution["n_evals"] == 3
+    coef = attribution["coef"]
+    assert attribution["ranking"] == sorted(HEADS, key=lambda h: (coef[h], HEADS.index(h)))
+    assert all(coef[h] == pytest.approx(-attribution["gradient"][h]) for h in HEADS)
+    # its intercept is the unablated score: the mean gold log-likelihood of the identification subset
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    subset = results / "data" / "ioi" / f"id_{ID_DOCS}_seed0.jsonl"
+    assert len(subset.read_text().splitlines()) == ID_DOCS
+    examples = task_examples(tokenizer, TaskSpec("headloc_ioi").with_documents(subset))
+    assert len(examples) == ID_DOCS
+    assert attribution["intercept"] == pytest.approx(gold_loglik(tiny_model_dir, examples), abs=1e-4)
+
+    chg = recovery(results, "chg")
+    # the config's chg section reached the fit: two seed rows, lambda 0.1, at most 6 updates per fit
+    assert chg["hyperparameters"]["seeds"] == [0, 1] and chg["hyperparameters"]["lam"] == CHG["lam"]
+    assert chg["hyperparameters"]["init_steps"] == chg["hyperparameters"]["fit_steps"] == CHG["steps"]
+    assert len(chg["per_seed"]["g_minus"]) == CHG["seeds"]
+    # its cost, counted from the plan of the fits: 3 training documents (one of 4 held out), no early
+    # stop (held-out checks at steps 0 and 6 only), rows per pass capped by the model's batch_size 8:
+    # the lambda=0 fit runs 2 gate rows (4 documents a pass), the G+/G- fit 4 rows (2 documents a pass)
+    steps, rows, train = CHG["steps"], BATCH_SIZE, ID_DOCS - 1
+    assert all(run == steps for stage in chg["stages"].values() for run in stage["steps_run"])
+    per_pass = {"init": rows // CHG["seeds"], "pm": rows // (2 * CHG["seeds"])}
+    assert chg["cost"]["fwd_bwd_passes"] == steps * (math.ceil(train / per_pass["init"])
+                                                     + math.ceil(train / per_pass["pm"]))
+    assert chg["cost"]["fwd_bwd_rows"] == steps * train * (CHG["seeds"] + 2 * CHG["seeds"])
+    assert chg["cost"]["forward_passes"] == 2 * 2 and chg["cost"]["forward_rows"] == 2 * (CHG["seeds"] + 2 * CHG["seeds"])
+    # ranked by facilitation: mean G- over the seed rows, highest first
+    g_minus = {h: sum(row[HEADS.index(h)] for row in chg["per_seed"]["g_minus"]) / CHG["seeds"] for h in HEADS}
+    assert all(chg["g_minus"][h] == pytest.approx(g_minus[h]) for h in HEADS)
+    ordered = [g_minus[h] for h in chg["ranking"]]
+    assert ordered == sorted(ordered, reverse=True)
+    assert all(chg["coef"][h] == pytest.approx(-g_minus[h]) for h in HEADS)
+    held, trained = chg["split"]["holdout_doc_ids"], chg["split"]["train_doc_ids"]
+    assert len(held) == 1 and sorted(held + trained) == [e.doc_id for e in examples]
+
+    # the compressed-sensing search beside them is unchanged: masks, Lasso, M evaluations
+    cs = recovery(results, "cs_stratified")
+    assert cs["n_evals"] == N_MASKS and (results / "tiny" / "ioi" / SEARCHES["cs_stratified"] / "masks.npy").exists()
+
+
+def test_table9_lists_every_search(results):
+    table = pd.read_csv(results / "tables" / "table9.csv")
+    universal = set(read_json(results / "tiny" / "universal_heads.json")["heads"])
+    on_disk = {(task, path.parent.name) for task in TASKS
+               for path in (results / "tiny" / task).glob("*/recovery.json")}
+    assert {(row.task, row.search) for row in table.itertuples()} == on_disk and len(table) == len(on_disk)
+    assert set(SEARCHES.values()) <= set(table["search"])
+    for row in table.itertuples():
+        found = read_json(results / "tiny" / row.task / row.search / "recovery.json")
+        assert row.method == found["method"] and row.n_evals == found["n_evals"]
+        # the universal filter is on: a search's heads are its best k that are not universal
+        assert row.heads.split(", ") == [h for h in found["ranking"] if h not in universal][:TOP_K]
+    md = (results / "tables" / "table9.md").read_text()
+    assert all(f"| {search} |" in md for search in SEARCHES.values())
+
+
+# ---------------------------------------------------------------- the HTML report
+
+# a phrase only the heatmap caption of that method says
+READING = {"cs_stratified": "stratified: every mask", "greedy1s": "head alone is ablated",
+           "greedy": "greedy round it was chosen in", "attribution": "minus d score / d gate",
+           "chg": "Causal Head Gating", "cs_adaptive": "two stages"}
+
+
+def embedded(page: str, name: str):
+    """The JSON the report's page assigns to ``var <name>``."""
+    match = re.search(rf"\bvar {name} = (\"|\{{)(.*?);\n", page, flags=re.S)
+    assert match, f"report has no var {name}"
+    return json.loads(match.group(1) + match.group(2))
+
+
+def text(caption_html: str) -> str:
+    """A caption's words: tags dropped, entities decoded, whitespace collapsed."""
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", caption_html)).split())
+
+
+def decoded(data_uri: str) -> bytes:
+    return base64.b64decode(data_uri.split(";base64,", 1)[1])
+
+
+def searches(work):
+    """(task, search id) -> method, read off the run's recovery records (whatever the ids spell)."""
+    found = {}
+    for task in TASKS:
+        for path in sorted((work / "results" / "tiny" / task).glob("*/recovery.json")):
+            found[task, path.parent.name] = json.loads(path.read_text())["method"]
+    methods = {task: {method for (t, _), method in found.items() if t == task} for task in TASKS}
+    assert methods == {"ioi": set(IOI_METHODS), "induction": set(METHODS)}, "every configured method searched"
+    return found
+
+
+def expected_results(work):
+    tables = {f"results/tables/{name}.html": name for name in TABLES if name != "tuning"}
+    figures = {f"results/figures/{name}.png": name for name in FIGURES}
+    heatmaps = {f"results/tiny/{task}/{search}/heatmap.png": (task, method, search)
+                for (task, search), method in searches(work).items()}
+    return tables, figures, heatmaps
+
+
+def test_report_holds_every_table_figure_and_heatmap(methods_run):
+    page = (methods_run / "report.html").read_text()
+    results = embedded(page, "results")
+    tables, figures, heatmaps = expected_results(methods_run)
+    assert set(results) == set(tables) | set(figures) | set(heatmaps)
+    for path, name in tables.items():
+        entry = results[path]
+        assert entry["labels"] == {"table": name, "shows": TABLES[name].about}
+        assert entry["mime_type"] == "text/html"
+        assert TABLES[name].about in text(entry["caption"])
+        deltas = name not in ("table1", "table9", "table10")  # counts and head lists, no deltas
+        assert ("Deltas are in percentage points" in text(entry["caption"])) == deltas, name
+        shown = decoded(entry["data_uri"]).decode()
+        assert shown == (methods_run / path).read_text() and "<table>" in shown
+    for path, name in figures.items():
+        entry = results[path]
+        assert entry["labels"] == {"figure": name, "shows": FIGURES[name].about}
+        assert entry["mime_type"] == "image/png"
+        assert FIGURES[name].about in text(entry["caption"])
+        assert decoded(entry["data_uri"]) == (methods_run / path).read_bytes()
+    for path, (task, method, search) in heatmaps.items():
+        entry = results[path]
+        assert entry["labels"] == {"model": "tiny", "method": method, "search": search}
+        assert entry["mime_type"] == "image/png"
+        caption = text(entry["caption"])
+        assert search in caption and f"tiny / {task}" in caption
+        # how to read this method's cells, and no other method's
+        assert [m for m, phrase in READING.items() if phrase in caption] == [method], caption
+        assert decoded(entry["data_uri"]) == (methods_run / path).read_bytes()
+
+
+def test_report_groups_and_describes_the_run(methods_run):
+    page = (methods_run / "report.html").read_text()
+    categories = embedded(page, "categories")
+    assert set(categories) == {"Tables", "Figures", "Heatmaps"}
+    assert set(categories["Heatmaps"]) == set(TASKS), "heatmaps grouped by task"
+    description = embedded(page, "workflow_desc")
+    assert "capability attention heads" in description
+    # the run's models and methods, from its config, per-task methods included
+    assert "models\ntiny on the tasks" in description and "(search methods: cs_stratified, greedy1s, greedy; on ioi: " \
+        f"{', '.join(IOI_METHODS)})" in description, description
+
+
+def test_heatmaps_match_their_records(methods_run):
+    from PIL import Image
+
+    from headloc.report.heatmap import figure_size
+
+    sizes = {}
+    for (task, search), method in searches(methods_run).items():
+        folder = methods_run / "results" / "tiny" / task / search
+        record = json.loads((folder / "recovery.json").read_text())
+        assert record["method"] == method
+        with Image.open(folder / "heatmap.png") as image:
+            sizes[method] = image.size
+        panels = 2 if method == "chg" else 1  # chg's record carries its G- and G+ gates
+        width, height = figure_size(record["n_layers"], record["n_heads"], panels)
+        assert sizes[method] == (round(width * 120), round(height * 120))
+        assert (methods_run / "results" / "logs" / "plot_heatmap" / "tiny" / task / f"{search}.log").is_file()
+    assert sizes["chg"][0] > sizes["cs_stratified"][0]

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import snakemake
+from conftest import CORES, snakemake
 
 
 @pytest.mark.slow
@@ -19,7 +19,7 @@ def test_smollm2_small_search(tmp_path):
         "validation": {"top_k": 2},
     }
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
-    snakemake("--cores", "2", "--directory", str(tmp_path), "--configfile", str(tmp_path / "config.yaml"))
+    snakemake("--cores", CORES, "--directory", str(tmp_path), "--configfile", str(tmp_path / "config.yaml"))
     results = tmp_path / "results"
     assert json.loads((results / "models/smol/config.json").read_text())["num_attention_heads"] == 9
     search = results / "smol/ioi/cs_stratified_m10_p0.05_n8_s0"

@@ -1,0 +1,30 @@
+"""The suite's own guard rails (tests/conftest.py): no test runs Snakemake in the checkout, so what
+`make demo` left in results/ changes no test's outcome; the modules scheduled first exist."""
+
+import pytest
+
+from conftest import LONGEST_FIRST, REPO, module_of, snakemake
+
+
+def test_snakemake_refuses_to_run_in_the_checkout():
+    with pytest.raises(ValueError, match="tests run Snakemake in their own directory; pass --directory or cwd"):
+        snakemake("-n", "--configfile", "config/demo.yaml")
+    with pytest.raises(ValueError, match="own directory"):
+        snakemake("-n", cwd=REPO / ".")
+
+
+def test_every_snakemake_call_of_the_suite_goes_through_the_guarded_helper():
+    """Other subprocess calls of Snakemake in tests run in a temporary directory: listed here, so a
+    new one is looked at."""
+    direct = sorted(str(path.relative_to(REPO)) for path in (REPO / "tests").rglob("*.py")
+                    if '"-m", "snakemake"' in path.read_text() and path.name not in ("conftest.py", "test_test_helpers.py"))
+    assert direct == ["tests/slurm/test_real_slurm.py", "tests/unit/test_report.py",
+                      "tests/workflow/test_reliability.py"]
+    for name in direct:  # each names its working directory: a tmp_path or a mktemp folder
+        text = (REPO / name).read_text()
+        assert "cwd=REPO" not in text and ("cwd=work" in text or "cwd=tmp_path" in text), name
+
+
+def test_the_longest_modules_are_named_as_they_are_on_disk(request):
+    assert module_of(request.node) == "tests/unit/test_test_helpers.py"
+    assert all((REPO / module).is_file() for module in LONGEST_FIRST), "a renamed module would lose its place"
