@@ -34,9 +34,11 @@ methods: venv
 	@cat results/tables/table4.md
 	@echo "Figure: results/figures/methods.png; every search's heatmap and both in results/methods-report.html"
 
-# Two workers, each test file on one of them (module fixtures stay shared within a file).
+# Two workers, each test file on one of them (module fixtures stay shared within a file), the files
+# with workflow runs first, longest first (tests/conftest.py). -rs lists every skip with its reason;
+# the 15 slowest tests close the run, so a test that grows is seen.
 test: venv
-	$(VENV)/bin/pytest -n 2 --dist loadfile
+	$(VENV)/bin/pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=15 -rs
 
 lint: venv
 	$(VENV)/bin/snakemake --lint --configfile config/demo.yaml

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import PROFANITY_CSV, REPO, SHARED_DATA, snakemake, tiny_llama
+from conftest import CORES, PROFANITY_CSV, REPO, SHARED_DATA, snakemake, tiny_llama
 
 TOP_K = 2
 MODELS = ("tiny-a", "tiny-b")
@@ -58,7 +58,7 @@ def tiny_models(tmp_path_factory, tokenizer):
 def tiny_run(tmp_path_factory, tiny_models):
     work = tmp_path_factory.mktemp("workflow")
     (work / "config.yaml").write_text(yaml.safe_dump(tiny_config(tiny_models)))
-    snakemake("--cores", "2", "--directory", str(work), "--configfile", str(work / "config.yaml"))
+    snakemake("--cores", CORES, "--directory", str(work), "--configfile", str(work / "config.yaml"))
     return work / "results"
 
 
@@ -189,6 +189,90 @@ def test_tables_and_figures(tiny_run):
         "collect_recoveries", "collect_models", "collect_tuning", "render_table", "render_figure"}
 
 
+def score(run, model, eval_task, heads):
+    """What the tables show for an evaluation: percent (ioi and arc are plain accuracies)."""
+    return 100 * read_json(run / model / "evals" / eval_task / f"{canonical(heads)}.json")["value"]
+
+
+def delta(run, model, eval_task, heads):
+    return score(run, model, eval_task, heads) - score(run, model, eval_task, [])
+
+
+def main_top(run, model, task, k):
+    """The main search's best k heads that are not universal (the filter is on)."""
+    universal = read_json(run / model / "universal_heads.json")["heads"]
+    return [h for h in recovery(run, model, task, "cs_stratified")["ranking"] if h not in universal][:k]
+
+
+@pytest.mark.slow
+def test_tables_3_6_and_10_follow_the_evaluation_files(tiny_run):
+    """Recomputed here from recovery.json and the evaluation records (ioi; swear's score is relative)."""
+    table3, table6 = pd.read_csv(tiny_run / "tables/table3.csv"), pd.read_csv(tiny_run / "tables/table6.csv")
+    table10 = pd.read_csv(tiny_run / "tables/table10.csv")
+    assert len(table10) == len(MODELS) * len(ID_DOCS)  # one main search per (model, searched task)
+    for model in MODELS:
+        top = main_top(tiny_run, model, "ioi", TOP_K)
+        # Table 3: ioi is the only task of its capability: one row, the search's own task
+        rows = table3.query("model == @model and id_on == 'ioi'")
+        assert rows["eval_on"].tolist() == ["ioi"] and rows["k"].tolist() == [TOP_K]
+        assert rows["delta_task"].iloc[0] == pytest.approx(delta(tiny_run, model, "ioi", top), abs=0.05)
+        assert rows["delta_gen"].iloc[0] == pytest.approx(delta(tiny_run, model, "arc", top), abs=0.05)
+        # Table 6: the baseline, then each number of the top heads ablated
+        rows = table6.query("model == @model and task == 'ioi'")
+        assert rows["n_heads"].astype(str).tolist() == ["BL", *[str(n) for n in range(1, TOP_K + 1)]]
+        assert rows["score"].iloc[0] == pytest.approx(score(tiny_run, model, "ioi", []), abs=0.05)
+        assert rows[["delta_task", "delta_gen"]].iloc[0].isna().all()
+        for n in range(1, TOP_K + 1):
+            row = rows.iloc[n]
+            assert row["score"] == pytest.approx(score(tiny_run, model, "ioi", top[:n]), abs=0.05)
+            assert row["delta_task"] == pytest.approx(delta(tiny_run, model, "ioi", top[:n]), abs=0.05)
+            assert row["delta_gen"] == pytest.approx(delta(tiny_run, model, "arc", top[:n]), abs=0.05)
+        # Table 10: the main method's heads and evaluations, per searched task
+        for task in ID_DOCS:
+            row = table10.query("model == @model and task == @task").iloc[0]
+            found = recovery(tiny_run, model, task, "cs_stratified")
+            assert (row["method"], row["search"]) == ("cs_stratified", SEARCHES["cs_stratified"].format(ID_DOCS[task]))
+            assert row["heads"].split(", ") == main_top(tiny_run, model, task, TOP_K)
+            assert row["n_evals"] == found["n_evals"] == 6
+
+
+@pytest.mark.slow
+def test_tables_5_8_and_9_follow_the_evaluation_files(tiny_run):
+    table5, table9 = pd.read_csv(tiny_run / "tables/table5.csv"), pd.read_csv(tiny_run / "tables/table9.csv")
+    table8 = pd.read_csv(tiny_run / "tables/table8.csv", keep_default_na=False)
+    # Table 5: one row per universal head; its Delta per capability (arc, the gen task, is Delta Gen)
+    assert list(table5.columns) == ["model", "head", "delta_syntax", "delta_language", "delta_gen"]
+    for model in MODELS:
+        universal = read_json(tiny_run / model / "universal_heads.json")["heads"]
+        rows = table5.query("model == @model")
+        assert rows["head"].tolist() == universal
+        for row in rows.itertuples():
+            assert row.delta_syntax == pytest.approx(delta(tiny_run, model, "ioi", [row.head]), abs=0.05)
+            assert row.delta_gen == pytest.approx(delta(tiny_run, model, "arc", [row.head]), abs=0.05)
+    # Table 8: knowledge heads (ioi is the knowledge eval task), a BL row of plain scores first
+    knowledge = pd.read_csv(tiny_run / "tables/evals_all.tsv", sep="\t", keep_default_na=False)
+    knowledge = knowledge.query("kind == 'knowledge' and k > 0")
+    assert len(knowledge) > 0
+    for model in MODELS:
+        heads = sorted(set(knowledge.query("model == @model")["headset"]), key=lambda h: canonical([h]))
+        rows = table8.query("model == @model")
+        assert rows["head"].tolist() == ["BL", *heads]
+        assert float(rows["ioi"].iloc[0]) == pytest.approx(score(tiny_run, model, "ioi", []), abs=0.05)
+        for row in rows.iloc[1:].itertuples():
+            assert float(row.ioi) == pytest.approx(delta(tiny_run, model, "ioi", [row.head]), abs=0.05)
+            assert float(row.knowledge_mc_avg) == pytest.approx(float(row.ioi), abs=0.05)
+    # Table 9: every search of every method, its evaluations and its best non-universal k heads
+    on_disk = {(model, task, method) for model in MODELS for task in ID_DOCS for method in SEARCHES
+               if (tiny_run / model / task / SEARCHES[method].format(ID_DOCS[task]) / "recovery.json").exists()}
+    assert {(r.model, r.task, r.method) for r in table9.itertuples()} == on_disk and len(table9) == len(on_disk)
+    assert len(on_disk) == len(MODELS) * (3 + 1)  # ioi: three methods; swear: cs_stratified only
+    for row in table9.itertuples():
+        found = recovery(tiny_run, row.model, row.task, row.method)
+        universal = read_json(tiny_run / row.model / "universal_heads.json")["heads"]
+        assert row.search == SEARCHES[row.method].format(ID_DOCS[row.task]) and row.n_evals == found["n_evals"]
+        assert row.heads.split(", ") == [h for h in found["ranking"] if h not in universal][:TOP_K]
+
+
 @pytest.mark.slow
 def test_a_second_run_has_nothing_to_do(tiny_run):
     work = tiny_run.parent
@@ -202,13 +286,13 @@ def test_a_second_run_has_nothing_to_do(tiny_run):
     ["results/tables/table2.md", "--cores", "1", "--resources", "gpu=1"],
     ["table2", "--cores", "1", "--resources", "gpu=1"],
 ])
-def test_documented_spellings_dry_run(args):
+def test_documented_spellings_dry_run(args, tmp_path):
     """As users type them, with the default config/config.yaml (--configfile would also swallow targets)."""
-    result = snakemake("-n", *args)
+    result = snakemake("-n", "--directory", str(tmp_path), *args)
     assert "score_masks" in result.stdout
 
 
-def test_resources_swallows_a_trailing_target():
+def test_resources_swallows_a_trailing_target(tmp_path):
     """The Snakemake 9 pitfall documented in docs/pitfalls.md: --resources eats 'all'."""
     from snakemake.resources import Resources
 
@@ -216,38 +300,14 @@ def test_resources_swallows_a_trailing_target():
     assert parse(["gpu=1"])["gpu"] == 1
     with pytest.raises(ValueError) as swallowed:  # 'all' taken as a second resource
         parse(["gpu=1", "all"])
-    result = snakemake("-n", "--cores", "1", "--resources", "gpu=1", "all", check=False)
+    result = snakemake("-n", "--cores", "1", "--resources", "gpu=1", "all", check=False, cwd=tmp_path)
     assert result.returncode == 1
     assert "in parse_args" in result.stderr and "snakemake/resources.py" in result.stderr, result.stderr[-2000:]
     assert result.stderr.rstrip().endswith(f"ValueError: {swallowed.value}"), result.stderr[-2000:]
 
 
-def test_demo_dag_counts():
-    result = snakemake("-n", "--configfile", "config/demo.yaml", "--forceall")
-    counts = dict(line.split()[:2] for line in result.stdout.splitlines()
-                  if line.split()[:1] and line.split()[0] in {"score_masks", "make_masks", "recover_heads"})
-    demo = yaml.safe_load((REPO / "config/demo.yaml").read_text())
-    n_tasks = len(demo["tasks"])
-    assert int(counts["make_masks"]) == n_tasks
-    assert int(counts["score_masks"]) == n_tasks * demo["search"]["chunks"]
-    assert int(counts["recover_heads"]) == n_tasks
-
-
-def test_bad_config_fails_before_any_job(tmp_path):
-    config = yaml.safe_load((REPO / "config/demo.yaml").read_text())
-    config["search"]["sparsity"] = 1.5
-    (tmp_path / "bad.yaml").write_text(yaml.safe_dump(config))
-    result = snakemake("-n", "--configfile", str(tmp_path / "bad.yaml"), check=False)
-    assert result.returncode != 0 and "sparsity" in result.stdout + result.stderr
-    config["search"]["sparsity"] = 0.05
-    config["models"]["smollm2-135m"]["source"] = "./no/such/model"
-    (tmp_path / "bad.yaml").write_text(yaml.safe_dump(config))
-    result = snakemake("-n", "--configfile", str(tmp_path / "bad.yaml"), check=False)
-    assert "models.smollm2-135m.source" in result.stdout + result.stderr
-
-
-def test_lint_and_format_are_clean():
-    lint = snakemake("--lint", "--configfile", "config/demo.yaml")
+def test_lint_and_format_are_clean(tmp_path):
+    lint = snakemake("--lint", "--directory", str(tmp_path), "--configfile", str(REPO / "config/demo.yaml"))
     assert "Congratulations" in lint.stdout + lint.stderr
     fmt = subprocess.run([str(Path(sys.executable).parent / "snakefmt"), "--check", "Snakefile", "rules/"],
                          cwd=REPO, capture_output=True, text=True)
