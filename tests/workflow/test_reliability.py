@@ -1,6 +1,7 @@
-"""Faults: a real run killed mid-chunk resumes without redoing finished chunks and ends with the
-same results as an uninterrupted run; the SLURM profile dry-runs without SLURM and retries scale
-memory and runtime with the attempt."""
+"""Faults and determinism: a real run killed mid-chunk resumes without redoing finished chunks and
+ends with the same results as an uninterrupted run; the same config and seeds give byte-identical
+results (the uninterrupted run against a killed and resumed one); the SLURM profile dry-runs
+without SLURM and retries scale memory and runtime with the attempt."""
 
 import json
 import os
@@ -8,16 +9,23 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from matplotlib.image import imread
 
 from conftest import REPO, snakemake
 
-SEARCH = "tiny/ioi/cs_stratified_m6_p0.25_n4_s0"
+SEARCH = "tiny/ioi/cs_stratified_m6_p0.25_n4_s3"
 TARGET = f"results/{SEARCH}/recovery.json"
+# what the determinism check compares: two tables and a figure, and everything they were made from
+TABLES = [f"results/tables/{table}.{ext}" for table in ("table2", "table10") for ext in ("md", "csv")]
+FIGURE = "results/figures/fig2.png"
+SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGKILL]
 
 
 def small_config(model_dir):
@@ -25,7 +33,7 @@ def small_config(model_dir):
         "models": {"tiny": {"source": str(model_dir), "batch_size": 8}},
         "tasks": {"ioi": {"lm_eval_task": "headloc_ioi", "n_docs": 10}},
         "search": {"methods": ["cs_stratified"], "n_masks": 6, "sparsity": 0.25, "id_docs": 4,
-                   "chunks": 3, "alpha": 0.001},
+                   "chunks": 3, "alpha": 0.001, "seed": 3},
         "validation": {"top_k": 2},
     }
 
@@ -36,14 +44,15 @@ def workdir(tmp_path_factory, model_dir, name):
     return work
 
 
-def args(work, *extra):
-    return [TARGET, "--cores", "1", "--directory", str(work), "--configfile", str(work / "config.yaml"), *extra]
+def args(work, *extra, targets=(TARGET,)):
+    return [*targets, "--cores", "1", "--directory", str(work), "--configfile", str(work / "config.yaml"), *extra]
 
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory, tiny_model_dir):
+    """An uninterrupted run, to the search's recovery and the tables and figure made from it."""
     work = workdir(tmp_path_factory, tiny_model_dir, "uninterrupted")
-    snakemake(*args(work))
+    snakemake(*args(work, targets=(TARGET, *TABLES, FIGURE)))
     return work
 
 
@@ -95,46 +104,103 @@ def stats(paths):
     return {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in paths}
 
 
+@dataclass
+class Interrupted:
+    """What one run killed mid-chunk left, and what resuming it with the same command did."""
+
+    work: Path
+    returncode: int  # of the killed run
+    finished: list  # chunk files that existed right after the kill
+    kept: dict  # their and masks.npy's (inode, mtime) then
+    incomplete_markers: list  # .snakemake/incomplete after the kill
+    locks: list  # .snakemake/locks after the kill
+    locked: subprocess.CompletedProcess | None  # SIGKILL: the same command again, before --unlock
+    resumed: subprocess.CompletedProcess  # the same command, to the end
+
+
+@pytest.fixture(scope="module")
+def interrupted(tmp_path_factory, tiny_model_dir) -> dict:
+    """Signal name -> Interrupted: a run killed (as Ctrl-C, scancel or a dying node would) while a
+    chunk was being scored, then resumed. The SIGTERM run then goes on to the tables and figure of
+    the reference, for the determinism check."""
+    runs = {}
+    for sig in SIGNALS:
+        work = workdir(tmp_path_factory, tiny_model_dir, f"killed-{sig.name}")
+        process = start(work)
+        wait_for_a_running_chunk(work, process)
+        os.killpg(process.pid, sig)  # the whole run
+        process.wait(timeout=120)
+        finished = chunk_files(work)
+        assert_every_target_whole(work)  # before anything runs again
+        state = dict(work=work, returncode=process.returncode, finished=finished,
+                     kept=stats(finished + [work / "results" / SEARCH / "masks.npy"]),
+                     incomplete_markers=list((work / ".snakemake" / "incomplete").glob("*")),
+                     locks=list((work / ".snakemake" / "locks").glob("*")), locked=None)
+        if sig == signal.SIGKILL:  # no clean-up ran: Snakemake's lock stays until --unlock (docs/pitfalls.md)
+            state["locked"] = snakemake(*args(work), check=False)
+            snakemake(*args(work, "--unlock"))
+        state["resumed"] = snakemake(*args(work))  # the same command; profiles/default reruns incomplete jobs
+        runs[sig.name] = Interrupted(**state)
+    snakemake(*args(runs["SIGTERM"].work, targets=(*TABLES, FIGURE)))
+    return runs
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=["SIGINT", "SIGTERM", "SIGKILL"])
-def test_killed_mid_chunk_resumes_without_redoing_finished_chunks(tmp_path_factory, tiny_model_dir, reference, sig):
-    work = workdir(tmp_path_factory, tiny_model_dir, f"killed-{sig.name}")
-    process = start(work)
-    wait_for_a_running_chunk(work, process)
-    os.killpg(process.pid, sig)  # the whole run, as Ctrl-C, scancel or a dying node would
-    process.wait(timeout=120)
-    assert process.returncode != 0
-
-    finished = chunk_files(work)
-    assert 0 < len(finished) < 3, "killed while a chunk was being scored"
-    assert not (work / TARGET).exists()
-    assert_every_target_whole(work)
-    kept = stats(finished + [work / "results" / SEARCH / "masks.npy"])
-
+@pytest.mark.parametrize("sig", SIGNALS, ids=[s.name for s in SIGNALS])
+def test_killed_mid_chunk_resumes_without_redoing_finished_chunks(interrupted, reference, sig):
+    run = interrupted[sig.name]
+    work, kept = run.work, run.kept
+    assert run.returncode != 0
+    assert 0 < len(run.finished) < 3, "killed while a chunk was being scored"
     if sig == signal.SIGINT:  # Ctrl-C: the killed job keeps an incomplete marker (docs/pitfalls.md)
-        assert list((work / ".snakemake" / "incomplete").iterdir()), "Ctrl-C left no incomplete marker"
-        assert not list((work / ".snakemake" / "locks").glob("*")), "Ctrl-C left the lock"
-    if sig == signal.SIGKILL:  # no clean-up ran: Snakemake's lock stays until --unlock (docs/pitfalls.md)
-        locked = snakemake(*args(work), check=False)
-        assert locked.returncode != 0 and "--unlock" in locked.stdout + locked.stderr
-        snakemake(*args(work, "--unlock"))
-    resumed = snakemake(*args(work))  # the same command; profiles/default reruns incomplete jobs
+        assert run.incomplete_markers, "Ctrl-C left no incomplete marker"
+        assert not run.locks, "Ctrl-C left the lock"
+    if sig == signal.SIGKILL:
+        assert run.locked.returncode != 0 and "--unlock" in run.locked.stdout + run.locked.stderr
 
     assert stats(work / "results" / SEARCH / "scores" / name for name in kept if name.endswith(".tsv")) == {
         name: stat for name, stat in kept.items() if name.endswith(".tsv")}, "finished chunks are not redone"
     assert stats([work / "results" / SEARCH / "masks.npy"]) == {"masks.npy": kept["masks.npy"]}
-    assert resumed.stdout.count("rule score_masks:") + resumed.stderr.count("rule score_masks:") == 3 - len(finished)
+    out = run.resumed.stdout + run.resumed.stderr
+    assert out.count("rule score_masks:") == 3 - len(run.finished)
     for path in chunk_files(reference) + [reference / TARGET]:
         relative = path.relative_to(reference)
         assert (work / relative).read_bytes() == path.read_bytes(), relative
     assert_every_target_whole(work)
 
 
-def test_slurm_profile_dry_run_without_slurm(monkeypatch):
+def compared(results):
+    """Every result file except logs, benchmarks, figures (metadata) and hidden temporaries."""
+    return sorted(
+        p.relative_to(results) for p in results.rglob("*")
+        if p.is_file() and not p.name.startswith(".")
+        and not {"logs", "benchmarks", "figures", "models"} & set(p.relative_to(results).parts)
+    )
+
+
+@pytest.mark.slow
+def test_the_same_config_and_seeds_give_byte_identical_results(interrupted, reference):
+    """Subsets, masks, scores, recoveries, evaluations and tables of two runs of one config: the
+    uninterrupted reference and the run killed with SIGTERM, resumed and taken to the same targets."""
+    first, second = reference / "results", interrupted["SIGTERM"].work / "results"
+    files = compared(first)
+    assert files == compared(second)
+    kinds = {p.suffix for p in files}
+    assert {".jsonl", ".npy", ".tsv", ".json", ".md", ".csv"} <= kinds, kinds
+    assert any("id_4_seed3" in p.name for p in files) and any(p.name == "recovery.json" for p in files)
+    different = [str(p) for p in files if (first / p).read_bytes() != (second / p).read_bytes()]
+    assert different == []
+    # figures differ at most in metadata
+    assert (imread(first.parent / FIGURE) == imread(second.parent / FIGURE)).all()
+
+
+def test_slurm_profile_dry_run_without_slurm(monkeypatch, tmp_path):
+    """The demo's dry run through profiles/slurm in an empty directory: its jobs and their resources."""
     monkeypatch.setenv("SBATCH_ACCOUNT", "proj42")
     monkeypatch.setenv("HEADLOC_GPU_PARTITION", "gpu-a100")
     monkeypatch.delenv("SBATCH_PARTITION", raising=False)
-    result = snakemake("-n", "--profile", "profiles/slurm", "--configfile", "config/demo.yaml")
+    result = snakemake("-n", "--profile", str(REPO / "profiles/slurm"), "--configfile", str(REPO / "config/demo.yaml"),
+                       "--directory", str(tmp_path))
     out = result.stdout + result.stderr
     assert "Using profiles" in out and "profiles/slurm" in out
     score_jobs = [block for block in out.split("\nrule ") if block.startswith("score_masks:")]
@@ -146,6 +212,13 @@ def test_slurm_profile_dry_run_without_slurm(monkeypatch):
         for item in ("slurm_account=proj42", "slurm_partition=gpu-a100", "gpu=1", "cpus_per_gpu=4",
                      "mem_mb=6000", "runtime=120"):
             assert item in resources, resources
+    # the demo's DAG: a mask design, its scoring chunks and a recovery per task
+    demo = yaml.safe_load((REPO / "config/demo.yaml").read_text())
+    counts = dict(line.split()[:2] for line in result.stdout.splitlines()
+                  if line.split()[:1] and line.split()[0] in {"score_masks", "make_masks", "recover_heads"})
+    n_tasks = len(demo["tasks"])
+    assert int(counts["make_masks"]) == n_tasks and int(counts["recover_heads"]) == n_tasks
+    assert int(counts["score_masks"]) == n_tasks * demo["search"]["chunks"] == len(score_jobs)
     materialize = next(block for block in out.split("\nrule ") if block.startswith("materialize_dataset:"))
     assert "slurm_partition=," in materialize or "slurm_partition=\n" in materialize  # SBATCH_PARTITION unset
 

@@ -1,10 +1,13 @@
-"""A cached table never shows another config's numbers: one directory, a chain of config changes.
+"""A cached table never shows another config's numbers: one directory, a chain of changes.
 
-Each step changes one input of the run (model set, n_masks, the data file's content, top_k, task
-set), runs `snakemake table2` in the same directory and checks table2 against the files that step's
-config implies, recomputed here from the evaluation records (universal filter off, so a search's
-top-k heads are simply the first k of its ranking). The last step returns to an earlier config:
-its table comes back byte for byte, and only collection and rendering run.
+Each step runs `snakemake table2` in the same directory and checks table2 against the files that
+step's config implies, recomputed here from the evaluation records (universal filter off, so a
+search's top-k heads are simply the first k of its ranking). The steps: a first config; the model
+set, n_masks and top_k changed at once (each shows in the table's rows, and tests/unit/test_plan.py
+checks that each alone moves the collected tables); back to the first config, whose table comes
+back byte for byte without a single evaluation; the data file's content changed under the same
+path, which no config digest can see; the task set (last: a head set's validation job scores every
+task, so a changed task set re-validates).
 """
 
 import copy
@@ -15,7 +18,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import snakemake, tiny_llama
+from conftest import CORES, snakemake, tiny_llama
 from headloc.data import build_docs
 
 TARGET = "table2"
@@ -38,7 +41,7 @@ def write_docs(path, docs):
 
 def run(work, config, *extra):
     (work / "config.yaml").write_text(yaml.safe_dump(config))
-    return snakemake(TARGET, *extra, "--cores", "2", "--directory", str(work), "--configfile",
+    return snakemake(TARGET, *extra, "--cores", CORES, "--directory", str(work), "--configfile",
                      str(work / "config.yaml"))
 
 
@@ -84,45 +87,39 @@ def test_no_change_of_config_or_data_shows_a_stale_table(tmp_path, models):
     work = tmp_path
     data_file = work / "ioi.jsonl"
     write_docs(data_file, build_docs("ioi", n_docs=10))
-    config = base_config(models, data_file)
-    run(work, config)
-    assert shown_table2(work) == expected_table2(work, config)
+    first = base_config(models, data_file)
+    run(work, first)
+    assert shown_table2(work) == expected_table2(work, first)
+    first_table = (work / "results/tables/table2.csv").read_bytes()
 
-    # the model set: a second model's rows appear, computed from its own files
+    # the model set, the number of masks and top_k, all at once: every row follows
+    config = copy.deepcopy(first)
     config["models"]["tiny-b"] = {"source": str(models["tiny-b"]), "batch_size": 8}
-    run(work, config)
-    assert {row[0] for row in shown_table2(work)} == {"tiny-a", "tiny-b"}
-    assert shown_table2(work) == expected_table2(work, config)
-    two_models = copy.deepcopy(config)
-    two_models_table = (work / "results/tables/table2.csv").read_bytes()
-
-    # the number of masks: a new search, its table rows name it
     config["search"]["n_masks"] = 8
-    run(work, config)
-    assert {row[2] for row in shown_table2(work)} == {"cs_stratified_m8_p0.25_n4_s0"}
-    assert shown_table2(work) == expected_table2(work, config)
-
-    # back to an earlier config: its own table again, made without a single evaluation
-    (work / "config.yaml").write_text(yaml.safe_dump(two_models))
-    dry = snakemake(TARGET, "-n", "--directory", str(work), "--configfile", str(work / "config.yaml"))
-    assert "score_masks" not in dry.stdout and "validate_headset" not in dry.stdout
-    run(work, two_models)
-    assert (work / "results/tables/table2.csv").read_bytes() == two_models_table
-
-    # the data file's content (same path): re-read, re-scored, the table follows the new documents
-    write_docs(data_file, build_docs("ioi", n_docs=10)[2:])
-    run(work, config)
-    assert read_json(work / "results/tiny-a/evals/ioi/none.json")["n_docs"] == 8
-    assert shown_table2(work) == expected_table2(work, config)
-
-    # validation.top_k
     config["validation"]["top_k"] = 2
     run(work, config)
-    assert {row[3] for row in shown_table2(work)} == {2}
-    assert shown_table2(work) == expected_table2(work, config)
+    shown = shown_table2(work)
+    assert {row[0] for row in shown} == {"tiny-a", "tiny-b"}  # the second model's rows appear
+    assert {row[2] for row in shown} == {"cs_stratified_m8_p0.25_n4_s0"}  # a new search, named
+    assert {row[3] for row in shown} == {2}
+    assert shown == expected_table2(work, config)
 
-    # the task set
-    config["tasks"]["capitals"] = {"lm_eval_task": "headloc_capitals", "n_docs": 8}
-    run(work, config)
+    # back to the first config: its own table again, made without a single evaluation
+    (work / "config.yaml").write_text(yaml.safe_dump(first))
+    dry = snakemake(TARGET, "-n", "--directory", str(work), "--configfile", str(work / "config.yaml"))
+    assert "score_masks" not in dry.stdout and "validate_headset" not in dry.stdout
+    assert "Nothing to be done" not in dry.stdout + dry.stderr  # the table shown is the other config's
+    run(work, first)
+    assert (work / "results/tables/table2.csv").read_bytes() == first_table
+
+    # the data file's content (same path, same config): re-read, re-scored, the table follows
+    write_docs(data_file, build_docs("ioi", n_docs=10)[2:])
+    run(work, first)
+    assert read_json(work / "results/tiny-a/evals/ioi/none.json")["n_docs"] == 8
+    assert shown_table2(work) == expected_table2(work, first)
+
+    # the task set: the new task's rows appear
+    first["tasks"]["capitals"] = {"lm_eval_task": "headloc_capitals", "n_docs": 8}
+    run(work, first)
     assert {row[1] for row in shown_table2(work)} == {"ioi", "capitals"}
-    assert shown_table2(work) == expected_table2(work, config)
+    assert shown_table2(work) == expected_table2(work, first)
