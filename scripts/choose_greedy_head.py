@@ -3,12 +3,12 @@
 import numpy as np
 
 from headloc import greedy
-from headloc.heads import HeadGeometry, head_index, head_name
+from headloc.heads import head_index, head_name
 from headloc.io import log_to_file, read_json, read_scores, write_json
-from headloc.models import load_config
+from headloc.models import head_geometry
 
 log = log_to_file(snakemake.log[0])
-geometry = HeadGeometry.of(load_config(snakemake.params.location))
+geometry = head_geometry(snakemake.params.location)
 previous = read_json(snakemake.input.previous) if snakemake.input.previous else {"chosen": [], "n_evals": 0}
 chosen = [head_index(h, geometry.n_layers, geometry.n_heads) for h in previous["chosen"]]
 universal = read_json(snakemake.input.universal)["heads"] if snakemake.input.universal else []

@@ -1,12 +1,12 @@
 """The masks of one greedy round (rule make_greedy_masks)."""
 
 from headloc import greedy
-from headloc.heads import HeadGeometry, head_index
+from headloc.heads import head_index
 from headloc.io import log_to_file, read_json, save_npy
-from headloc.models import load_config
+from headloc.models import head_geometry
 
 log = log_to_file(snakemake.log[0])
-geometry = HeadGeometry.of(load_config(snakemake.params.location))
+geometry = head_geometry(snakemake.params.location)
 chosen = read_json(snakemake.input.previous)["chosen"] if snakemake.input.previous else []
 universal = read_json(snakemake.input.universal)["heads"] if snakemake.input.universal else []
 indices = [head_index(head, geometry.n_layers, geometry.n_heads) for head in chosen]

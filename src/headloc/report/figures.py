@@ -4,6 +4,8 @@
 Figures are built with :class:`matplotlib.figure.Figure` on an Agg canvas, never through
 ``pyplot``: nothing is shown, no global figure registry fills up, and the code runs headless
 whatever backend the caller has configured. Saving is the caller's job (``fig.savefig``).
+matplotlib is imported by the functions that draw, not with the module: the Snakefile and the
+table jobs read :data:`FIGURES` without drawing (matplotlib takes 0.3-1 s to import).
 
 Input is the long evaluations frame described in :mod:`headloc.report.frames`. When a figure's
 input is legitimately empty (no task searches yet, no knowledge heads found, no knowledge tasks
@@ -16,13 +18,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-from matplotlib.layout_engine import ConstrainedLayoutEngine, TightLayoutEngine
-from matplotlib.ticker import MaxNLocator, NullFormatter, ScalarFormatter
 
 from headloc.report.frames import (
     NO_KNOWLEDGE_HEADS,
@@ -39,6 +38,9 @@ from headloc.report.frames import (
     with_delta,
 )
 from headloc.report.spec import FigureSpec
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 FOOTER_HEIGHT_IN = 0.25
 CHANCE = 25.0  # percent: random choice among four options (MMLU, WMDP)
@@ -73,10 +75,13 @@ def add_footer(fig: Figure, text: str) -> Figure:
 
     Examples
     --------
+    >>> from matplotlib.figure import Figure
     >>> fig = add_footer(Figure(), "made by rule r (s.py)")
     >>> fig.texts[-1].get_text()
     'made by rule r (s.py)'
     """
+    from matplotlib.layout_engine import ConstrainedLayoutEngine, TightLayoutEngine  # see the module docstring
+
     fig.text(0.5, 0.005, text, ha="center", va="bottom", fontsize=7, color="0.4")
     pad = min(FOOTER_HEIGHT_IN / fig.get_figheight(), 0.2)
     engine = fig.get_layout_engine()
@@ -91,6 +96,9 @@ def add_footer(fig: Figure, text: str) -> Figure:
 
 def _figure(n_panels: int, ncols: int, size: tuple[float, float]):
     """A constrained-layout Figure on an Agg canvas with ``n_panels`` axes in a grid."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # see the module docstring
+    from matplotlib.figure import Figure
+
     ncols = max(1, min(ncols, n_panels))
     nrows = math.ceil(n_panels / ncols)
     fig = Figure(figsize=(size[0] * ncols, size[1] * nrows), layout="constrained")
@@ -255,6 +263,8 @@ _add(FigureSpec(
 
 def _plot_run(ax, lines: dict, title: str) -> None:
     """One panel: one line per label (k on x, delta on y) and a dashed zero line."""
+    from matplotlib.ticker import MaxNLocator  # see the module docstring
+
     markers = iter("osD^v<>px*")
     for label, series in lines.items():
         ax.plot(series.index, series.to_numpy(), marker=next(markers, "o"), label=label)
@@ -574,6 +584,8 @@ def methods_figure(evals: pd.DataFrame, recoveries: pd.DataFrame, k: int = 5, *,
     >>> ax.get_xscale(), [c.lines[0].get_xydata().tolist() for c in ax.containers]
     ('log', [[[100.0, -30.0]], [[1341.0, -40.0]]])
     """
+    from matplotlib.ticker import NullFormatter, ScalarFormatter  # see the module docstring
+
     points = methods_points(evals, recoveries, k=k, gen_tasks=gen_tasks)
     # a run without a recovery row or a finite Delta Task (e.g. a relative task whose baseline is 0)
     # has no place on a log axis

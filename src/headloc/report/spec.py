@@ -16,9 +16,12 @@ from __future__ import annotations
 import numbers
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import pandas as pd
-from matplotlib.figure import Figure
+
+if TYPE_CHECKING:  # annotations only: the Snakefile and the table jobs read the specs without matplotlib
+    from matplotlib.figure import Figure
 
 INPUTS = ("models", "recoveries", "recoveries_main", "tuning", "evals_main", "evals_methods", "evals_universal",
           "evals_knowledge")
