@@ -18,7 +18,12 @@ from headloc.documents import (
     task_yaml,
 )
 from headloc.paper_data import mirror_files
-from headloc.portable import checkout_relative, files_digest, lm_eval_version, source_identity
+from headloc.portable import (
+    checkout_relative,
+    files_digest,
+    lm_eval_version,
+    source_identity,
+)
 from headloc.heads import HEADSET_PATTERN
 from headloc.models import resolve_source
 from headloc.plan import COLLECTIONS, GRADIENT_METHODS, Plan
@@ -77,7 +82,8 @@ def get_model_input(wildcards):
 
 def model_identity(wildcards):
     """What a prepared model is made from (prepare_model finds the GGUF itself): an embedded
-    model's package and version, or a GGUF file's name and size; never the virtualenv's path."""
+    model's package and version, or a GGUF file's name and size; never the virtualenv's path.
+    """
     return source_identity(
         config["models"][wildcards.model]["source"], SOURCES[wildcards.model]
     )
@@ -188,7 +194,10 @@ def options_of_task(task):
     with a custom_dataset loader, as lm-eval metadata; a dataset_path task gets none of them.
     """
     spec = config["tasks"][task]
-    data = {"mirror": bool(MIRROR), "allow_code_execution": DATA["allow_code_execution"]}
+    data = {
+        "mirror": bool(MIRROR),
+        "allow_code_execution": DATA["allow_code_execution"],
+    }
     loader = (
         {}
         if reads_own_documents(TASK_CONFIGS[task])

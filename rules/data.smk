@@ -33,7 +33,6 @@ rule count_documents:
     """Record the evaluation documents of a task that reads its own data (dataset_path: the hub,
     json, csv, ...): how many there are, and the indices the full-data validation scores.
     """
-    input:
     output:
         "results/data/{task}/documents.json",
     log:
