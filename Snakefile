@@ -68,3 +68,17 @@ for _name, _spec in FIGURES.items():
             figure_files(_name),
         message:
             _spec.about
+
+
+# A script is known by its text, not its modification time: a fresh clone gives every file the
+# clone's time, so Snakemake's `code` trigger (script newer than the outputs) would re-run every job
+# of a results folder moved into it. profiles/default drops that trigger and each script rule gets
+# the digest of its script as a param instead: an edited script still re-runs its jobs
+# (docs/outputs.md, "Moving or sharing results").
+for _rule in workflow.rules:
+    if _rule.script:
+        _rule.set_params(
+            script_digest=files_digest(
+                [os.path.join(os.path.dirname(_rule.snakefile), _rule.script)]
+            )
+        )

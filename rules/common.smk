@@ -18,6 +18,12 @@ from headloc.documents import (
     task_yaml,
 )
 from headloc.paper_data import mirror_files
+from headloc.portable import (
+    checkout_relative,
+    files_digest,
+    lm_eval_version,
+    source_identity,
+)
 from headloc.heads import HEADSET_PATTERN
 from headloc.models import resolve_source
 from headloc.plan import COLLECTIONS, GRADIENT_METHODS, Plan
@@ -74,17 +80,23 @@ def get_model_input(wildcards):
     return []
 
 
-def gguf_file(wildcards):
-    return SOURCES[wildcards.model].location
+def model_identity(wildcards):
+    """What a prepared model is made from (prepare_model finds the GGUF itself): an embedded
+    model's package and version, or a GGUF file's name and size; never the virtualenv's path.
+    """
+    return source_identity(
+        config["models"][wildcards.model]["source"], SOURCES[wildcards.model]
+    )
 
 
 def model_location(wildcards):
-    """What transformers loads: the prepared folder, a local directory or a hub id."""
+    """What transformers loads: the prepared folder, a local directory (relative to the working
+    directory when inside it) or a hub id."""
     source = SOURCES[wildcards.model]
     return (
         f"results/models/{wildcards.model}"
         if source.needs_preparation
-        else source.location
+        else checkout_relative(source.location)
     )
 
 
@@ -124,9 +136,12 @@ def get_id_subset(wildcards):
     return f"results/data/{task}/id_{PLAN.id_docs(task)}_seed{SEARCH['seed']}.{suffix}"
 
 
-def get_data_file(wildcards):
-    """A task's own JSONL file: an input, so an edited file re-runs what depends on it."""
-    return config["tasks"][wildcards.task].get("data_file") or []
+def data_file_digest(wildcards):
+    """A task's own JSONL file, by its content: an edited file re-runs what depends on it, a moved
+    or freshly cloned one (a new path or modification time) does not. The job reads the file named
+    by the config."""
+    data_file = config["tasks"][wildcards.task].get("data_file")
+    return files_digest([data_file], [os.getcwd()]) if data_file else None
 
 
 def dataset_options(wildcards):
@@ -135,9 +150,8 @@ def dataset_options(wildcards):
         "dataset": spec.get("dataset", wildcards.task),
         "n_docs": spec["n_docs"],
         "seed": SEARCH["seed"],
-        "mirror": MIRROR,
+        "mirror": bool(MIRROR),
         "lm_eval_task": spec["lm_eval_task"],
-        "task_folders": [str(folder) for folder in LOOKUP_FOLDERS],
     }
 
 
@@ -155,13 +169,22 @@ def files_of_task(task):
 
 TASK_FILES = {task: files_of_task(task) for task in TASKS}  # found once, not per job
 
+# A task's identity in what decides re-runs: the content of its files, each named relative to its
+# task folder (or the mirror, or the working directory), and lm-eval's version; no absolute path,
+# so a results folder moved to another clone stays up to date and an edited file re-runs its jobs.
+DIGEST_ROOTS = [*LOOKUP_FOLDERS, *([MIRROR] if MIRROR else []), os.getcwd()]
+TASK_DIGESTS = {
+    task: f"lm_eval=={lm_eval_version()}:{files_digest(files, DIGEST_ROOTS)}"
+    for task, files in TASK_FILES.items()
+}
 
-def get_task_files(wildcards):
-    return TASK_FILES[wildcards.task]
+
+def task_digest(wildcards):
+    return TASK_DIGESTS[wildcards.task]
 
 
-def get_all_task_files(wildcards):
-    return sorted({path for files in TASK_FILES.values() for path in files})
+def all_task_digests(wildcards):
+    return [TASK_DIGESTS[task] for task in TASKS]
 
 
 def options_of_task(task):
@@ -171,7 +194,10 @@ def options_of_task(task):
     with a custom_dataset loader, as lm-eval metadata; a dataset_path task gets none of them.
     """
     spec = config["tasks"][task]
-    data = {"mirror": MIRROR, "allow_code_execution": DATA["allow_code_execution"]}
+    data = {
+        "mirror": bool(MIRROR),
+        "allow_code_execution": DATA["allow_code_execution"],
+    }
     loader = (
         {}
         if reads_own_documents(TASK_CONFIGS[task])
@@ -208,9 +234,6 @@ def task_n_docs(wildcards):
 def all_task_options(wildcards):
     """Task options of every task, in the order of TASKS (and of validate_headset's outputs)."""
     return [options_of_task(task) for task in TASKS]
-
-
-INCLUDE_PATH = [str(folder) for folder in TASK_FOLDERS]
 
 
 def relative(wildcards):

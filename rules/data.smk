@@ -1,9 +1,6 @@
 rule materialize_dataset:
     """Write a task's full documents to JSONL (a built-in dataset, or a copy of the task's own file),
     every document checked for the fields its task reads."""
-    input:
-        data_file=get_data_file,
-        task=get_task_files,
     output:
         "results/data/{task}/test.jsonl",
     log:
@@ -11,7 +8,9 @@ rule materialize_dataset:
     conda:
         "../envs/headloc.yaml"
     params:
+        task_digest=task_digest,  # the content of its files, not their paths
         options=dataset_options,
+        data_file=data_file_digest,
     script:
         "../scripts/materialize_dataset.py"
 
@@ -34,8 +33,6 @@ rule count_documents:
     """Record the evaluation documents of a task that reads its own data (dataset_path: the hub,
     json, csv, ...): how many there are, and the indices the full-data validation scores.
     """
-    input:
-        task=get_task_files,
     output:
         "results/data/{task}/documents.json",
     log:
@@ -43,9 +40,9 @@ rule count_documents:
     conda:
         "../envs/headloc.yaml"
     params:
+        task_digest=task_digest,  # the content of its files, not their paths
         task=validation_task_options,
         n_docs=task_n_docs,
-        include_path=INCLUDE_PATH,
     script:
         "../scripts/count_documents.py"
 

@@ -7,7 +7,7 @@ rule prepare_model:
     conda:
         "../envs/headloc.yaml"
     params:
-        gguf=gguf_file,
+        source=model_identity,
     script:
         "../scripts/prepare_model.py"
 

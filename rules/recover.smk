@@ -45,7 +45,6 @@ rule score_top_heads:
         model=get_model_input,
         recovery="results/{model}/{task}/{search}/recovery.json",
         docs=get_id_subset,
-        task=get_task_files,
     output:
         "results/{model}/{task}/{search}/id_topk.json",
     log:
@@ -60,10 +59,10 @@ rule score_top_heads:
         mem_mb=eval_mem_mb,
         runtime=eval_runtime,
     params:
+        task_digest=task_digest,  # the content of its files, not their paths
         location=model_location,
         model=model_options,
         task=task_options,
-        include_path=INCLUDE_PATH,
         spec=search_spec,
         relative=relative,
     script:

@@ -22,7 +22,6 @@ rule score_masks:
         model=get_model_input,
         masks="results/{model}/{task}/{search}/masks.npy",
         docs=get_id_subset,
-        task=get_task_files,
     output:
         scores="results/{model}/{task}/{search}/scores/{chunk}.tsv",
         samples="results/{model}/{task}/{search}/scores/{chunk}.samples.jsonl",
@@ -38,10 +37,10 @@ rule score_masks:
         mem_mb=eval_mem_mb,
         runtime=eval_runtime,
     params:
+        task_digest=task_digest,  # the content of its files, not their paths
         location=model_location,
         model=model_options,
         task=task_options,
-        include_path=INCLUDE_PATH,
         chunks=SEARCH["chunks"],
     script:
         "../scripts/score_masks.py"
@@ -54,7 +53,6 @@ rule gradient_search:
     input:
         model=get_model_input,
         docs=get_id_subset,
-        task=get_task_files,
     output:
         "results/{model}/{task}/{search}/gradient.json",
     log:
@@ -71,10 +69,10 @@ rule gradient_search:
         mem_mb=eval_mem_mb,
         runtime=eval_runtime,
     params:
+        task_digest=task_digest,  # the content of its files, not their paths
         location=model_location,
         model=model_options,
         task=validation_task_options,
-        include_path=INCLUDE_PATH,
         method=search_method,
         seed=SEARCH["seed"],
         chg=chg_options,
@@ -110,7 +108,6 @@ use rule score_masks as score_stage2_masks with:
         model=get_model_input,
         masks="results/{model}/{task}/{search}/stage2/masks.npy",
         docs=get_id_subset,
-        task=get_task_files,
     output:
         scores="results/{model}/{task}/{search}/stage2/scores/{chunk}.tsv",
         samples="results/{model}/{task}/{search}/stage2/scores/{chunk}.samples.jsonl",
@@ -143,7 +140,6 @@ use rule score_masks as score_greedy_masks with:
         model=get_model_input,
         masks="results/{model}/{task}/{search}/round{round}/masks.npy",
         docs=get_id_subset,
-        task=get_task_files,
     output:
         scores="results/{model}/{task}/{search}/round{round}/scores/{chunk}.tsv",
         samples="results/{model}/{task}/{search}/round{round}/scores/{chunk}.samples.jsonl",

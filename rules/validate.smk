@@ -4,7 +4,6 @@ rule validate_headset:
     input:
         model=get_model_input,
         docs=[full_documents(task) for task in TASKS],
-        tasks=get_all_task_files,
     output:
         expand("results/{{model}}/evals/{task}/{{headset}}.json", task=TASKS),
     log:
@@ -23,6 +22,6 @@ rule validate_headset:
         model=model_options,
         names=TASKS,
         tasks=all_task_options,
-        include_path=INCLUDE_PATH,
+        task_digests=all_task_digests,
     script:
         "../scripts/validate_headset.py"

@@ -7,10 +7,11 @@ documents it evaluates, and writes the indices the full-data validation scores (
 
 from headloc.evaluation import TaskSpec, count_documents
 from headloc.io import log_to_file, write_json
+from headloc.portable import include_path, located
 
 log = log_to_file(snakemake.log[0])
-task = TaskSpec(**snakemake.params.task)
-total = count_documents(task, snakemake.params.include_path)
+task = TaskSpec(**located(snakemake.params.task, snakemake.config))
+total = count_documents(task, include_path(snakemake.config))
 if total == 0:
     raise ValueError(f"task {task.lm_eval_task} has no evaluation documents; check the data_files and "
                      "splits in its YAML")

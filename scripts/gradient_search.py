@@ -15,14 +15,15 @@ from headloc.chg import chg
 from headloc.evaluation import TaskSpec
 from headloc.io import log_to_file, write_json
 from headloc.models import load_model
+from headloc.portable import include_path, located
 from headloc.supervision import recovery_fields, task_examples
 
 log = log_to_file(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)
 p = snakemake.params
 model, tokenizer = load_model(p.location, dtype=p.model["dtype"], device=p.model["device"])
-task = TaskSpec(**p.task).with_documents(snakemake.input.docs)
-examples = task_examples(tokenizer, task, include_path=p.include_path)
+task = TaskSpec(**located(p.task, snakemake.config)).with_documents(snakemake.input.docs)
+examples = task_examples(tokenizer, task, include_path=include_path(snakemake.config))
 rows = p.model["batch_size"]  # rows per forward pass: memory only, the result does not depend on it
 log.info("%s on %s: %d documents, %d tokens per masked evaluation", p.method, task.lm_eval_task, len(examples),
          sum(e.n_tokens for e in examples))

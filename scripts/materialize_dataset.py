@@ -7,20 +7,22 @@ written, so a bad file fails here, naming the file, the line and the field, and 
 from headloc.data import build_docs, read_jsonl_numbered, write_jsonl
 from headloc.documents import check_documents, load_task_yaml, required_fields, task_yaml
 from headloc.io import log_to_file
+from headloc.portable import lookup_folders, mirror
 
 log = log_to_file(snakemake.log[0])
 options = snakemake.params.options
-data_file = snakemake.input.data_file
+mirror_folder = mirror(snakemake.config) if options["mirror"] else None  # this checkout's mirror
+data_file = snakemake.config["tasks"][snakemake.wildcards.task].get("data_file")  # params: its digest
 if data_file:
     numbered = read_jsonl_numbered(data_file)[: options["n_docs"]]
     source = data_file
 else:
     docs = build_docs(options["dataset"], n_docs=options["n_docs"], seed=options["seed"],
-                      mirror=options["mirror"])
+                      mirror=mirror_folder)
     numbered = list(enumerate(docs, start=1))
-    source = f"dataset {options['dataset']} ({'mirror ' + options['mirror'] if options['mirror'] else 'hub or built in'})"
+    source = f"dataset {options['dataset']} ({'mirror ' + mirror_folder if mirror_folder else 'hub or built in'})"
 task = options["lm_eval_task"]
-fields = required_fields(load_task_yaml(task_yaml(task, options["task_folders"])))
+fields = required_fields(load_task_yaml(task_yaml(task, lookup_folders(snakemake.config))))
 check_documents(numbered, fields, source, task=task)
 log.info("%d documents from %s, fields %s present in each", len(numbered), source, ", ".join(fields))
 write_jsonl([doc for _, doc in numbered], snakemake.output[0])

@@ -2,8 +2,11 @@
 
 from headloc.io import log_to_file
 from headloc.models import convert_gguf
+from headloc.portable import gguf_location
 
 log = log_to_file(snakemake.log[0])
-log.info("converting %s -> %s", snakemake.params.gguf, snakemake.output[0])
-convert_gguf(snakemake.params.gguf, snakemake.output[0])
+# params.source is the model's identity (no path); the GGUF is found in this checkout's environment
+gguf = gguf_location(snakemake.config, snakemake.wildcards.model)
+log.info("converting %s (%s) -> %s", gguf, snakemake.params.source, snakemake.output[0])
+convert_gguf(gguf, snakemake.output[0])
 log.info("done")

@@ -7,6 +7,7 @@ import pandas as pd
 import torch
 
 from headloc.evaluation import TaskSpec, load_evaluator
+from headloc.portable import include_path, located
 from headloc.io import log_to_file, write_table, write_text
 
 log = log_to_file(snakemake.log[0])
@@ -17,8 +18,8 @@ if len(rows) == 0:  # an empty chunk (cs_adaptive's stage 2 after a settled stag
     log.info("chunk %s: no masks to score", snakemake.wildcards.chunk)
     results = []
 else:
-    task = TaskSpec(**snakemake.params.task).with_documents(snakemake.input.docs)
-    evaluator = load_evaluator(snakemake.params.location, task, include_path=snakemake.params.include_path,
+    task = TaskSpec(**located(snakemake.params.task, snakemake.config)).with_documents(snakemake.input.docs)
+    evaluator = load_evaluator(snakemake.params.location, task, include_path=include_path(snakemake.config),
                                **snakemake.params.model)
     log.info("scoring masks %d..%d of %d on %s", rows[0], rows[-1], len(masks), task.lm_eval_task)
     results = evaluator.evaluate_masks(masks[rows], desc=f"chunk {snakemake.wildcards.chunk}")

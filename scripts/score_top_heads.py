@@ -5,14 +5,15 @@ import torch
 
 from headloc.evaluation import TaskSpec, load_evaluator
 from headloc.heads import HeadGeometry, headset_mask
+from headloc.portable import include_path, located
 from headloc.io import log_to_file, read_json, write_json
 from headloc.results import display_score
 
 log = log_to_file(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)
 recovery = read_json(snakemake.input.recovery)
-task = TaskSpec(**snakemake.params.task).with_documents(snakemake.input.docs)
-evaluator = load_evaluator(snakemake.params.location, task, include_path=snakemake.params.include_path,
+task = TaskSpec(**located(snakemake.params.task, snakemake.config)).with_documents(snakemake.input.docs)
+evaluator = load_evaluator(snakemake.params.location, task, include_path=include_path(snakemake.config),
                            **snakemake.params.model)
 geometry = HeadGeometry.of(evaluator.lm.model.config)
 mask = headset_mask(recovery["top_heads"], geometry.n_layers, geometry.n_heads)

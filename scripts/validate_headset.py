@@ -6,6 +6,7 @@ from headloc.evaluation import MaskEvaluator, TaskSpec
 from headloc.heads import HeadGeometry, headset_mask, parse_headset
 from headloc.io import log_to_file, write_json
 from headloc.models import load_model
+from headloc.portable import include_path, located
 
 log = log_to_file(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)
@@ -16,10 +17,11 @@ heads = parse_headset(snakemake.wildcards.headset)
 mask = headset_mask(heads, geometry.n_layers, geometry.n_heads)
 
 p = snakemake.params
+folders = include_path(snakemake.config)  # this checkout's task folders (not a param)
 for name, options, docs, output in zip(p.names, p.tasks, snakemake.input.docs, snakemake.output):
-    task = TaskSpec(**options).with_documents(docs)
+    task = TaskSpec(**located(options, snakemake.config)).with_documents(docs)
     evaluator = MaskEvaluator(model, tokenizer, task, batch_size=snakemake.params.model["batch_size"],
-                              include_path=p.include_path)
+                              include_path=folders)
     result = evaluator.evaluate_mask(mask)
     log.info("%s with %s ablated: %s = %.4f on %d documents",
              task.lm_eval_task, snakemake.wildcards.headset, task.metric, result.score, len(result.samples))

@@ -121,8 +121,9 @@ def load_docs(name: str, split: str = "test", mirror=None) -> list[dict]:
 
 
 def mirror_files(name: str, mirror) -> list[Path]:
-    """The files of ``mirror`` that dataset ``name`` reads, every split (the workflow makes them
-    inputs, so an edited mirror re-runs what used it); [] without a mirror or for a dataset with none.
+    """The files of ``mirror`` that dataset ``name`` reads, every split (the workflow hashes them into
+    the task's digest, so an edited mirror re-runs what used it); [] without a mirror or for a dataset
+    with none.
 
     >>> [p.name for p in mirror_files("gsm8k", None)]
     []

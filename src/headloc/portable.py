@@ -1,0 +1,114 @@
+"""What decides whether a job re-runs, keyed on content and never on where a checkout lives.
+
+The workflow passes Snakemake no absolute path as a param or an input outside ``results/``: a task is
+known by its name and a digest of its files (YAML, includes, Python, data, the mirror files it reads),
+a model by its source's identity, a script by a digest of its text. Where the job then finds these
+files in this checkout (the task folders, the data mirror, the GGUF inside the virtualenv) it works
+out itself from the config (``include_path``, ``mirror``, ``gguf_location``), so a ``results/``
+folder copied into another clone at another path is up to date there (docs/outputs.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import os
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from headloc.config import task_folders
+from headloc.documents import lm_eval_tasks_dir
+
+
+def _name(path: Path, roots: Sequence[Path]) -> str:
+    """A file's name relative to the first root holding it (a task folder, the mirror, the working
+    directory); else its own file name: never the absolute path of this checkout."""
+    for root in roots:
+        try:
+            return path.relative_to(root).as_posix()
+        except ValueError:
+            continue
+    return path.name
+
+
+def files_digest(paths: Iterable[str | Path], roots: Sequence[str | Path] = ()) -> str:
+    """sha256 of each file's relative name and content, in the given order (16 hex digits).
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
+    ...     for root in (a, b):
+    ...         _ = (Path(root) / "t.yaml").write_text("task: t")
+    ...     files_digest([Path(a) / "t.yaml"], [a]) == files_digest([Path(b) / "t.yaml"], [b])
+    True
+    """
+    resolved = [Path(root).expanduser().resolve() for root in roots]
+    digest = hashlib.sha256()
+    for path in paths:
+        path = Path(path).expanduser().resolve()
+        digest.update(_name(path, resolved).encode() + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()[:16]
+
+
+def lm_eval_version() -> str:
+    """The installed lm-eval's version: part of every task's identity (its task code, its metrics)."""
+    return importlib.metadata.version("lm_eval")
+
+
+def include_path(config: dict) -> list[str]:
+    """The task folders a job hands lm-eval, found in this checkout (headloc's tasks, include_path)."""
+    return [str(folder) for folder in task_folders(config)]
+
+
+def lookup_folders(config: dict) -> list[str]:
+    """The task folders and lm-eval's registry, where a task's YAML is searched."""
+    return [*include_path(config), str(lm_eval_tasks_dir())]
+
+
+def mirror(config: dict) -> str | None:
+    """The data mirror of this checkout (``data.mirror``, relative to the working directory)."""
+    folder = (config.get("data") or {}).get("mirror")
+    return os.path.abspath(os.path.expanduser(folder)) if folder else None
+
+
+def checkout_relative(location: str) -> str:
+    """A local path inside the working directory as a relative one (the same in every clone);
+    one outside it (a shared model folder) or a hub id unchanged."""
+    if not os.path.isabs(location):
+        return location
+    relative = os.path.relpath(location, os.getcwd())
+    return location if relative.startswith("..") else relative
+
+
+def source_identity(name: str, source) -> str:
+    """A model source's identity: an embedded model's package and version, a GGUF file's name and
+    size (relative to the working directory when inside it), a directory or hub id as given."""
+    from headloc.models import EMBEDDED
+
+    if name in EMBEDDED:
+        package, filename = EMBEDDED[name]
+        try:
+            version = importlib.metadata.version(package.replace("_", "-"))
+        except importlib.metadata.PackageNotFoundError:
+            version = "?"
+        return f"embedded:{package}=={version}/{filename}"
+    if source.kind == "gguf":
+        return f"gguf:{checkout_relative(source.location)}:{os.path.getsize(source.location)}"
+    return f"{source.kind}:{checkout_relative(source.location)}"
+
+
+def located(options: dict, config: dict) -> dict:
+    """A job's task options with this checkout's data mirror filled in: the workflow's params say
+    only whether the task reads a mirror (``dataset_kwargs.mirror``: True or False), the job finds it."""
+    kwargs = options.get("dataset_kwargs") or {}
+    if "mirror" not in kwargs:
+        return options
+    folder = mirror(config) if kwargs["mirror"] else None
+    return {**options, "dataset_kwargs": {**kwargs, "mirror": folder}}
+
+
+def gguf_location(config: dict, model: str) -> str:
+    """The GGUF file a model is converted from, found in this checkout's environment."""
+    from headloc.models import resolve_source
+
+    return resolve_source(config["models"][model]["source"]).location
