@@ -19,7 +19,7 @@ def test_every_snakemake_call_of_the_suite_goes_through_the_guarded_helper():
     direct = sorted(str(path.relative_to(REPO)) for path in (REPO / "tests").rglob("*.py")
                     if '"-m", "snakemake"' in path.read_text() and path.name not in ("conftest.py", "test_test_helpers.py"))
     assert direct == ["tests/slurm/test_real_slurm.py", "tests/unit/test_report.py",
-                      "tests/workflow/test_reliability.py"]
+                      "tests/workflow/test_portable.py", "tests/workflow/test_reliability.py"]
     for name in direct:  # each names its working directory: a tmp_path or a mktemp folder
         text = (REPO / name).read_text()
         assert "cwd=REPO" not in text and ("cwd=work" in text or "cwd=tmp_path" in text), name
