@@ -31,7 +31,6 @@ PROFANITY_CSV = SHARED_DATA / "profanity" / "profanity_en.csv"
 # Each Snakemake run of a test uses its worker's share of the cores: 2 xdist workers on 2 cores, 1 each.
 WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 CORES = str(max(1, (os.cpu_count() or 1) // WORKERS))
-os.environ.setdefault("OMP_NUM_THREADS", CORES)  # torch in this worker, before anything imports it
 
 # Modules that run workflows, longest first (measured with --durations); the rest follow in
 # collection order.
