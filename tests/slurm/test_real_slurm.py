@@ -97,18 +97,23 @@ def squeue(env, *args):
                           timeout=30).stdout
 
 
-def job_environment(env, jobid):
-    """The environment of the job's processes (read from /proc on this single node)."""
-    listing = subprocess.run(["scontrol", "listpids", jobid], env=env, capture_output=True, text=True,
-                             timeout=30).stdout
-    for pid in re.findall(r"^(\d+)\s", listing, re.MULTILINE):
-        try:
-            raw = Path(f"/proc/{pid}/environ").read_bytes()
-        except OSError:
-            continue
-        pairs = (item.split("=", 1) for item in raw.decode(errors="replace").split("\0") if "=" in item)
-        return dict(pairs)
-    return None
+def job_environment(env, jobid, wait=3.0):
+    """The environment of the job's processes (read from /proc on this single node). squeue says
+    RUNNING a moment before the job's step has processes, so look again for up to ``wait`` s."""
+    deadline = time.monotonic() + wait
+    while True:
+        listing = subprocess.run(["scontrol", "listpids", jobid], env=env, capture_output=True, text=True,
+                                 timeout=30).stdout
+        for pid in re.findall(r"^(\d+)\s", listing, re.MULTILINE):
+            try:
+                raw = Path(f"/proc/{pid}/environ").read_bytes()
+            except OSError:
+                continue
+            pairs = (item.split("=", 1) for item in raw.decode(errors="replace").split("\0") if "=" in item)
+            return dict(pairs)
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.1)
 
 
 @pytest.fixture(scope="module")
