@@ -22,6 +22,7 @@ from headloc.portable import (
     checkout_relative,
     files_digest,
     lm_eval_version,
+    mirror,
     source_identity,
 )
 from headloc.heads import HEADSET_PATTERN
@@ -37,7 +38,7 @@ PLAN = Plan(config)
 MODELS, TASKS, LOCALIZED = PLAN.models, PLAN.tasks, PLAN.localized
 SEARCH = config["search"]
 DATA = config["data"]
-MIRROR = os.path.abspath(DATA["mirror"]) if DATA["mirror"] else None
+MIRROR = mirror(config)  # the same folder the jobs find (headloc.portable.mirror)
 TASK_FOLDERS = task_folders(
     config
 )  # headloc's tasks and include_path, handed to lm-eval

@@ -24,6 +24,15 @@ OWN = REPO / "src/headloc/tasks"
 GSM8K = OWN / "headloc_gsm8k.yaml"
 HUMANEVAL = OWN / "headloc_humaneval.yaml"
 
+# a multiple-choice task without metric_list or filter_list
+MULTIPLE_CHOICE = """\
+        task: mine
+        custom_dataset: !function utils.load
+        output_type: multiple_choice
+        doc_to_text: "{{text}}"
+        doc_to_choice: ["a", "b"]
+        doc_to_target: label
+"""
 FIRST_NUMBER = """\
 task: mine
 dataset_path: json
@@ -118,14 +127,7 @@ def test_a_metric_the_task_does_not_report(tmp_path):
 
 
 def test_a_task_without_metric_list_reports_lm_eval_defaults(tmp_path):
-    path = write_task(tmp_path / "tasks", """\
-        task: mine
-        custom_dataset: !function utils.load
-        output_type: multiple_choice
-        doc_to_text: "{{text}}"
-        doc_to_choice: ["a", "b"]
-        doc_to_target: label
-        """)
+    path = write_task(tmp_path / "tasks", MULTIPLE_CHOICE)
     check_workflow_config(demo_with(tmp_path, lm_eval_task="mine", metric="acc_norm"), SCHEMA)
     out = config_error(demo_with(tmp_path, lm_eval_task="mine", metric="exact_match"))
     assert out == (f"config tasks.ioi.metric: 'exact_match' is not reported by task mine ({path}); "
@@ -153,13 +155,7 @@ def test_a_generation_metric_outside_lm_evals_registry_passes(tmp_path):
 
 
 def test_id_metric_is_checked_against_id_task(tmp_path, capsys):
-    path = write_task(tmp_path / "tasks", """\
-        task: mine
-        custom_dataset: !function utils.load
-        output_type: multiple_choice
-        doc_to_text: "{{text}}"
-        doc_to_choice: ["a", "b"]
-        doc_to_target: label
+    path = write_task(tmp_path / "tasks", MULTIPLE_CHOICE + """\
         metric_list:
           - metric: acc
         filter_list:
