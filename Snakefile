@@ -47,7 +47,7 @@ rule heatmaps:
 
 
 # One target rule per paper table and figure: `snakemake table4` (or its file, e.g.
-# results/tables/table4.md) runs only the jobs that table needs (headloc.plan says which).
+# results/tables/table4.md) runs only the jobs that table needs (headloc.workflow.plan says which).
 for _name, _spec in TABLES.items():
 
     rule:

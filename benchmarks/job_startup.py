@@ -130,7 +130,7 @@ def nested_imports(source: str) -> str:
     return "\n".join(seen)
 
 
-CONFIG_READERS = {"load_config", "head_geometry"}  # headloc.models: a model's config, no weights
+CONFIG_READERS = {"load_config", "head_geometry"}  # headloc.model.loading: a model's config, no weights
 
 
 def config_reads(source: str) -> str:

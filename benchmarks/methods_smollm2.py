@@ -5,7 +5,7 @@
 
 On the identification subset the workflow draws (``--docs`` documents, seed ``--seed``), it runs
 ``attribution`` and ``chg`` (hyperparameters from the flags; the paper's defaults are far beyond
-one CPU core: see the module docstring of headloc.chg), then the single-head ablations that judge
+one CPU core: see the module docstring of headloc.search.chg), then the single-head ablations that judge
 them: (1) each head's true effect on the same differentiable score (mean gold log-likelihood),
 one forward pass per head over the documents, several heads per pass; (2) one-shot greedy as the
 workflow runs it (271 masked evaluations of lm-eval's ``acc`` through MaskEvaluator). It prints
@@ -25,15 +25,15 @@ import numpy as np
 import torch
 from scipy.stats import spearmanr
 
-from headloc.attribution import attribution, rank_by_effect
-from headloc.chg import chg
-from headloc.data import build_docs, identification_subset, write_jsonl
-from headloc.evaluation import MaskEvaluator, TaskSpec
+from headloc.search.attribution import attribution, rank_by_effect
+from headloc.search.chg import chg
+from headloc.data.datasets import build_docs, identification_subset, write_jsonl
+from headloc.engine.evaluation import MaskEvaluator, TaskSpec
 from headloc.heads import HeadGeometry, head_name
-from headloc.masks import single_head_masks
-from headloc.models import load_model
-from headloc.recovery import SingleHeadRecovery
-from headloc.supervision import continuation_logprobs, make_batch, recovery_fields, task_examples
+from headloc.search.masks import single_head_masks
+from headloc.model.loading import load_model
+from headloc.search.recovery import SingleHeadRecovery
+from headloc.engine.supervision import continuation_logprobs, make_batch, recovery_fields, task_examples
 
 REPO = Path(__file__).resolve().parents[1]
 MODEL_DIRS = [REPO / "results" / "models" / "smollm2-135m", REPO / "results" / "test-cache" / "smollm2-135m-instruct"]
@@ -43,7 +43,7 @@ def model_dir() -> Path:
     for path in MODEL_DIRS:
         if (path / "config.json").is_file():
             return path
-    from headloc.models import convert_gguf, resolve_source
+    from headloc.model.loading import convert_gguf, resolve_source
 
     convert_gguf(resolve_source("smollm2-135m-instruct").location, str(MODEL_DIRS[-1]))
     return MODEL_DIRS[-1]

@@ -32,10 +32,10 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from headloc.config import validate_config
-from headloc.plan import Plan
+from headloc.workflow.config import validate_config
+from headloc.workflow.plan import Plan
 from headloc.report.efficiency import efficiency_points, smallest_budgets, with_search_fields
-from headloc.selection import model_universal_heads
+from headloc.workflow.selection import model_universal_heads
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIGS = [REPO / "config" / "methods.yaml", REPO / "config" / "continuous.yaml"]

@@ -80,7 +80,7 @@ def parse_args(argv=None):
 
 
 def model_dir(requested: Path | None) -> Path:
-    from headloc.models import check_checkpoint_dir, convert_gguf, resolve_source
+    from headloc.model.loading import check_checkpoint_dir, convert_gguf, resolve_source
 
     if requested is not None:
         check_checkpoint_dir(requested)
@@ -96,7 +96,7 @@ def model_dir(requested: Path | None) -> Path:
 
 
 def write_docs(task: str, n_docs: int, seed: int, folder: Path) -> Path:
-    from headloc.data import build_docs, write_jsonl
+    from headloc.data.datasets import build_docs, write_jsonl
 
     docs = build_docs("capitals")[:n_docs] if task == "capitals" else build_docs(task, n_docs=n_docs, seed=seed)
     path = folder / f"{task}.jsonl"
@@ -118,7 +118,7 @@ class TokenCounter:
 
 def zero_heads(model, mask) -> None:
     """The released code's ablation, as weights: the heads' input columns of o_proj set to zero."""
-    from headloc.ablation import HeadGeometry, hook_module_path
+    from headloc.model.ablation import HeadGeometry, hook_module_path
 
     n_heads = HeadGeometry.of(model.config).n_heads
     with torch.no_grad():
@@ -138,7 +138,8 @@ def run_released(location: Path, spec, masks, counter: TokenCounter) -> list[dic
     from lm_eval.models.huggingface import HFLM
     from lm_eval.tasks import TaskManager
 
-    from headloc.evaluation import TASKS_DIR, compact_sample
+    from headloc.data import TASKS_DIR
+    from headloc.engine.evaluation import compact_sample
 
     out = []
     for mask in masks:
@@ -159,7 +160,7 @@ def run_released(location: Path, spec, masks, counter: TokenCounter) -> list[dic
 
 def run_headloc(location: Path, spec, masks, counter: TokenCounter, *, batch_size, masks_per_pass):
     """(b) and (c): one load, then evaluate_masks; returns (results, setup seconds)."""
-    from headloc.evaluation import load_evaluator
+    from headloc.engine.evaluation import load_evaluator
 
     start = time.perf_counter()
     evaluator = load_evaluator(str(location), spec, batch_size=batch_size, masks_per_pass=masks_per_pass)
@@ -225,10 +226,10 @@ def main(argv=None) -> int:
         torch.set_num_threads(args.threads)
     from transformers import AutoModelForCausalLM
 
-    from headloc.ablation import HeadGeometry
-    from headloc.evaluation import TaskSpec
-    from headloc.masks import make_masks
-    from headloc.models import load_config
+    from headloc.model.ablation import HeadGeometry
+    from headloc.engine.evaluation import TaskSpec
+    from headloc.methods import make_masks
+    from headloc.model.loading import load_config
 
     location = model_dir(args.model_dir)
     config = load_config(str(location))

@@ -2,7 +2,7 @@ rule materialize_dataset:
     """Write a task's full documents to JSONL (a built-in dataset, or a copy of the task's own file),
     every document checked for the fields its task reads."""
     output:
-        "results/data/{task}/test.jsonl",
+        paths.DOCUMENTS,
     log:
         "results/logs/materialize_dataset/{task}.log",
     conda:
@@ -18,9 +18,9 @@ rule materialize_dataset:
 rule subset_dataset:
     """Draw the seeded identification subset the masks are scored on (paper: 100 documents)."""
     input:
-        "results/data/{task}/test.jsonl",
+        paths.DOCUMENTS,
     output:
-        "results/data/{task}/id_{n}_seed{seed}.jsonl",
+        paths.ID_SUBSET.replace("{ext}", "jsonl"),
     log:
         "results/logs/subset_dataset/{task}/id_{n}_seed{seed}.log",
     conda:
@@ -34,7 +34,7 @@ rule count_documents:
     json, csv, ...): how many there are, and the indices the full-data validation scores.
     """
     output:
-        "results/data/{task}/documents.json",
+        paths.DOCUMENT_INDICES,
     log:
         "results/logs/count_documents/{task}.log",
     conda:
@@ -50,9 +50,9 @@ rule count_documents:
 rule subset_documents:
     """Draw the seeded identification subset of a task that reads its own data, as document indices."""
     input:
-        "results/data/{task}/documents.json",
+        paths.DOCUMENT_INDICES,
     output:
-        "results/data/{task}/id_{n}_seed{seed}.json",
+        paths.ID_SUBSET.replace("{ext}", "json"),
     log:
         "results/logs/subset_documents/{task}/id_{n}_seed{seed}.log",
     conda:

@@ -1,7 +1,7 @@
 rule prepare_model:
     """Convert a GGUF model (the embedded demo model) once into a safetensors checkpoint folder."""
     output:
-        directory("results/models/{model}"),
+        directory(paths.MODEL_DIR),
     log:
         "results/logs/prepare_model/{model}.log",
     conda:
@@ -17,7 +17,7 @@ rule model_geometry:
     input:
         model=get_model_input,
     output:
-        "results/{model}/geometry.json",
+        paths.GEOMETRY,
     log:
         "results/logs/model_geometry/{model}.log",
     conda:

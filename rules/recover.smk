@@ -5,7 +5,7 @@ checkpoint recover_heads:
     input:
         unpack(get_recovery_input),
     output:
-        "results/{model}/{task}/{search}/recovery.json",
+        paths.RECOVERY,
     log:
         "results/logs/recover_heads/{model}/{task}/{search}.log",
     conda:
@@ -26,7 +26,7 @@ rule universal_heads:
     input:
         main_recovery_files,
     output:
-        "results/{model}/universal_heads.json",
+        paths.UNIVERSAL,
     log:
         "results/logs/universal_heads/{model}.log",
     conda:
@@ -43,10 +43,10 @@ rule score_top_heads:
     heads ablated."""
     input:
         model=get_model_input,
-        recovery="results/{model}/{task}/{search}/recovery.json",
+        recovery=paths.RECOVERY,
         docs=get_id_subset,
     output:
-        "results/{model}/{task}/{search}/id_topk.json",
+        paths.ID_TOPK,
     log:
         "results/logs/score_top_heads/{model}/{task}/{search}.log",
     benchmark:
@@ -74,7 +74,7 @@ rule choose_hyperparameters:
     input:
         get_tuning_points,
     output:
-        "results/{model}/{task}/tuning.json",
+        paths.TUNING,
     log:
         "results/logs/choose_hyperparameters/{model}/{task}.log",
     conda:

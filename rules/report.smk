@@ -10,7 +10,7 @@ localrules:
     plot_heatmap,
 
 
-# Collected tables live under results/runs/<config digest>/ (see headloc.plan): a changed config
+# Collected tables live under results/runs/<config digest>/ (see headloc.workflow.plan): a changed config
 # collects into a new folder, so no table is ever rendered from another config's collection.
 
 
@@ -32,9 +32,9 @@ rule collect_models:
     """Every model's head geometry in one table (paper Table 1)."""
     input:
         run=RUN_CONFIG,
-        models=expand("results/{model}/geometry.json", model=MODELS),
+        models=expand(paths.GEOMETRY, model=MODELS),
     output:
-        "results/runs/{digest}/models.tsv",
+        paths.COLLECTED.replace("{collection}", "models"),
     log:
         "results/logs/collect_models/{digest}.log",
     conda:
@@ -50,7 +50,7 @@ rule collect_recoveries:
         run=RUN_CONFIG,
         recoveries=get_collected_recoveries,
     output:
-        "results/runs/{digest}/{collection}.tsv",
+        paths.COLLECTED,
     log:
         "results/logs/collect_recoveries/{digest}/{collection}.log",
     wildcard_constraints:
@@ -59,7 +59,7 @@ rule collect_recoveries:
         "../envs/headloc.yaml"
     params:
         selection=PLAN.selection_options(),
-        collection=collection,
+        collection=lambda wildcards: wildcards.collection,
         main_method=PLAN.main_method,
     script:
         "../scripts/collect_recoveries.py"
@@ -74,7 +74,7 @@ rule collect_evals:
         recoveries=get_collected_recoveries,
         evals=get_collected_evals,
     output:
-        "results/runs/{digest}/{collection}.tsv",
+        paths.COLLECTED,
     log:
         "results/logs/collect_evals/{digest}/{collection}.log",
     wildcard_constraints:
@@ -85,7 +85,7 @@ rule collect_evals:
         "../envs/headloc.yaml"
     params:
         selection=PLAN.selection_options(),
-        collection=collection,
+        collection=lambda wildcards: wildcards.collection,
         main_method=PLAN.main_method,
         relative=PLAN.relative_tasks(),
     script:
@@ -96,9 +96,9 @@ rule collect_tuning:
     """Every tuning grid point (appendix A.1) in one table."""
     input:
         run=RUN_CONFIG,
-        points=tuning_files(),
+        points=expand(paths.TUNING, model=MODELS, task=list(PLAN.tuning)),
     output:
-        "results/runs/{digest}/tuning.tsv",
+        paths.COLLECTED.replace("{collection}", "tuning"),
     log:
         "results/logs/collect_tuning/{digest}.log",
     conda:
@@ -110,9 +110,9 @@ rule collect_tuning:
 rule publish_collected:
     """A copy of this config's collected table where users look for it (results/tables/)."""
     input:
-        get_published,
+        lambda wildcards: PLAN.collected_path(wildcards.name),
     output:
-        "results/tables/{name}.tsv",
+        paths.PUBLISHED,
     log:
         "results/logs/publish_collected/{name}.log",
     wildcard_constraints:
@@ -130,13 +130,13 @@ rule publish_collected:
 rule render_table:
     """Render one paper table as Markdown, CSV, LaTeX and HTML (the HTML is the report's view)."""
     input:
-        unpack(table_inputs),
+        unpack(lambda wildcards: report_inputs(TABLES[wildcards.table])),
     output:
-        md="results/tables/{table}.md",
-        csv="results/tables/{table}.csv",
-        tex="results/tables/{table}.tex",
+        md=paths.TABLE.replace("{ext}", "md"),
+        csv=paths.TABLE.replace("{ext}", "csv"),
+        tex=paths.TABLE.replace("{ext}", "tex"),
         html=report(
-            "results/tables/{table}.html",
+            paths.TABLE.replace("{ext}", "html"),
             caption="../report/table.rst",
             category="Tables",
             labels=lambda w: {"table": w.table, "shows": TABLES[w.table].about},
@@ -159,15 +159,15 @@ rule render_table:
 rule render_figure:
     """Render one paper figure as PNG and PDF."""
     input:
-        unpack(figure_inputs),
+        unpack(lambda wildcards: report_inputs(FIGURES[wildcards.figure])),
     output:
         png=report(
-            "results/figures/{figure}.png",
+            paths.FIGURE.replace("{ext}", "png"),
             caption="../report/figure.rst",
             category="Figures",
             labels=lambda w: {"figure": w.figure, "shows": FIGURES[w.figure].about},
         ),
-        pdf="results/figures/{figure}.pdf",
+        pdf=paths.FIGURE.replace("{ext}", "pdf"),
     log:
         "results/logs/render_figure/{figure}.log",
     wildcard_constraints:
@@ -184,10 +184,10 @@ rule render_figure:
 rule plot_heatmap:
     """One search's per-head effect as a layers x heads heatmap (headloc.report.heatmap)."""
     input:
-        "results/{model}/{task}/{search}/recovery.json",
+        paths.RECOVERY,
     output:
         report(
-            "results/{model}/{task}/{search}/heatmap.png",
+            paths.HEATMAP,
             caption="../report/heatmap.rst",
             category="Heatmaps",
             subcategory="{task}",

@@ -25,7 +25,7 @@ import os
 import re
 from pathlib import Path
 
-from headloc.models import resolve_source
+from headloc.model.loading import resolve_source
 
 EVAL_RUNTIME = 120  # minutes of the first attempt
 BASE_MEM_MB = 4000  # host memory without the model

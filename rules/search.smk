@@ -3,7 +3,7 @@ rule make_masks:
     input:
         model=get_model_input,
     output:
-        "results/{model}/{task}/{search}/masks.npy",
+        paths.MASKS,
     log:
         "results/logs/make_masks/{model}/{task}/{search}.log",
     conda:
@@ -20,11 +20,11 @@ rule score_masks:
     """Score one chunk of masks on the identification subset: one model load for many masks."""
     input:
         model=get_model_input,
-        masks="results/{model}/{task}/{search}/masks.npy",
+        masks=paths.MASKS,
         docs=get_id_subset,
     output:
-        scores="results/{model}/{task}/{search}/scores/{chunk}.tsv",
-        samples="results/{model}/{task}/{search}/scores/{chunk}.samples.jsonl",
+        scores=paths.SCORES,
+        samples=paths.SAMPLES,
     log:
         "results/logs/score_masks/{model}/{task}/{search}/{chunk}.log",
     benchmark:
@@ -54,13 +54,13 @@ rule gradient_search:
         model=get_model_input,
         docs=get_id_subset,
     output:
-        "results/{model}/{task}/{search}/gradient.json",
+        paths.GRADIENT,
     log:
         "results/logs/gradient_search/{model}/{task}/{search}.log",
     benchmark:
         "results/benchmarks/gradient_search/{model}/{task}/{search}.tsv"
     wildcard_constraints:
-        search=alternatives(gradient_search_ids()),
+        search=alternatives(PLAN.searches_of_kind("gradient")),
     conda:
         "../envs/headloc.yaml"
     threads: 1
@@ -75,7 +75,7 @@ rule gradient_search:
         task=validation_task_options,
         method=search_method,
         seed=SEARCH["seed"],
-        chg=chg_options,
+        options=method_options,
     script:
         "../scripts/gradient_search.py"
 
@@ -84,11 +84,11 @@ rule refine_masks:
     """cs_adaptive, stage 2: from stage 1's scores, masks over the heads still uncertain (none when
     stage 1's top k is settled)."""
     input:
-        masks="results/{model}/{task}/{search}/masks.npy",
+        masks=paths.MASKS,
         scores=get_chunk_scores,
     output:
-        masks="results/{model}/{task}/{search}/stage2/masks.npy",
-        plan="results/{model}/{task}/{search}/stage2/refinement.json",
+        masks=paths.STAGE2_MASKS,
+        plan=paths.REFINEMENT,
     log:
         "results/logs/refine_masks/{model}/{task}/{search}.log",
     conda:
@@ -106,11 +106,11 @@ rule refine_masks:
 use rule score_masks as score_stage2_masks with:
     input:
         model=get_model_input,
-        masks="results/{model}/{task}/{search}/stage2/masks.npy",
+        masks=paths.STAGE2_MASKS,
         docs=get_id_subset,
     output:
-        scores="results/{model}/{task}/{search}/stage2/scores/{chunk}.tsv",
-        samples="results/{model}/{task}/{search}/stage2/scores/{chunk}.samples.jsonl",
+        scores=paths.STAGE2_SCORES,
+        samples=paths.STAGE2_SAMPLES,
     log:
         "results/logs/score_masks/{model}/{task}/{search}/stage2/{chunk}.log",
     benchmark:
@@ -122,9 +122,9 @@ rule make_greedy_masks:
     input:
         model=get_model_input,
         previous=get_previous_choice,
-        universal=greedy_universal_masks,
+        universal=round_universal_heads,
     output:
-        "results/{model}/{task}/{search}/round{round}/masks.npy",
+        paths.ROUND_MASKS,
     log:
         "results/logs/make_greedy_masks/{model}/{task}/{search}/round{round}.log",
     conda:
@@ -138,11 +138,11 @@ rule make_greedy_masks:
 use rule score_masks as score_greedy_masks with:
     input:
         model=get_model_input,
-        masks="results/{model}/{task}/{search}/round{round}/masks.npy",
+        masks=paths.ROUND_MASKS,
         docs=get_id_subset,
     output:
-        scores="results/{model}/{task}/{search}/round{round}/scores/{chunk}.tsv",
-        samples="results/{model}/{task}/{search}/round{round}/scores/{chunk}.samples.jsonl",
+        scores=paths.ROUND_SCORES,
+        samples=paths.ROUND_SAMPLES,
     log:
         "results/logs/score_masks/{model}/{task}/{search}/round{round}/{chunk}.log",
     benchmark:
@@ -152,12 +152,12 @@ use rule score_masks as score_greedy_masks with:
 rule choose_greedy_head:
     """Keep the head whose addition lowers the score most in greedy round r."""
     input:
-        masks="results/{model}/{task}/{search}/round{round}/masks.npy",
-        scores=get_greedy_round_scores,
+        masks=paths.ROUND_MASKS,
+        scores=get_round_scores,
         previous=get_previous_choice,
-        universal=greedy_universal,
+        universal=universal_heads,
     output:
-        "results/{model}/{task}/{search}/round{round}/chosen.json",
+        paths.CHOSEN,
     log:
         "results/logs/choose_greedy_head/{model}/{task}/{search}/round{round}.log",
     conda:

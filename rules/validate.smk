@@ -3,9 +3,9 @@ rule validate_headset:
     one model load for all tasks, one result file per task."""
     input:
         model=get_model_input,
-        docs=[full_documents(task) for task in TASKS],
+        docs=[TASK_FACTS.full_documents(task) for task in TASKS],
     output:
-        expand("results/{{model}}/evals/{task}/{{headset}}.json", task=TASKS),
+        expand(paths.EVAL, task=TASKS, allow_missing=True),
     log:
         "results/logs/validate_headset/{model}/{headset}.log",
     benchmark:

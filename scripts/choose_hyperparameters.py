@@ -1,7 +1,7 @@
 """Choose the grid point whose top heads degrade the task most (rule choose_hyperparameters)."""
 
 from headloc.io import log_to_file, read_json, write_json
-from headloc.plan import choose_tuning_point
+from headloc.workflow.plan import choose_tuning_point
 
 log = log_to_file(snakemake.log[0])
 points = [read_json(path) for path in snakemake.input]

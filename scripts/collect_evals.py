@@ -1,8 +1,8 @@
 """The evaluations behind one group of tables, as tidy rows (rule collect_evals)."""
 
 from headloc.io import log_to_file, read_json, write_table
-from headloc.plan import collection_selections
-from headloc.results import evals_frame
+from headloc.workflow.plan import collection_selections
+from headloc.workflow.results import evals_frame
 
 log = log_to_file(snakemake.log[0])
 recoveries = [read_json(path) for path in snakemake.input.recoveries]

@@ -3,7 +3,7 @@
 import pandas as pd
 
 from headloc.io import log_to_file, read_json, write_table
-from headloc.results import MODELS_FRAME_COLUMNS
+from headloc.workflow.results import MODELS_FRAME_COLUMNS
 
 log = log_to_file(snakemake.log[0])
 frame = pd.DataFrame([read_json(path) for path in snakemake.input.models], columns=MODELS_FRAME_COLUMNS)

@@ -1,8 +1,8 @@
 """Every search's reported heads in one table (rule collect_recoveries)."""
 
 from headloc.io import log_to_file, read_json, write_table
-from headloc.plan import collection_selections
-from headloc.results import recoveries_frame
+from headloc.workflow.plan import collection_selections
+from headloc.workflow.results import recoveries_frame
 
 log = log_to_file(snakemake.log[0])
 recoveries = [read_json(path) for path in snakemake.input.recoveries]

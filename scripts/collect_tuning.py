@@ -3,7 +3,7 @@
 import pandas as pd
 
 from headloc.io import log_to_file, read_json, write_table
-from headloc.results import TUNING_FRAME_COLUMNS
+from headloc.workflow.results import TUNING_FRAME_COLUMNS
 
 log = log_to_file(snakemake.log[0])
 rows = [point for path in snakemake.input.points for point in read_json(path)["points"]]

@@ -5,9 +5,9 @@ documents it evaluates, and writes the indices the full-data validation scores (
 ``n_docs``, or all).
 """
 
-from headloc.evaluation import TaskSpec, count_documents
+from headloc.engine.evaluation import TaskSpec, count_documents
 from headloc.io import log_to_file, write_json
-from headloc.portable import include_path, located
+from headloc.workflow.portable import include_path, located
 
 log = log_to_file(snakemake.log[0])
 task = TaskSpec(**located(snakemake.params.task, snakemake.config))

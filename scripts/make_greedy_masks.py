@@ -1,9 +1,9 @@
 """The masks of one greedy round (rule make_greedy_masks)."""
 
-from headloc import greedy
+from headloc.search import greedy
 from headloc.heads import head_index
 from headloc.io import log_to_file, read_json, save_npy
-from headloc.models import head_geometry
+from headloc.model.loading import head_geometry
 
 log = log_to_file(snakemake.log[0])
 geometry = head_geometry(snakemake.params.location)

@@ -1,8 +1,8 @@
 """Build the measurement matrix of one search (rule make_masks)."""
 
 from headloc.io import log_to_file, save_npy
-from headloc.masks import make_masks
-from headloc.models import head_geometry
+from headloc.methods import make_masks
+from headloc.model.loading import head_geometry
 
 log = log_to_file(snakemake.log[0])
 geometry = head_geometry(snakemake.params.location)

@@ -4,10 +4,10 @@ Every kept document is checked for the fields its task's templates read before a
 written, so a bad file fails here, naming the file, the line and the field, and leaves no copy.
 """
 
-from headloc.data import build_docs, read_jsonl_numbered, write_jsonl
-from headloc.documents import check_documents, load_task_yaml, required_fields, task_yaml
+from headloc.data.datasets import build_docs, read_jsonl_numbered, write_jsonl
+from headloc.data.documents import check_documents, load_task_yaml, required_fields, task_yaml
 from headloc.io import log_to_file
-from headloc.portable import lookup_folders, mirror
+from headloc.workflow.portable import lookup_folders, mirror
 
 log = log_to_file(snakemake.log[0])
 options = snakemake.params.options

@@ -2,7 +2,7 @@
 
 from headloc.heads import HeadGeometry
 from headloc.io import log_to_file, write_json
-from headloc.models import load_config
+from headloc.model.loading import load_config
 
 log = log_to_file(snakemake.log[0])
 config = load_config(snakemake.params.location)

@@ -1,8 +1,8 @@
 """Convert a GGUF model into a checkpoint folder (rule prepare_model)."""
 
 from headloc.io import log_to_file
-from headloc.models import convert_gguf
-from headloc.portable import gguf_location
+from headloc.model.loading import convert_gguf
+from headloc.workflow.portable import gguf_location
 
 log = log_to_file(snakemake.log[0])
 # params.source is the model's identity (no path); the GGUF is found in this checkout's environment

@@ -1,12 +1,12 @@
 """cs_adaptive's stage 2 (rule refine_masks): fit stage 1, stop if its top k is settled, else design
-masks over the uncertain candidates (headloc.adaptive)."""
+masks over the uncertain candidates (headloc.search.adaptive)."""
 
 import numpy as np
 
-from headloc.adaptive import refine, stage_sizes
+from headloc.search.adaptive import refine, stage_sizes
 from headloc.heads import head_name
 from headloc.io import log_to_file, read_scores, save_npy, write_json
-from headloc.models import head_geometry
+from headloc.model.loading import head_geometry
 
 log = log_to_file(snakemake.log[0])
 p = snakemake.params

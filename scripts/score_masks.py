@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from headloc.evaluation import TaskSpec, load_evaluator
-from headloc.portable import include_path, located
+from headloc.engine.evaluation import TaskSpec, load_evaluator
+from headloc.workflow.portable import include_path, located
 from headloc.io import log_to_file, write_table, write_text
 
 log = log_to_file(snakemake.log[0])

@@ -3,11 +3,11 @@
 import numpy as np
 import torch
 
-from headloc.evaluation import TaskSpec, load_evaluator
+from headloc.engine.evaluation import TaskSpec, load_evaluator
 from headloc.heads import HeadGeometry, headset_mask
-from headloc.portable import include_path, located
+from headloc.workflow.portable import include_path, located
 from headloc.io import log_to_file, read_json, write_json
-from headloc.results import display_score
+from headloc.workflow.results import display_score
 
 log = log_to_file(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)

@@ -1,6 +1,6 @@
 """Draw the seeded identification subset (rule subset_dataset)."""
 
-from headloc.data import identification_subset, read_jsonl, write_jsonl
+from headloc.data.datasets import identification_subset, read_jsonl, write_jsonl
 from headloc.io import log_to_file
 
 log = log_to_file(snakemake.log[0])

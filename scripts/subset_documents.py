@@ -1,6 +1,6 @@
 """Draw the seeded identification subset of a task's own documents, as indices (rule subset_documents)."""
 
-from headloc.data import identification_subset
+from headloc.data.datasets import identification_subset
 from headloc.io import log_to_file, read_json, write_json
 
 log = log_to_file(snakemake.log[0])

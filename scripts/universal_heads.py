@@ -2,7 +2,7 @@
 headloc.selection."""
 
 from headloc.io import log_to_file, read_json, write_json
-from headloc.selection import model_universal_heads
+from headloc.workflow.selection import model_universal_heads
 
 log = log_to_file(snakemake.log[0])
 model = snakemake.wildcards.model

@@ -2,11 +2,11 @@
 
 import torch
 
-from headloc.evaluation import MaskEvaluator, TaskSpec
+from headloc.engine.evaluation import MaskEvaluator, TaskSpec
 from headloc.heads import HeadGeometry, headset_mask, parse_headset
 from headloc.io import log_to_file, write_json
-from headloc.models import load_model
-from headloc.portable import include_path, located
+from headloc.model.loading import load_model
+from headloc.workflow.portable import include_path, located
 
 log = log_to_file(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)

@@ -61,7 +61,7 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="session")
 def smollm2_dir() -> Path:
     """The embedded SmolLM2-135M-Instruct as an ordinary checkpoint folder."""
-    from headloc.models import convert_gguf, resolve_source
+    from headloc.model.loading import convert_gguf, resolve_source
 
     out = CACHE / "smollm2-135m-instruct"
     CACHE.mkdir(parents=True, exist_ok=True)

@@ -17,8 +17,8 @@ import functools
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from headloc.ablation import ablate_heads, hook_module_path
-from headloc.supervision import Example
+from headloc.model.ablation import ablate_heads, hook_module_path
+from headloc.engine.supervision import Example
 
 VOCAB, LENGTH, FIRST_TOKEN = 24, 6, 3
 N_LAYERS, N_HEADS = 2, 4
@@ -92,7 +92,7 @@ def weakened(model, scale: float):
 def reference_score(model, examples, gate=None) -> float:
     """Mean gold-continuation log-likelihood, one unpadded document at a time with full logits.
 
-    Independent of headloc.supervision's batching, padding and logits_to_keep.
+    Independent of headloc.engine.supervision's batching, padding and logits_to_keep.
     """
     total = 0.0
     for example in examples:

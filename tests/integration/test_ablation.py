@@ -7,7 +7,7 @@ import pytest
 import torch
 import transformers as tf
 
-from headloc.ablation import HOOK_MODULES, HeadGeometry, ablate_heads, masks_to_gate
+from headloc.model.ablation import HOOK_MODULES, HeadGeometry, ablate_heads, masks_to_gate
 
 VOCAB = 101
 SMALL = dict(vocab_size=VOCAB, num_hidden_layers=3, num_attention_heads=4, max_position_embeddings=128)

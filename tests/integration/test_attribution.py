@@ -9,10 +9,10 @@ from planted import PLANTED, flat, planted_examples, planted_model, reference_sc
 from scipy.stats import spearmanr
 from transformers import GPT2Config, GPT2LMHeadModel
 
-from headloc.ablation import ablate_heads
-from headloc.attribution import attribution
+from headloc.model.ablation import ablate_heads
+from headloc.search.attribution import attribution
 from headloc.heads import head_name
-from headloc.supervision import Example, recovery_fields
+from headloc.engine.supervision import Example, recovery_fields
 
 
 def random_gpt2(layers=2, heads=4, vocab=50):

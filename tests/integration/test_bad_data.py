@@ -6,9 +6,9 @@ import pytest
 import yaml
 
 from conftest import REPO, SHARED_DATA, snakemake
-from headloc.config import check_config, validate_config
-from headloc.data import identification_subset, read_jsonl
-from headloc.models import resolve_source
+from headloc.workflow.config import check_config, validate_config
+from headloc.data.datasets import identification_subset, read_jsonl
+from headloc.model.loading import resolve_source
 
 
 def test_missing_dataset_file(tmp_path):
@@ -58,7 +58,7 @@ def test_model_directory_without_weights(tmp_path, tiny_model_dir):
 
 
 def test_chat_task_with_a_tokenizer_without_chat_template(tmp_path, tiny_model_dir):
-    from headloc.evaluation import TaskSpec, load_evaluator
+    from headloc.engine.evaluation import TaskSpec, load_evaluator
 
     model = tmp_path / "model"
     shutil.copytree(tiny_model_dir, model)

@@ -7,9 +7,9 @@ import pytest
 import torch
 from planted import N_HEADS, N_LAYERS, PLANTED, flat, planted_examples, planted_model
 
-from headloc.chg import chg, mean_pairwise_spearman, rank_by_facilitation
+from headloc.search.chg import chg, mean_pairwise_spearman, rank_by_facilitation
 from headloc.heads import head_name
-from headloc.supervision import continuation_logprobs, make_batch, recovery_fields
+from headloc.engine.supervision import continuation_logprobs, make_batch, recovery_fields
 
 FAST = dict(init_steps=60, fit_steps=60, eval_every=10, patience=3)
 

@@ -7,8 +7,8 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-from headloc.data import build_docs, write_jsonl
-from headloc.evaluation import MaskEvaluator, TaskSpec
+from headloc.data.datasets import build_docs, write_jsonl
+from headloc.engine.evaluation import MaskEvaluator, TaskSpec
 
 
 @pytest.fixture(scope="module")

@@ -7,9 +7,11 @@ import pytest
 from transformers import AutoModelForCausalLM
 
 from conftest import zeroed_copy
-from headloc.ablation import HeadGeometry
-from headloc.data import build_docs, write_jsonl
-from headloc.evaluation import TASKS_DIR, AblatedLM, MaskEvaluator, TaskSpec, compact_sample
+from headloc.model.ablation import HeadGeometry
+from headloc.data.datasets import build_docs, write_jsonl
+from headloc.data import TASKS_DIR
+from headloc.engine.evaluation import MaskEvaluator, TaskSpec, compact_sample
+from headloc.engine.lm import AblatedLM
 from headloc.heads import headset_mask
 
 
@@ -107,7 +109,7 @@ def test_every_mask_sees_the_same_few_shot_examples(tiny_model_dir, tmp_path):
     """lm-eval draws few-shot examples from one random stream per task; without re-seeding, the
     second evaluation of GSM8K's 5-shot prompt would show other examples than the first."""
     from conftest import SHARED_DATA
-    from headloc.models import load_model
+    from headloc.model.loading import load_model
 
     write_jsonl(build_docs("gsm8k", n_docs=2, mirror=SHARED_DATA), tmp_path / "gsm8k.jsonl")
     task = TaskSpec("headloc_gsm8k", metric="exact_match,strict-match",

@@ -1,5 +1,5 @@
 """The contract of ``MaskEvaluator.evaluate_masks``, on both of its paths: one mask at a time
-(``masks_per_pass=1``, the plain seam) and masks sharing forward passes (``headloc.grouped``).
+(``masks_per_pass=1``, the plain seam) and masks sharing forward passes (``headloc.engine.grouped``).
 
 Every mask's result equals an independent reference: a copy of the model whose ablated heads'
 output-projection columns are zeroed, scored by lm-eval without any gate. Real lm-eval, real models.
@@ -16,10 +16,11 @@ from lm_eval.api.instance import Instance
 from transformers import AutoModelForCausalLM
 
 from conftest import zeroed_copy
-from headloc import grouped as engine
-from headloc.ablation import HeadGeometry, masks_to_gate
-from headloc.data import build_docs, write_jsonl
-from headloc.evaluation import AblatedLM, MaskEvaluator, TaskSpec, load_evaluator
+from headloc.engine import grouped as engine
+from headloc.model.ablation import HeadGeometry, masks_to_gate
+from headloc.data.datasets import build_docs, write_jsonl
+from headloc.engine.evaluation import MaskEvaluator, TaskSpec, load_evaluator
+from headloc.engine.lm import AblatedLM
 
 PLAIN = pytest.param(1, id="plain")
 
@@ -293,7 +294,7 @@ def test_replay_refuses_different_requests(model, tokenizer, data):
 
 @pytest.fixture(scope="module")
 def smollm2(smollm2_dir):
-    from headloc.models import load_model
+    from headloc.model.loading import load_model
 
     return load_model(str(smollm2_dir))
 
@@ -301,7 +302,7 @@ def smollm2(smollm2_dir):
 @pytest.mark.slow
 @pytest.mark.parametrize("task", ["ioi", "capitals"])
 def test_smollm2_groups_equal_one_mask_at_a_time(smollm2, data, task):
-    from headloc.masks import make_masks
+    from headloc.methods import make_masks
 
     single = MaskEvaluator(*smollm2, spec(task, data), batch_size=8)
     grouped = MaskEvaluator(*smollm2, spec(task, data), batch_size=8, masks_per_pass=3)

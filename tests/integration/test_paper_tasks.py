@@ -23,8 +23,8 @@ from lm_eval.evaluator import evaluate  # noqa: E402
 from lm_eval.tasks import TaskManager  # noqa: E402
 from lm_eval.tasks._yaml_loader import load_yaml  # noqa: E402
 
-from headloc.data import write_jsonl  # noqa: E402
-from headloc.paper_data import ARITHMETIC_SUBSETS, PAPER_DATASETS, load_docs, normalize  # noqa: E402
+from headloc.data.datasets import write_jsonl  # noqa: E402
+from headloc.data.paper_data import ARITHMETIC_SUBSETS, PAPER_DATASETS, load_docs, normalize  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 TASKS_DIR = REPO / "src" / "headloc" / "tasks"
@@ -66,9 +66,9 @@ def tiny_lm(tiny_model_dir):
 @pytest.fixture
 def sandbox():
     """The real sandbox every model-written program runs in."""
-    import headloc.sandbox
+    import headloc.data.sandbox
 
-    return headloc.sandbox
+    return headloc.data.sandbox
 
 
 def jsonl(path: Path, rows) -> str:

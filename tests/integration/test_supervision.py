@@ -6,9 +6,9 @@ from lm_eval.api.instance import Instance
 from lm_eval.models.huggingface import HFLM
 from transformers import AutoModelForCausalLM
 
-from headloc.ablation import ablate_heads
-from headloc.evaluation import TaskSpec, load_task
-from headloc.supervision import continuation_logprobs, make_batch, task_examples
+from headloc.model.ablation import ablate_heads
+from headloc.engine.evaluation import TaskSpec, load_task
+from headloc.engine.supervision import continuation_logprobs, make_batch, task_examples
 
 
 def lm_eval_docs(name):

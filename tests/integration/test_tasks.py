@@ -19,7 +19,7 @@ pytest.importorskip("lm_eval")
 from lm_eval.evaluator import evaluate  # noqa: E402
 from lm_eval.tasks import TaskManager  # noqa: E402
 
-from headloc.data import BUILTIN_DATASETS, build_docs, write_jsonl  # noqa: E402
+from headloc.data.datasets import BUILTIN_DATASETS, build_docs, write_jsonl  # noqa: E402
 
 TASKS_DIR = Path(__file__).resolve().parents[2] / "src" / "headloc" / "tasks"
 PROFANITY_CSV = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "profanity" / "profanity_en.csv"

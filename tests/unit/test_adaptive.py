@@ -1,11 +1,12 @@
-"""Two-stage compressed sensing (headloc.adaptive) on planted models whose top heads are known."""
+"""Two-stage compressed sensing (headloc.search.adaptive) on planted models whose top heads are known."""
 
 import numpy as np
 import pytest
 
-from headloc.adaptive import refine, stage1_masks, stage_sizes
-from headloc.masks import make_masks, stratified_masks
-from headloc.recovery import LassoRecovery
+from headloc.search.adaptive import refine, stage1_masks, stage_sizes
+from headloc.methods import make_masks
+from headloc.search.masks import stratified_masks
+from headloc.search.recovery import LassoRecovery
 
 N, K = 270, 5  # SmolLM2's heads, the paper's top k
 

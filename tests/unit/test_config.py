@@ -1,4 +1,4 @@
-"""headloc.config: schema errors worded by key path, cross-key rules, offline model geometry."""
+"""headloc.workflow.config: schema errors worded by key path, cross-key rules, offline model geometry."""
 
 import copy
 import json
@@ -8,9 +8,9 @@ import pytest
 import yaml
 
 from conftest import REPO
-from headloc.config import check_config, expected, lm_eval_tasks, model_geometries, validate_config
+from headloc.workflow.config import check_config, expected, lm_eval_tasks, model_geometries, validate_config
 from headloc.heads import HeadGeometry as Geometry
-from headloc.models import read_gguf_metadata, resolve_source, source_geometry
+from headloc.model.loading import read_gguf_metadata, resolve_source, source_geometry
 
 SCHEMA = REPO / "config/schema.yaml"
 DEMO = yaml.safe_load((REPO / "config/demo.yaml").read_text())

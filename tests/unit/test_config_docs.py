@@ -93,7 +93,7 @@ def test_shipped_configs_are_valid(config, monkeypatch):
     its relative paths read from the checkout as in `snakemake --configfile config/<name>`. Hub models
     not in the local cache (config.yaml's) have no known geometry offline: their head checks wait
     for their jobs, as in the workflow."""
-    from headloc.config import check_workflow_config
+    from headloc.workflow.config import check_workflow_config
 
     monkeypatch.chdir(REPO)
     check_workflow_config(yaml.safe_load((REPO / "config" / config).read_text()), REPO / "config/schema.yaml")

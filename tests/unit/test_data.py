@@ -1,4 +1,4 @@
-"""headloc.data: dataset builders, JSONL I/O, identification subsets and the scoring rules."""
+"""headloc.data.datasets: dataset builders, JSONL I/O, identification subsets and the scoring rules."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from headloc.data import (
+from headloc.data.datasets import (
     BUILTIN_DATASETS,
     DATASETS,
     DEFAULT_N_DOCS,
@@ -259,7 +259,7 @@ def test_load_profanity_local_csv_skips_phrases(tmp_path):
 def test_hub_profanity_offline_says_what_to_do(tmp_path):
     """Offline with an empty Hugging Face cache, the hub list cannot load: the error says what to pass."""
     env = {**os.environ, "HF_HOME": str(tmp_path), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    result = subprocess.run([sys.executable, "-c", "from headloc.data import load_profanity; load_profanity()"],
+    result = subprocess.run([sys.executable, "-c", "from headloc.data.datasets import load_profanity; load_profanity()"],
                             env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 1
     assert "\nRuntimeError: could not load the profanity list 'mmathys/profanity' from the Hugging Face Hub" in result.stderr

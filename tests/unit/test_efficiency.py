@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from headloc.config import validate_config
-from headloc.plan import Plan
+from headloc.workflow.config import validate_config
+from headloc.workflow.plan import Plan
 from headloc.report.efficiency import efficiency_points, search_fields, smallest_budgets, with_search_fields
 
 SCHEMA = Path(__file__).resolve().parents[2] / "config" / "schema.yaml"

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from headloc import greedy
+from headloc.search import greedy
 
 
 def run_greedy(score_of, n_heads, k, exclude=()):

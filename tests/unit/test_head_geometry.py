@@ -1,4 +1,4 @@
-"""headloc.models.head_geometry: the jobs' head geometry without torch, the same as transformers'."""
+"""headloc.model.loading.head_geometry: the jobs' head geometry without torch, the same as transformers'."""
 
 import json
 import subprocess
@@ -6,9 +6,9 @@ import sys
 
 import pytest
 
-from headloc import models
+from headloc.model import loading as models
 from headloc.heads import HeadGeometry
-from headloc.models import head_geometry, load_config
+from headloc.model.loading import head_geometry, load_config
 
 
 def tiny_configs():
@@ -47,7 +47,7 @@ def test_a_plain_folder_is_read_without_transformers(saved_configs, name, monkey
     expected = HeadGeometry.of(load_config(str(saved_configs[name])))
     monkeypatch.setattr(models, "load_config", lambda *a, **k: pytest.fail("went through AutoConfig"))
     assert head_geometry(str(saved_configs[name])) == expected
-    code = ("import sys; from headloc.models import head_geometry; "
+    code = ("import sys; from headloc.model.loading import head_geometry; "
             f"print(head_geometry({str(saved_configs[name])!r})); print('torch' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split("\n")[1] == "False"

@@ -6,7 +6,7 @@ from matplotlib.colors import TwoSlopeNorm
 from PIL import Image
 
 from headloc.report.heatmap import (
-    VALUE_LABELS,
+    value_label,
     figure_size,
     head_grid,
     heatmap_figure,
@@ -94,7 +94,7 @@ def test_title_and_labels_name_what_is_shown():
         assert part in title
     ax, bar = fig.axes
     assert ax.get_xlabel() == "head" and ax.get_ylabel() == "layer"
-    assert bar.get_ylabel() == VALUE_LABELS["greedy"] == "score change when added (greedy round)"
+    assert bar.get_ylabel() == value_label("greedy") == "score change when added (greedy round)"
 
 
 def test_top_k_probability_of_each_outlined_head_in_the_title():

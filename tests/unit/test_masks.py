@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
 
-from headloc.masks import make_masks, single_head_masks
+from headloc.methods import make_masks
+from headloc.search.masks import single_head_masks
 
 
 @pytest.mark.parametrize("n_heads,n_masks,sparsity", [(270, 100, 0.05), (1024, 200, 0.01), (50, 37, 0.3), (16, 9, 0.5)])
@@ -45,7 +46,7 @@ def test_single_head_masks():
 
 
 @pytest.mark.parametrize("kwargs,message", [
-    (dict(method="cs_magic", sparsity=0.1), "unknown mask method 'cs_magic'"),
+    (dict(method="cs_magic", sparsity=0.1), "unknown search method 'cs_magic'"),
     (dict(method="cs_stratified", sparsity=0.0), r"sparsity must lie in \(0, 1\)"),
     (dict(method="cs_bernoulli", sparsity=1.5), r"sparsity must lie in \(0, 1\)"),
 ])

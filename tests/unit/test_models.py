@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from headloc.models import check_checkpoint_dir, resolve_source
+from headloc.model.loading import check_checkpoint_dir, resolve_source
 
 
 def test_embedded_model_is_a_packaged_gguf():
@@ -48,8 +48,8 @@ def test_converted_gguf_is_an_ordinary_checkpoint(smollm2_dir):
 
 
 def test_a_truncated_gguf_is_named_before_any_job(tmp_path):
-    from headloc.config import model_geometries
-    from headloc.models import check_gguf, resolve_source
+    from headloc.workflow.config import model_geometries
+    from headloc.model.loading import check_gguf, resolve_source
 
     whole = resolve_source("smollm2-135m-instruct").location
     check_gguf(whole)  # the shipped file is complete

@@ -1,4 +1,4 @@
-"""headloc.paper_data: the paper's datasets from the offline mirror (../shared/data)."""
+"""headloc.data.paper_data: the paper's datasets from the offline mirror (../shared/data)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from headloc.paper_data import (
+from headloc.data.paper_data import (
     ARITHMETIC_SUBSETS,
     FIELDS,
     PAPER_DATASETS,

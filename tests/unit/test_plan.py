@@ -1,4 +1,4 @@
-"""The experiment plan (headloc.plan) and the task/document checks (headloc.documents)."""
+"""The experiment plan (headloc.workflow.plan) and the task/document checks (headloc.data.documents)."""
 
 import copy
 import inspect
@@ -8,11 +8,12 @@ import pytest
 import yaml
 
 from conftest import REPO
-from headloc.chg import chg
-from headloc.config import TASKS_DIR, check_config, validate_config
-from headloc.data import build_docs, read_jsonl_numbered
-from headloc.documents import check_documents, load_task_yaml, required_fields, task_files, task_yaml
-from headloc.plan import COLLECTIONS, Plan, choose_tuning_point, config_digest, in_collection, target_table
+from headloc.search.chg import chg
+from headloc.workflow.config import TASKS_DIR, check_config, validate_config
+from headloc.data.datasets import build_docs, read_jsonl_numbered
+from headloc.data.documents import check_documents, load_task_yaml, required_fields, task_files, task_yaml
+from headloc.report import target_table
+from headloc.workflow.plan import COLLECTIONS, Plan, choose_tuning_point, config_digest, in_collection
 
 
 def validated(path_or_config):
@@ -45,11 +46,12 @@ def test_gradient_methods_search_ids():
     config["search"]["methods"] = ["cs_stratified", "attribution", "chg"]
     config["tasks"]["capitals"]["id_docs"] = 12
     plan = Plan(config)
-    # the schema's chg defaults are headloc.chg's: 4 seed rows, lambda 0.1, 500 updates per fit
+    # the schema's chg defaults are headloc.search.chg's: 4 seed rows, lambda 0.1, 500 updates per fit
     assert config["chg"] == {"seeds": 4, "lam": 0.1, "steps": 500}
     defaults = {k: v.default for k, v in inspect.signature(chg).parameters.items()}
     assert (len(defaults["seeds"]), defaults["lam"], defaults["init_steps"], defaults["fit_steps"]) == (4, 0.1, 500, 500)
-    assert Plan({**config, "chg": {}}).chg_options() == config["chg"]
+    assert Plan({**config, "chg": {}}).method_options("chg") == config["chg"]
+    assert plan.method_options("cs_stratified") == {}
     assert list(plan.searches["ioi"]) == ["cs_stratified_m100_p0.05_n20_s0", "attribution_n20_s0",
                                           "chg_x4_l0.1_t500_n20_s0"]
     assert list(plan.searches["capitals"])[1:] == ["attribution_n12_s0", "chg_x4_l0.1_t500_n12_s0"]
@@ -218,7 +220,7 @@ def test_good_documents_pass(tmp_path):
 
 
 def test_docs_target_table_is_the_registry():
-    """docs/targets.md shows headloc.plan.target_table() verbatim (regenerate it from there)."""
+    """docs/targets.md shows headloc.report.target_table() verbatim (regenerate it from there)."""
     assert target_table() in (REPO / "docs/targets.md").read_text()
     assert target_table().count("\n") == 2 + 11 + 5  # header, 11 tables, 5 figures
 

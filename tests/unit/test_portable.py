@@ -1,9 +1,9 @@
-"""headloc.portable: the keys that decide re-runs hold content, never the checkout's path."""
+"""headloc.workflow.portable: the keys that decide re-runs hold content, never the checkout's path."""
 
 from pathlib import Path
 
-from headloc.models import resolve_source
-from headloc.portable import checkout_relative, files_digest, located, source_identity
+from headloc.model.loading import resolve_source
+from headloc.workflow.portable import checkout_relative, files_digest, located, source_identity
 
 
 def write(root: Path, name: str, text: str) -> Path:

@@ -3,8 +3,8 @@ import pytest
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from headloc.masks import make_masks
-from headloc.recovery import LassoRecovery, SingleHeadRecovery, marginal_effects, recovery_for
+from headloc.methods import make_masks
+from headloc.search.recovery import LassoRecovery, SingleHeadRecovery, marginal_effects
 
 N_HEADS = 270  # SmolLM2's 30 x 9
 
@@ -72,8 +72,7 @@ def test_marginal_effects_by_hand():
 def test_single_head_recovery_is_the_drop_from_baseline():
     phi = np.vstack([np.zeros((1, 4)), np.eye(4)])
     y = np.array([0.9, 0.8, 0.2, 0.9, 0.5])
-    fit = recovery_for("greedy1s").fit(phi, y)
-    assert isinstance(fit, SingleHeadRecovery)
+    fit = SingleHeadRecovery().fit(phi, y)
     np.testing.assert_allclose(fit.coef_, [-0.1, -0.7, 0.0, -0.4])
     assert fit.top_k(2).tolist() == [1, 3] and fit.n_evals_ == 5
     with pytest.raises(ValueError, match="zero row followed by the identity"):
@@ -97,7 +96,7 @@ def test_follows_the_scikit_learn_estimator_contract(estimator, check):
 
 
 def test_top_k_probability_separates_settled_from_unsettled_heads():
-    from headloc.recovery import top_k_probability
+    from headloc.search.recovery import top_k_probability
 
     rng = np.random.default_rng(1)
     phi = (rng.random((120, 40)) < 0.1).astype(int)

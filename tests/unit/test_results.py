@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from headloc.results import display_score, evals_frame, recoveries_frame, selections
+from headloc.workflow.results import display_score, evals_frame, recoveries_frame, selections
 
 RECOVERY = {"model": "m", "task": "ioi", "method": "cs_stratified", "search": "s1",
             "top_heads": ["L3H1", "L0H2"], "ranking": ["L3H1", "L0H2", "L1H1", "L2H2"],
@@ -89,9 +89,9 @@ def test_recoveries_frame_without_selection_keeps_recovered_top():
 
 
 def test_collected_tables_have_what_the_report_needs():
-    """The columns each collect script writes (headloc.results) cover what the report reads."""
+    """The columns each collect script writes (headloc.workflow.results) cover what the report reads."""
     from headloc.report import frames
-    from headloc.results import (EVALS_FRAME_COLUMNS, MODELS_FRAME_COLUMNS, RECOVERIES_FRAME_COLUMNS,
+    from headloc.workflow.results import (EVALS_FRAME_COLUMNS, MODELS_FRAME_COLUMNS, RECOVERIES_FRAME_COLUMNS,
                                  TUNING_FRAME_COLUMNS)
 
     frame = evals_frame([TASK], EVALS, relative_tasks=["swear"], capabilities=CAPS)

@@ -1,4 +1,4 @@
-"""headloc.sandbox: hostile programs are contained and scored as failures; honest ones pass."""
+"""headloc.data.sandbox: hostile programs are contained and scored as failures; honest ones pass."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from headloc.sandbox import BLOCKED_EXIT, OUTPUT_CHARS, ProgramResult, run_program
+from headloc.data.sandbox import BLOCKED_EXIT, OUTPUT_CHARS, ProgramResult, run_program
 
 
 def failed(result: ProgramResult) -> ProgramResult:

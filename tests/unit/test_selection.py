@@ -1,6 +1,6 @@
 """Universal, task-specific and knowledge heads from rankings."""
 
-from headloc.selection import knowledge_heads, task_heads, universal_heads
+from headloc.workflow.selection import knowledge_heads, task_heads, universal_heads
 
 RANKINGS = {
     "gsm8k": ["L1H29", "L15H13", "L16H21", "L0H31", "L9H9"],

@@ -1,7 +1,7 @@
 """What the config check reads in each task's YAML before any job: the ``metric,filter`` keys the
 task reports (tasks.<name>.metric / id_metric), and every template lm-eval renders with Jinja.
 
-Each case calls headloc.config.check_workflow_config, the check the Snakefile makes at parse time
+Each case calls headloc.workflow.config.check_workflow_config, the check the Snakefile makes at parse time
 (rules/common.smk), on the demo config with a task YAML written to tmp_path (include_path); one
 `snakemake -n` run proves the Snakefile stops on such a task before any job.
 """
@@ -13,10 +13,10 @@ import pytest
 import yaml
 
 from conftest import REPO, snakemake
-from headloc.config import check_metric, check_workflow_config
-from headloc.documents import load_task_yaml, reported_filters, reported_metrics, template_errors
-from headloc.evaluation import TaskSpec
-from headloc.plan import Plan
+from headloc.workflow.config import check_metric, check_workflow_config
+from headloc.data.documents import load_task_yaml, reported_filters, reported_metrics, template_errors
+from headloc.engine.evaluation import TaskSpec
+from headloc.workflow.plan import Plan
 
 DEMO = yaml.safe_load((REPO / "config/demo.yaml").read_text())
 SCHEMA = REPO / "config/schema.yaml"

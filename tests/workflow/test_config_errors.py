@@ -1,6 +1,6 @@
 """A bad config fails before any job, with a message naming the key and what is valid.
 
-Every message comes from headloc.config.check_workflow_config, the one function the Snakefile calls
+Every message comes from headloc.workflow.config.check_workflow_config, the one function the Snakefile calls
 on its config at parse time (rules/common.smk): each case calls it in-process on the demo config
 (the embedded SmolLM2: 30 layers x 9 heads, read from the GGUF header) with one key broken. Two
 `snakemake -n` runs, one schema error and one cross-key error, prove that the Snakefile calls it and
@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from conftest import REPO, snakemake
-from headloc.config import check_workflow_config
+from headloc.workflow.config import check_workflow_config
 
 DEMO = yaml.safe_load((REPO / "config/demo.yaml").read_text())
 SCHEMA = REPO / "config/schema.yaml"

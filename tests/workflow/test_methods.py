@@ -32,7 +32,7 @@ import torch
 import yaml
 
 from conftest import CORES, snakemake
-from headloc.masks import make_masks
+from headloc.methods import make_masks
 from headloc.report import FIGURES, TABLES
 
 N_MASKS, BUDGET, REPEATS, TOP_K, ID_DOCS = 8, 6, 2, 2, 4
@@ -139,7 +139,7 @@ def test_one_shot_greedy_is_greedys_round_one(results):
 
 
 def test_budgets_are_nested_and_repeats_draw_new_designs(results):
-    from headloc.recovery import recovery_for
+    from headloc.search.recovery import LassoRecovery
 
     for method in ("cs_stratified",):  # cs_bernoulli takes the same path (its id and masks differ)
         for repeat in (0, 1):
@@ -150,7 +150,7 @@ def test_budgets_are_nested_and_repeats_draw_new_designs(results):
             assert not (nested / "masks.npy").exists()
             recovery = read_json(nested / "recovery.json")
             assert recovery["n_evals"] == BUDGET
-            fit = recovery_for(method, alpha=0.001, random_state=repeat).fit(masks[:BUDGET],
+            fit = LassoRecovery(alpha=0.001, random_state=repeat).fit(masks[:BUDGET],
                                                                           chunk_scores(full)[:BUDGET])
             assert recovery["coef"] == pytest.approx(dict(zip(HEADS, fit.coef_.tolist())))
 
@@ -182,8 +182,8 @@ def test_table4_recall_and_unfiltered_columns(results):
 
 
 def test_adaptive_searches_screen_then_refine(results):
-    from headloc.adaptive import SETTLED, stage_sizes
-    from headloc.recovery import recovery_for
+    from headloc.search.adaptive import SETTLED, stage_sizes
+    from headloc.search.recovery import LassoRecovery
 
     refined = []
     for budget in (BUDGET, N_MASKS):
@@ -196,7 +196,7 @@ def test_adaptive_searches_screen_then_refine(results):
             plan = read_json(folder / "stage2" / "refinement.json")
             # the stop rule: settled exactly when every head of stage 1's own top k keeps its place
             # in at least SETTLED of the bootstrap refits
-            screen = recovery_for("cs_adaptive", alpha=0.001, random_state=repeat).fit(stage1, chunk_scores(folder))
+            screen = LassoRecovery(alpha=0.001, random_state=repeat).fit(stage1, chunk_scores(folder))
             probability = [plan["top_k_probability"][HEADS[h]] for h in screen.ranking_[:TOP_K]]
             assert plan["settled"] == all(q >= SETTLED for q in probability), (folder.name, probability)
             if plan["settled"]:
@@ -210,7 +210,7 @@ def test_adaptive_searches_screen_then_refine(results):
             recovery = read_json(folder / "recovery.json")
             assert recovery["n_evals"] == len(stage1) + len(stage2)
             y = np.concatenate([chunk_scores(folder), chunk_scores(folder / "stage2")])
-            fit = recovery_for("cs_adaptive", alpha=0.001, random_state=repeat).fit(np.vstack([stage1, stage2]), y)
+            fit = LassoRecovery(alpha=0.001, random_state=repeat).fit(np.vstack([stage1, stage2]), y)
             assert recovery["coef"] == pytest.approx(dict(zip(HEADS, fit.coef_.tolist())))
     assert refined, "no adaptive search of the run refined: its stage-2 path went untested"
 
@@ -241,8 +241,8 @@ def gold_loglik(model_dir, examples):
 def test_gradient_searches_write_recoveries(results, tiny_model_dir):
     from transformers import AutoTokenizer
 
-    from headloc.evaluation import TaskSpec
-    from headloc.supervision import task_examples
+    from headloc.engine.evaluation import TaskSpec
+    from headloc.engine.supervision import task_examples
 
     for method in ("attribution", "chg"):
         found = recovery(results, method)

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from conftest import REPO, tiny_llama
-from headloc.data import build_docs
+from headloc.data.datasets import build_docs
 
 pytestmark = pytest.mark.slow
 

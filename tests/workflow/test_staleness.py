@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from conftest import CORES, snakemake, tiny_llama
-from headloc.data import build_docs
+from headloc.data.datasets import build_docs
 
 TARGET = "table2"
 

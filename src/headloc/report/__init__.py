@@ -48,6 +48,7 @@ from headloc.report.tables import (
     table10,
     tuning_table,
 )
+from headloc.workflow.plan import COLLECTION_RUNS
 
 __all__ = [
     "FIGURES",
@@ -76,9 +77,21 @@ __all__ = [
     "table8",
     "table9",
     "table10",
+    "target_table",
     "to_csv",
     "to_html",
     "to_latex",
     "to_markdown",
     "tuning_table",
 ]
+
+
+def target_table() -> str:
+    """The Markdown table of every table and figure target (docs/targets.md holds it verbatim):
+    what it shows, which collected tables it reads and what it makes the workflow run."""
+    lines = ["| target | what it shows | reads | runs |", "|---|---|---|---|"]
+    for name, spec in {**TABLES, **FIGURES}.items():
+        reads = ", ".join(f"`{key}`" for key in spec.inputs)
+        runs = "; ".join(dict.fromkeys(COLLECTION_RUNS[key] for key in spec.inputs))
+        lines.append(f"| `{name}` | {spec.about} | {reads} | {runs} |")
+    return "\n".join(lines) + "\n"

@@ -2,7 +2,7 @@
 
 Input is Table 4 (:func:`headloc.report.tables.table4`) of one or several runs, one row per search
 with its ``n_evals`` and the ``delta_task`` of its top k on the full data, plus what the run's
-:class:`~headloc.plan.Plan` says of each search (:func:`search_fields`): its budget, its repeat
+:class:`~headloc.workflow.plan.Plan` says of each search (:func:`search_fields`): its budget, its repeat
 (the mask design) and the score its masks were measured by (``y``: "task", or the metric of a
 continuous variant, ``tasks.<name>.id_metric``). Greedy, scored on the task itself, is the
 reference: a search *reaches* it when its Delta Task is at least ``share`` of greedy's (both are
@@ -29,7 +29,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from headloc.plan import MASK_METHODS, Plan
+from headloc import methods
+from headloc.workflow.plan import Plan
 
 KEYS = ["model", "task", "method", "y", "budget"]
 
@@ -40,8 +41,9 @@ def search_fields(plan: Plan, task: str, search_id: str) -> dict:
     ``y``, as the plan of the run that made it says. KeyError naming the search when the plan has
     no such search (a Table 4 from another config)."""
     search = plan.search(task, search_id)
-    continuous = search.method in MASK_METHODS and plan.score_suffix(task)
-    return {"budget": search.n_masks if search.method.startswith("cs_") else None,
+    method = methods.get(search.method)
+    continuous = method.scored and plan.score_suffix(task)
+    return {"budget": search.n_masks if method.budgeted else None,
             "repeat": search.repeat, "y": plan.id_scoring(task)[1] if continuous else "task"}
 
 
@@ -63,7 +65,7 @@ def efficiency_points(table4: pd.DataFrame, share: float = 0.95) -> pd.DataFrame
     """
     rows = table4.reset_index(drop=True).copy()
     rows["budget"] = rows["budget"].fillna(rows["n_evals"]).astype(int)
-    greedy = rows[(rows["method"] == "greedy") & (rows["y"] == "task")]
+    greedy = rows[(rows["method"] == methods.REFERENCE) & (rows["y"] == "task")]
     reference = greedy.set_index(["model", "task"])
     if reference.index.has_duplicates:
         raise ValueError(f"several greedy searches per task: {sorted(greedy['search'])}; expected one reference")

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from headloc import methods
 from headloc.report.frames import (
     NO_KNOWLEDGE_HEADS,
     NO_KNOWLEDGE_TASKS,
@@ -534,8 +535,12 @@ _add(FigureSpec(
 ))
 
 
-METHOD_MARKERS = {"greedy": "s", "greedy1s": "D", "cs_stratified": "o", "cs_bernoulli": "^",
-                  "attribution": "P", "chg": "X"}
+def method_marker(method: str) -> str:
+    """A method's marker in the methods figure (the registry's; a circle for one it does not know)."""
+    try:
+        return methods.get(method).marker
+    except ValueError:
+        return "o"
 
 
 def methods_points(evals: pd.DataFrame, recoveries: pd.DataFrame, k: int = 5, *,
@@ -596,15 +601,15 @@ def methods_figure(evals: pd.DataFrame, recoveries: pd.DataFrame, k: int = 5, *,
                               footer=footer)
     panels = list(points.groupby(["model", "task"], sort=False))
     fig, axes = _figure(len(panels), ncols, (4.2, 3.2))
-    methods = list(dict.fromkeys(points["method"]))
-    colors = {method: f"C{i % 10}" for i, method in enumerate(methods)}
+    shown = list(dict.fromkeys(points["method"]))
+    colors = {method: f"C{i % 10}" for i, method in enumerate(shown)}
     for ax, ((model, task), mine) in zip(axes, panels):
         for method, run in mine.groupby("method", sort=False):
             run = run.sort_values("n_evals")
             ax.errorbar(run["n_evals"], run["delta_task"], yerr=run["spread"].where(run["runs"] > 1),
-                        fmt=METHOD_MARKERS.get(method, "o"), linestyle="-" if len(run) > 1 else "none",
+                        fmt=method_marker(method), linestyle="-" if len(run) > 1 else "none",
                         color=colors[method], label=method, capsize=3, markersize=6, linewidth=1)
-        greedy = mine[mine["method"] == "greedy"]
+        greedy = mine[mine["method"] == methods.REFERENCE]
         if len(greedy):
             ax.axhline(float(greedy["delta_task"].iloc[0]), color=MUTED, linestyle="--", linewidth=0.8)
         ax.axhline(0.0, color="0.8", linewidth=0.6)

@@ -6,7 +6,7 @@ must have (:func:`check_columns`), the number of heads (:func:`check_k`), the ma
 every delta has a baseline (:func:`check_baselines`).
 
 The long evaluations frame (``results/tables/evals_<scope>.tsv``, written by
-:func:`headloc.results.evals_frame`) has one row per full-dataset evaluation: ``model, kind,
+:func:`headloc.workflow.results.evals_frame`) has one row per full-dataset evaluation: ``model, kind,
 task, capability, method, search, k, headset, eval_task, eval_capability, score``. ``kind`` says
 where the head set came from: ``"task"`` (the top-k heads of a search), ``"universal"`` and
 ``"knowledge"`` (one shared head, k = 1) or ``"extra"`` (user-given head sets, ignored here). A
@@ -34,7 +34,7 @@ import pandas as pd
 
 from headloc.heads import parse_head
 
-# The columns each input must have (the collected frames of headloc.results carry more).
+# The columns each input must have (the collected frames of headloc.workflow.results carry more).
 TASK_EVALS_NEED = ("model", "task", "method", "search", "k", "eval_task", "score")
 SHARED_EVALS_NEED = ("model", "k", "headset", "eval_task", "score")
 RECOVERIES_NEED = ("model", "task", "method", "search", "top_heads", "n_evals")

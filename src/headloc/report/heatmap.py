@@ -1,8 +1,8 @@
 """A search's per-head effect as a layers x heads heatmap (one ``recovery.json`` record).
 
 Every search method writes ``coef`` (head name ``"L{layer}H{head}"`` -> effect, see
-``scripts/recover_heads.py``); what the number means depends on the method (:data:`VALUE_LABELS`).
-A ``chg`` record that carries its gates (``g_minus``, ``g_plus``, see :func:`headloc.chg.chg_search`)
+``scripts/recover_heads.py``); what the number means depends on the method (:func:`value_label`, from its registry entry).
+A ``chg`` record that carries its gates (``g_minus``, ``g_plus``, see :func:`headloc.search.chg.chg_search`)
 is drawn as two panels, G- (facilitation) and G+ (1 - interference), on a fixed 0-1 scale; every
 other record is one panel of ``coef`` on a diverging colormap centred at 0 (red: the score drops
 when the head is ablated). The top-k heads (``top_heads``) are outlined and numbered by rank.
@@ -33,17 +33,9 @@ from matplotlib.colors import Normalize, TwoSlopeNorm
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
+from headloc import methods
 from headloc.heads import format_head, parse_head
 
-#: What ``coef`` means, per search method (the colorbar's label).
-VALUE_LABELS = {
-    "cs_stratified": "Lasso coefficient (score change when ablated)",
-    "cs_bernoulli": "Lasso coefficient (score change when ablated)",
-    "greedy1s": "score change when ablated alone",
-    "greedy": "score change when added (greedy round)",
-    "attribution": "-d score / d gate (first-order effect of ablation)",
-    "chg": "-G- (facilitation, negated)",
-}
 #: CHG's gate panels: field, colorbar label.
 GATE_PANELS = (
     ("g_minus", "G- (facilitation: 1 = head needed)"),
@@ -104,10 +96,18 @@ def head_grid(record: Mapping, field: str = "coef") -> np.ndarray:
 
 def panels(record: Mapping) -> list[Panel]:
     """The panels a record is drawn as: CHG's G- and G+ when it carries them, else ``coef``."""
-    method = record.get("method")
-    if method == "chg" and all(field in record for field, _ in GATE_PANELS):
+    if all(field in record for field, _ in GATE_PANELS):
         return [Panel(field, label, gate=True) for field, label in GATE_PANELS]
-    return [Panel("coef", VALUE_LABELS.get(method, f"per-head effect ({method})"))]
+    return [Panel("coef", value_label(record.get("method")))]
+
+
+def value_label(method: str) -> str:
+    """What a method's ``coef`` means (the colorbar's label): the registry's label, or a generic one
+    for a method this headloc does not know (a record from another version)."""
+    try:
+        return methods.get(method).label
+    except ValueError:
+        return f"per-head effect ({method})"
 
 
 def figure_size(n_layers: int, n_heads: int, n_panels: int = 1) -> tuple[float, float]:
@@ -215,5 +215,5 @@ def save_heatmap(record: Mapping, path: str | Path, *, top_k: int | None = None,
     return path
 
 
-__all__ = ["GATE_PANELS", "Panel", "VALUE_LABELS", "figure_size", "head_grid", "heatmap_figure",
+__all__ = ["GATE_PANELS", "Panel", "figure_size", "head_grid", "heatmap_figure", "value_label",
            "panels", "save_heatmap"]

@@ -1,7 +1,7 @@
 """Loaders, samplers, filters and scoring of the paper's benchmark tasks (``headloc_<dataset>``).
 
 Each task copies the prompt, few-shot setting, filters and metric of lm-eval's built-in task
-(0.4.13) and reads its documents from :mod:`headloc.paper_data`, so it runs from the Hugging Face
+(0.4.13) and reads its documents from :mod:`headloc.data.paper_data`, so it runs from the Hugging Face
 Hub or offline from a local mirror. lm-eval calls ``custom_dataset(**metadata, **dataset_kwargs)``;
 the loaders take:
 
@@ -12,7 +12,7 @@ the loaders take:
 * ``allow_code_execution`` (mbpp, humaneval): must be True, or the loader refuses to build a task
   that executes model-written code.
 
-Model-written programs run through :func:`headloc.sandbox.run_program` (a subprocess with a time
+Model-written programs run through :func:`headloc.data.sandbox.run_program` (a subprocess with a time
 limit, in a temporary directory, without secrets in its environment); pass@1 is computed here,
 not with ``evaluate.load("code_eval")`` as the built-ins do (that needs the network).
 """
@@ -22,8 +22,8 @@ from __future__ import annotations
 import datasets
 from lm_eval.api.samplers import FirstNSampler
 
-from headloc.data import build_docs, read_jsonl
-from headloc.paper_data import load_docs
+from headloc.data.datasets import build_docs, read_jsonl
+from headloc.data.paper_data import load_docs
 
 CODE_TIMEOUT = 10.0  # seconds per program, interpreter start included
 
@@ -51,7 +51,7 @@ def _require_code_execution(name: str, allow_code_execution) -> None:
             f"(allow_code_execution={allow_code_execution!r}). To opt in, set "
             "`data.allow_code_execution: true` in the workflow config (lm-eval: pass "
             "allow_code_execution=True in the task metadata or dataset_kwargs). Each program then "
-            "runs through headloc.sandbox.run_program: a subprocess with a time limit, in a "
+            "runs through headloc.data.sandbox.run_program: a subprocess with a time limit, in a "
             "temporary directory, with an environment that carries no secrets."
         )
 
@@ -191,7 +191,7 @@ def humaneval_program(doc: dict, prediction: str) -> str:
 
 def passes(program: str) -> bool:
     """True iff ``program`` exits 0 within ``CODE_TIMEOUT`` in headloc's sandbox."""
-    from headloc.sandbox import run_program
+    from headloc.data.sandbox import run_program
 
     return bool(run_program(program, timeout=CODE_TIMEOUT).passed)
 

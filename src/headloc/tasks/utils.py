@@ -5,10 +5,10 @@ lm-eval 0.4.13 calls a task's ``custom_dataset`` as ``custom_dataset(**metadata,
 (``version``, ``config_source``, ...). ``dataset_kwargs`` selects the documents:
 
 * ``data_file``: a JSONL file of documents (the workflow's materialized data or identification
-  subset), passed as TaskManager metadata (``headloc.evaluation.load_task``);
-* otherwise ``n_docs`` and ``seed`` build the documents with :func:`headloc.data.build_docs`.
+  subset), passed as TaskManager metadata (``headloc.engine.evaluation.load_task``);
+* otherwise ``n_docs`` and ``seed`` build the documents with :func:`headloc.data.datasets.build_docs`.
 
-The scoring rules themselves live in :mod:`headloc.data`.
+The scoring rules themselves live in :mod:`headloc.data.datasets`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import datasets
 
-from headloc.data import (
+from headloc.data.datasets import (
     PROFANITY_HUB_ID,
     build_docs,
     count_profane_words,

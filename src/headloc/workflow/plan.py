@@ -14,7 +14,7 @@ under ``results/runs/{digest}/``, where ``digest`` hashes the whole validated co
 back to an old config finds its own collection again (re-made only if something upstream changed).
 
 >>> plan = Plan({"models": {"m": {}}, "tasks": {"ioi": {"localize": True, "capability": None,
-...     "id_docs": None, "search": {}}}, "search": {"methods": ["cs_stratified", "greedy"],
+...     "id_docs": None, "search": {}, "lm_eval_task": "headloc_ioi", "metric": "acc"}}, "search": {"methods": ["cs_stratified", "greedy"],
 ...     "n_masks": 100, "sparsity": 0.05, "id_docs": 20, "seed": 0},
 ...     "validation": {"top_k": 5, "method": "cs_stratified"}, "tuning": {"tasks": []}})
 >>> list(plan.searches["ioi"])
@@ -30,14 +30,13 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from headloc import methods
 from headloc.heads import format_headset
-from headloc.selection import select_heads
+from headloc.workflow import paths
+from headloc.workflow.selection import select_heads
 
 DIGEST_LENGTH = 12
-MASK_METHODS = ("cs_stratified", "cs_bernoulli", "cs_adaptive", "greedy1s", "greedy")  # masked evaluation
-NESTED_METHODS = ("cs_stratified", "cs_bernoulli")  # a smaller budget is the first rows of the design
-GRADIENT_METHODS = ("attribution", "chg")  # one gradient job each (rule gradient_search), no masks
-CHG_DEFAULTS = {"seeds": 4, "lam": 0.1, "steps": 500}  # config/schema.yaml's defaults (headloc.chg's)
+
 
 
 @dataclass(frozen=True)
@@ -72,7 +71,7 @@ class Collection:
 
     ``kind`` is "models", "tuning", "recoveries" or "evals"; ``methods`` "main" (the searches of
     ``validation.method`` only) or "all"; ``heads`` (evals only) the kinds of head selections whose
-    evaluations it holds (see :func:`headloc.selection.select_heads`).
+    evaluations it holds (see :func:`headloc.workflow.selection.select_heads`).
     """
 
     name: str
@@ -124,10 +123,10 @@ class Plan:
         self.main_method = config["validation"]["method"]
         self.seed = config["search"]["seed"]
         self.digest = config_digest(config)
-        if self.main_method == "greedy" and self.greedy_excludes_universal:
-            raise ValueError("config validation.method: 'greedy' with universal.filter on would wait on itself "
-                             "(greedy leaves out the universal heads, which are found on the main method's "
-                             "rankings); expected another main method, or universal.filter: false")
+        if methods.get(self.main_method).excludes_universal and self.excludes_universal:
+            raise ValueError(f"config validation.method: {self.main_method!r} with universal.filter on would wait "
+                             f"on itself ({self.main_method} leaves out the universal heads, which are found on the "
+                             "main method's rankings); expected another main method, or universal.filter: false")
         self.searches = {task: self._searches(task) for task in self.localized}
         self.tuning = {task: self._tuning(task) for task in config["tuning"]["tasks"]}
 
@@ -151,66 +150,57 @@ class Plan:
 
     def search_id(self, task: str, method: str, n_masks: int, sparsity: float, *, repeat: int = 0,
                   of: int | None = None) -> str:
-        """Directory name of a search: the method and every parameter that changes its result.
+        """Directory name of a search: the method and every parameter that changes its result
+        (each method's ``search_id`` in :mod:`headloc.methods` says which).
 
-        The gradient methods use no masks: ``attribution`` depends on the identification subset
-        only; ``chg`` also on the ``chg`` section (seed rows x, lambda l, updates per fit t).
-        Greedy with the universal filter on (``xu``) excludes the universal heads from its rounds.
-        A compressed-sensing budget read from the first rows of a larger design says so
-        (``m25of200``); repeats after the first add ``_r<repeat>``.
+        Every name ends in the identification subset (``n<docs>_s<seed>``); a method that scores masks
+        adds the scoring task and metric when they are not the task's own. A compressed-sensing budget
+        read from the first rows of a larger design says so (``m25of200``); repeats after the first add
+        ``_r<repeat>``; greedy with the universal filter on (``xu``) leaves the universal heads out.
         """
+        spec = methods.get(method)
         tail = f"n{self.id_docs(task)}_s{self.seed}"
-        if method in MASK_METHODS:  # the gradient methods always differentiate the gold log-likelihood
+        if spec.scored:  # the gradient methods always differentiate the gold log-likelihood
             tail += self.score_suffix(task)
-        if method == "greedy1s":
-            return f"greedy1s_{tail}"
-        if method == "greedy":
-            return f"greedy_k{self.top_k}{'_xu' if self.greedy_excludes_universal else ''}_{tail}"
-        if method == "attribution":
-            return f"attribution_{tail}"
-        if method == "chg":
-            chg = self.chg_options()
-            return f"chg_x{chg['seeds']}_l{chg['lam']:g}_t{chg['steps']}_{tail}"
-        if method not in MASK_METHODS:
-            raise ValueError(f"unknown search method {method!r}; known: {', '.join(MASK_METHODS + GRADIENT_METHODS)}")
-        size = f"{n_masks}of{of}" if of else f"{n_masks}"
-        return f"{method}_m{size}_p{sparsity:g}_{tail}{f'_r{repeat}' if repeat else ''}"
+        parts = methods.SearchParts(tail=tail, seed=self.seed, n_masks=n_masks, sparsity=sparsity, repeat=repeat,
+                                    of=of, top_k=self.top_k, excludes_universal=self.excludes_universal,
+                                    options=self.method_options(method))
+        return spec.search_id(parts)
 
     @property
-    def greedy_excludes_universal(self) -> bool:
-        """Greedy leaves the universal heads out of its rounds when the universal filter is on."""
+    def excludes_universal(self) -> bool:
+        """Whether a method that can leave the universal heads out (greedy) does: the filter is on."""
         return bool(self.config.get("universal", {}).get("filter", False))
 
-    def chg_options(self) -> dict:
-        """The ``chg`` section (seeds, lam, steps), defaults filled in for configs that lack it."""
-        return {**CHG_DEFAULTS, **self.config.get("chg", {})}
+    def method_options(self, method: str) -> dict:
+        """A method's own config section (e.g. ``chg``: seeds, lam, steps), its defaults filled in for
+        configs that lack it; empty for a method that has none."""
+        spec = methods.get(method)
+        return {**spec.defaults, **self.config.get(spec.options, {})} if spec.options else {}
 
     def _search(self, task, method, n_masks, sparsity, repeat=0, of=None, rows_of=None) -> Search:
         return Search(task, self.search_id(task, method, n_masks, sparsity, repeat=repeat, of=of), method,
                       n_masks, sparsity, seed=self.seed + repeat, repeat=repeat, rows_of=rows_of, of=of)
 
     def _searches(self, task: str) -> dict[str, Search]:
-        """Every search of a task: each method once, a compressed-sensing method once per repeat and
-        per budget (cs_stratified's and cs_bernoulli's smaller budgets nested in the full design)."""
+        """Every search of a task: each method once, a random method once per repeat, and a method
+        with a budget once per budget too (nested budgets read the first rows of the full design)."""
         settings = {**self.config["search"], **self.config["tasks"][task]["search"]}
-        methods, n_masks, sparsity = settings["methods"], settings["n_masks"], settings["sparsity"]
+        names, n_masks, sparsity = settings["methods"], settings["n_masks"], settings["sparsity"]
         found = []
-        for method in methods:
-            if not method.startswith("cs_"):
-                found.append(self._search(task, method, n_masks, sparsity))
-                continue
-            for repeat in range(settings.get("repeats", 1)):
-                full = self._search(task, method, n_masks, sparsity, repeat)
+        for name in names:
+            method = methods.get(name)
+            for repeat in range(settings.get("repeats", 1) if method.repeats else 1):
+                full = self._search(task, name, n_masks, sparsity, repeat)
                 found.append(full)
-                budgets = sorted(settings.get("budgets", []))
-                if method in NESTED_METHODS:
-                    found += [self._search(task, method, b, sparsity, repeat, of=n_masks, rows_of=full.id)
-                              for b in budgets]
-                else:  # cs_adaptive: stage 2 depends on stage 1, so each budget is its own search
-                    found += [self._search(task, method, b, sparsity, repeat) for b in budgets]
-        if "greedy1s" in methods and "greedy" in methods:  # greedy's round 1 is the one-shot matrix
-            greedy_id = self.search_id(task, "greedy", n_masks, sparsity)
-            found = [replace(s, rows_of=f"{greedy_id}/round1") if s.method == "greedy1s" else s for s in found]
+                for budget in sorted(settings.get("budgets", [])) if method.budgeted else []:
+                    nested = {"of": n_masks, "rows_of": full.id} if method.nested else {}
+                    found.append(self._search(task, name, budget, sparsity, repeat, **nested))
+        for name in names:  # reuse another method's rows when it runs too (one-shot greedy: greedy's round 1)
+            source = methods.get(name).rows_from
+            if source and source[0] in names:
+                rows_of = f"{self.search_id(task, source[0], n_masks, sparsity)}/{source[1]}"
+                found = [replace(s, rows_of=rows_of) if s.method == name else s for s in found]
         return {s.id: s for s in found}
 
     def _tuning(self, task: str) -> dict[str, Search]:
@@ -236,6 +226,37 @@ class Plan:
         raise ValueError(f"config validation.method: {self.main_method!r} is not among the methods run on "
                          f"task {task!r} ({', '.join(s.method for s in self.searches[task].values())})")
 
+    def searches_of_kind(self, kind: str) -> set[str]:
+        """The ids of every search whose method is of ``kind`` (see :mod:`headloc.methods.contract`)."""
+        return {s.id for searches in self.searches.values() for s in searches.values()
+                if methods.get(s.method).kind == kind}
+
+    def chunk_files(self, pattern: str, **fields) -> list[str]:
+        """A per-chunk pattern for each of the ``search.chunks`` scoring jobs of a design."""
+        return [pattern.format(chunk=chunk, **fields) for chunk in range(self.config["search"]["chunks"])]
+
+    def recovery_inputs(self, model: str, task: str, search_id: str, model_input: Sequence[str] = ()) -> dict:
+        """The files rule recover_heads reads for one search, by its method's kind: a design's masks and
+        scores (both stages' for a two-stage method; another search's rows when it reuses them),
+        greedy's rounds, a gradient job's result, or only the model (a draw needs its heads)."""
+        search = self.search(task, search_id)
+        method = methods.get(search.method)
+        where = {"model": model, "task": task, "search": search_id}
+        if search.rows_of:  # a nested budget, or one-shot greedy on greedy's round 1
+            rows = {**where, "search": search.rows_of}
+            return {"masks": paths.MASKS.format(**rows), "scores": self.chunk_files(paths.SCORES, **rows)}
+        if method.kind == "gradient":
+            return {"gradient": paths.GRADIENT.format(**where)}
+        if method.kind == "rounds":
+            return {"rounds": [paths.CHOSEN.format(round=r, **where) for r in range(1, self.top_k + 1)]}
+        if method.kind == "draw":
+            return {"model": list(model_input)}
+        found = {"masks": paths.MASKS.format(**where), "scores": self.chunk_files(paths.SCORES, **where)}
+        if method.stages == 2:
+            found["stage2_masks"] = paths.STAGE2_MASKS.format(**where)
+            found["stage2_scores"] = self.chunk_files(paths.STAGE2_SCORES, **where)
+        return found
+
     def searches_of(self, collection: str) -> list[tuple[str, str]]:
         """(task, search id) of every search a collected table needs (none for models and tuning).
 
@@ -252,7 +273,7 @@ class Plan:
     # ------------------------------------------------------------ head selections
 
     def selection_options(self) -> dict:
-        """What :func:`headloc.results.selections` needs to pick the reported heads."""
+        """What :func:`headloc.workflow.results.selections` needs to pick the reported heads."""
         config = self.config
         return {
             "main": {task: self.main_search(task) for task in self.localized},
@@ -296,7 +317,7 @@ class Plan:
         """Where this config's collected table lives (under its digest)."""
         if collection not in COLLECTIONS:
             raise KeyError(f"unknown collected table {collection!r}; known: {', '.join(COLLECTIONS)}")
-        return f"results/runs/{self.digest}/{collection}.tsv"
+        return paths.COLLECTED.format(digest=self.digest, collection=collection)
 
     def relative_tasks(self) -> list[str]:
         return [task for task in self.tasks if self.config["tasks"][task]["relative"]]
@@ -318,7 +339,7 @@ class Plan:
 
 
 def in_collection(collection: str, selection: Mapping, main_method: str) -> bool:
-    """Whether a selection (a row of :func:`headloc.results.selections`) belongs in a collected
+    """Whether a selection (a row of :func:`headloc.workflow.results.selections`) belongs in a collected
     evals or recoveries table.
 
     >>> in_collection("evals_main", {"kind": "task", "method": "greedy"}, "cs_stratified")
@@ -338,8 +359,8 @@ def in_collection(collection: str, selection: Mapping, main_method: str) -> bool
 
 def collection_selections(collection: str, recoveries: Sequence[dict], options: Mapping,
                           main_method: str) -> list[dict]:
-    """The selections (:func:`headloc.results.selections` with ``options``) a collected table keeps."""
-    from headloc.results import selections  # pandas (~0.3 s): only the collect jobs call this
+    """The selections (:func:`headloc.workflow.results.selections` with ``options``) a collected table keeps."""
+    from headloc.workflow.results import selections  # pandas (~0.3 s): only the collect jobs call this
 
     return [s for s in selections(recoveries, **options) if in_collection(collection, s, main_method)]
 
@@ -366,16 +387,3 @@ COLLECTION_RUNS = {
     "evals_universal": "the main method's searches, universal heads validated alone",
     "evals_knowledge": "the main method's searches, knowledge heads validated alone",
 }
-
-
-def target_table() -> str:
-    """The Markdown table of every table and figure target (docs/targets.md holds it verbatim):
-    what it shows, which collected tables it reads and what it makes the workflow run."""
-    from headloc.report import FIGURES, TABLES  # matplotlib: only when asked
-
-    lines = ["| target | what it shows | reads | runs |", "|---|---|---|---|"]
-    for name, spec in {**TABLES, **FIGURES}.items():
-        reads = ", ".join(f"`{key}`" for key in spec.inputs)
-        runs = "; ".join(dict.fromkeys(COLLECTION_RUNS[key] for key in spec.inputs))
-        lines.append(f"| `{name}` | {spec.about} | {reads} | {runs} |")
-    return "\n".join(lines) + "\n"

@@ -2,7 +2,7 @@
 
 The contract
 ------------
-:class:`GroupedLM` is an :class:`~headloc.evaluation.AblatedLM`; outside a mask group it is exactly
+:class:`GroupedLM` is an :class:`~headloc.engine.lm.AblatedLM`; outside a mask group it is exactly
 that seam. For masks ``m_0 .. m_{G-1}`` (a gate ``[G, layers, heads]``)::
 
     lm.run_group(gate, evaluate_one)
@@ -52,8 +52,8 @@ from lm_eval.models.utils import Collator
 from lm_eval.models.utils_hf import pad_and_concat, stop_sequences_criteria
 from transformers import DynamicLayer, EosTokenCriteria, MaxLengthCriteria
 
-from headloc.ablation import ablate_heads
-from headloc.evaluation import AblatedLM
+from headloc.model.ablation import ablate_heads
+from headloc.engine.lm import AblatedLM
 
 # The versions the engine was checked with: pyproject.toml's pins (test_multimask keeps them equal).
 CHECKED_VERSIONS = {"lm-eval": "0.4.13", "transformers": "5.23.0"}
@@ -80,7 +80,7 @@ class MaskGroup:
 
 
 class GroupedLM(AblatedLM):
-    """:class:`~headloc.evaluation.AblatedLM` that can score a group of masks at once (see the module).
+    """:class:`~headloc.engine.lm.AblatedLM` that can score a group of masks at once (see the module).
 
     While a group is open, ``gate`` is ``[masks, layers, heads]`` and ``group.index`` is the mask
     whose answers lm-eval receives.

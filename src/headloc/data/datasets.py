@@ -2,7 +2,7 @@
 
 The five built-in datasets feed the lm-eval tasks in ``headloc/tasks`` (one ``headloc_<name>``
 task each). The paper's benchmark datasets (``PAPER_DATASETS``: gsm8k, mmlu, ...) come from the
-Hugging Face Hub or a local mirror through :mod:`headloc.paper_data`; :func:`build_docs` serves
+Hugging Face Hub or a local mirror through :mod:`headloc.data.paper_data`; :func:`build_docs` serves
 both kinds. Two are generated from curated lists with a seed (``ioi``, ``induction``); three are
 curated lists shipped in ``tasks/data`` (``capitals``, ``swear``, ``rhyme``). Every document has
 a stable string ``id``.
@@ -29,9 +29,10 @@ from pathlib import Path
 import numpy as np
 
 from headloc.io import atomic_path
-from headloc.paper_data import PAPER_DATASETS, load_docs
+from headloc.data.paper_data import PAPER_DATASETS, load_docs
+from headloc.data import TASKS_DIR
 
-DATA_DIR = Path(__file__).parent / "tasks" / "data"
+DATA_DIR = TASKS_DIR / "data"
 BUILTIN_DATASETS = ("ioi", "capitals", "induction", "swear", "rhyme")
 DATASETS = BUILTIN_DATASETS + PAPER_DATASETS
 DEFAULT_N_DOCS = 200  # documents of a generated dataset when n_docs is None
@@ -101,7 +102,7 @@ def build_docs(name: str, *, n_docs: int | None = None, seed: int = 0, mirror=No
     """The documents of dataset ``name``; deterministic for a given (name, n_docs, seed, mirror).
 
     Paper datasets (``PAPER_DATASETS``) are the scored split of
-    :func:`headloc.paper_data.load_docs` from ``mirror`` (a directory in the ``../shared/data``
+    :func:`headloc.data.paper_data.load_docs` from ``mirror`` (a directory in the ``../shared/data``
     layout) or, with ``mirror=None``, from the Hugging Face Hub; ``n_docs`` keeps the first
     ``n_docs`` documents and ``seed`` does not change them. ``mirror`` is ignored for the
     built-in datasets.

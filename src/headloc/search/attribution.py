@@ -1,7 +1,7 @@
 """Attribution patching (search method ``attribution``): each head's ablation effect to first order.
 
 The score is the mean, over the identification documents, of the log-likelihood of the gold
-continuation (:func:`headloc.supervision.task_examples`) with every head's output scaled by its
+continuation (:func:`headloc.engine.supervision.task_examples`) with every head's output scaled by its
 gate. Ablating head ``h`` moves its gate from 1 to 0, so to first order
 
     score(gate with g_h = 0) - score(gate = 1)  ~=  -d score / d g_h  at gate = 1,
@@ -9,7 +9,7 @@ gate. Ablating head ``h`` moves its gate from 1 to 0, so to first order
 and the estimated effect of ablating ``h`` is ``-grad_h`` (negative = the score drops: the Lasso's
 sign). One forward and one backward pass per batch gives every head's estimate at once: the
 cheapest search there is (about 3 masked evaluations' worth of compute, see
-:class:`headloc.supervision.Cost`), and only a linearisation: a head whose effect is non-linear in
+:class:`headloc.engine.supervision.Cost`), and only a linearisation: a head whose effect is non-linear in
 its gate (saturating softmax, heads that only matter together) is misjudged.
 """
 
@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from headloc.heads import HeadGeometry
-from headloc.supervision import (Cost, Example, MethodResult, batches, continuation_logprobs, frozen, head_map,
+from headloc.engine.supervision import (Cost, Example, MethodResult, batches, continuation_logprobs, frozen, head_map,
                                  make_batch, pad_id_of, total_tokens)
 
 
@@ -38,7 +38,7 @@ def attribution(model, examples: Sequence[Example], *, batch_size: int = 16, pad
 
     Parameters
     ----------
-    model : a transformers causal LM headloc can gate (see ``headloc.ablation.HOOK_MODULES``).
+    model : a transformers causal LM headloc can gate (see ``headloc.model.ablation.HOOK_MODULES``).
     examples : the identification documents' (context, gold continuation) pairs.
     batch_size : documents per forward+backward pass (memory only: the result does not depend on it).
     pad_id : padding token id (never scored); default: the model config's pad or EOS id.

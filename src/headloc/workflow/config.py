@@ -8,7 +8,7 @@ which resolves every model's source and reads its layers and heads offline; ``ch
 checks what the schema cannot express: names that must refer to configured tasks or models, head
 names inside each model, top-k against the number of heads, subset sizes against dataset sizes,
 each task's Jinja templates and the ``metric,filter`` keys its YAML reports; and the experiment
-plan (``headloc.plan.Plan``), which rejects a plan that would wait on itself.
+plan (``headloc.workflow.plan.Plan``), which rejects a plan that would wait on itself.
 Each raises ValueError listing every problem found, one per line.
 """
 
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from headloc.documents import (
+from headloc.data.documents import (
     defined_tasks,
     defining_file,
     lm_eval_tasks_dir,
@@ -31,10 +31,11 @@ from headloc.documents import (
     task_yaml,
     template_errors,
 )
+from headloc import methods as search_methods
 from headloc.heads import HeadGeometry, parse_head
-from headloc.models import read_gguf_metadata, resolve_source, source_geometry
+from headloc.data import TASKS_DIR
+from headloc.model.loading import read_gguf_metadata, resolve_source, source_geometry
 
-TASKS_DIR = Path(__file__).parent / "tasks"
 
 
 # ------------------------------------------------------------------ the workflow's checks
@@ -47,9 +48,9 @@ def check_workflow_config(config: dict, schema_path) -> None:
     ValueError with the message a dry run of the workflow prints for the same config: the schema's
     errors; "config models.<name>.source: ..." for a model that does not resolve; the cross-key
     rules of :func:`check_config` (head checks skipped for models unknown offline, such as hub ids
-    not in the local cache); and the plan's own check (:class:`headloc.plan.Plan`).
+    not in the local cache); and the plan's own check (:class:`headloc.workflow.plan.Plan`).
     """
-    from headloc.plan import Plan  # imports pandas: only when checking a whole workflow config
+    from headloc.workflow.plan import Plan  # imports pandas: only when checking a whole workflow config
 
     validate_config(config, schema_path)
     check_config(config, model_geometries(config))
@@ -63,7 +64,7 @@ def validate_config(config: dict, schema_path) -> None:
     """Validate ``config`` against the JSON schema at ``schema_path``, setting defaults in place."""
     from jsonschema import Draft202012Validator, validators
 
-    schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
+    schema = with_method_enums(yaml.safe_load(Path(schema_path).read_text(encoding="utf-8")))
     base = Draft202012Validator
     properties = base.VALIDATORS["properties"]
 
@@ -78,6 +79,17 @@ def validate_config(config: dict, schema_path) -> None:
     errors = sorted(validator.iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:
         raise ValueError("\n".join(dict.fromkeys(_describe(error) for error in errors)))
+
+
+def with_method_enums(schema: dict) -> dict:
+    """The schema with its method enums filled in from the registry (headloc.methods): every
+    registered method for ``search.methods`` and ``validation.method``, the methods whose budgets
+    nest for ``tuning.method``. The schema file names none, so a new method module needs no edit
+    there."""
+    schema["$defs"]["method"]["enum"] = search_methods.names()
+    nested = [name for name in search_methods.names() if search_methods.get(name).nested]
+    schema["properties"]["tuning"]["properties"]["method"]["enum"] = nested
+    return schema
 
 
 def _copy(value):
@@ -364,10 +376,10 @@ def check_config(config: dict, geometries: dict) -> None:
             problem(mkey, f"{methods} lacks validation.method {validation['method']!r}, whose heads every "
                           f"table uses; expected the methods of task {name} to include it")
         too_big = [b for b in search.get("budgets", []) if b >= n_masks]
-        if name in localized and any(m.startswith("cs_") for m in methods) and too_big:
+        if name in localized and any(search_methods.get(m).budgeted for m in methods) and too_big:
             problem("search.budgets", f"{too_big} not below the {n_masks} masks of task {name}; expected budgets "
                                       f"smaller than n_masks (each is cut from the first rows of that design)")
-        if name in localized and any(m.startswith("cs_") for m in methods) and search["chunks"] > n_masks:
+        if name in localized and any(search_methods.get(m).budgeted for m in methods) and search["chunks"] > n_masks:
             problem("search.chunks", f"{search['chunks']} is larger than the {n_masks} masks of task {name}; "
                                      f"expected at most {n_masks} scoring jobs per search")
 
@@ -415,7 +427,7 @@ def check_metric(metric: str, task: str, path, task_config: dict, *, complete: b
     when it reports it) lists the ``metric,filter`` keys the task reports; it starts with ``subject``
     (default: ``metric`` quoted). Only what the YAML tells is checked: the filter part always
     (``filter_list`` names, ``none`` without one), the metric part unless only a run can tell
-    (:func:`headloc.documents.reported_metrics`: process_results, a Python metric); a Python task
+    (:func:`headloc.data.documents.reported_metrics`: process_results, a Python metric); a Python task
     class passes unchecked.
     """
     metrics, filters = reported_metrics(task_config), reported_filters(task_config)

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 
-METHODS = ("cs_stratified", "cs_bernoulli", "cs_adaptive", "greedy1s")
-
 
 def bernoulli_masks(n_heads: int, n_masks: int, sparsity: float, rng: np.random.Generator) -> np.ndarray:
     """Each entry i.i.d. Bernoulli(sparsity): the textbook compressed-sensing matrix."""
@@ -64,51 +62,3 @@ def single_head_masks(n_heads: int) -> np.ndarray:
     The leading unablated row is the reference every single-head score is compared with.
     """
     return np.vstack([np.zeros((1, n_heads), dtype=np.int8), np.eye(n_heads, dtype=np.int8)])
-
-
-def make_masks(
-    n_heads: int,
-    n_masks: int | None = None,
-    *,
-    method: str,
-    sparsity: float | None = None,
-    random_state: int | None = 0,
-) -> np.ndarray:
-    """Build the measurement matrix for a search method.
-
-    Parameters
-    ----------
-    n_heads : total number of attention heads N (layers x heads per layer).
-    n_masks : number of rows M for the compressed-sensing methods (ignored by ``greedy1s``).
-    method : ``cs_stratified``, ``cs_bernoulli``, ``cs_adaptive`` (its stage 1: a stratified design
-        of :func:`headloc.adaptive.stage_sizes` rows) or ``greedy1s``.
-    sparsity : fraction of heads ablated per row, in (0, 1), for the compressed-sensing methods.
-    random_state : seed of the ``numpy.random.Generator`` used.
-
-    Returns
-    -------
-    ndarray of int8, shape (M, N), 1 = ablated.
-
-    Examples
-    --------
-    >>> phi = make_masks(20, 8, method="cs_stratified", sparsity=0.1, random_state=0)
-    >>> phi.shape, phi.sum(axis=1).tolist()
-    ((8, 20), [2, 2, 2, 2, 2, 2, 2, 2])
-    >>> int(phi.sum(axis=0).max() - phi.sum(axis=0).min())
-    1
-    """
-    if method == "greedy1s":
-        return single_head_masks(n_heads)
-    if method not in METHODS:
-        raise ValueError(f"unknown mask method {method!r}: expected one of {', '.join(METHODS)}")
-    if n_masks is None or n_masks < 1:
-        raise ValueError(f"n_masks must be a positive integer for {method}, got {n_masks!r}")
-    if sparsity is None or not 0 < sparsity < 1:
-        raise ValueError(f"sparsity must lie in (0, 1) for {method}, got {sparsity!r}")
-    rng = np.random.default_rng(random_state)
-    if method == "cs_adaptive":  # its stage 1; headloc.adaptive designs stage 2 from stage 1's scores
-        from headloc.adaptive import stage_sizes
-
-        return stratified_masks(n_heads, stage_sizes(n_masks)[0], sparsity, rng)
-    build = stratified_masks if method == "cs_stratified" else bernoulli_masks
-    return build(n_heads, n_masks, sparsity, rng)

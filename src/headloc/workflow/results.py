@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from headloc.heads import format_headset
-from headloc.selection import select_heads
+from headloc.workflow.selection import select_heads
 
 # The columns of each collected table (results/tables/*.tsv). The report reads these tables and
 # names what each of its builders needs in headloc.report.frames (TASK_EVALS_NEED, ...).
@@ -39,7 +39,7 @@ def display_score(value: float, baseline: float, relative: bool) -> float:
 
 def selections(recoveries: Sequence[dict], *, main: Mapping[str, str], capabilities: Mapping[str, str],
                k: int, universal: Mapping, knowledge: Mapping, extra: Sequence[str] = ()) -> list[dict]:
-    """Every selection of every model with a recovery (see :func:`headloc.selection.select_heads`).
+    """Every selection of every model with a recovery (see :func:`headloc.workflow.selection.select_heads`).
 
     Each is ``{"model", "kind", "task", "method", "search", "heads", "cumulative"}``; task, method
     and search are empty for the kinds that do not come from one search. Only the main search's

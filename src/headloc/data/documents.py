@@ -9,7 +9,7 @@ contributes nothing. Task files are also what an evaluation depends on: :func:`t
 the YAML that defines a task, what it includes, and the Python and data beside it, so the workflow
 re-runs an evaluation when any of them changes.
 
-The config check (:func:`headloc.config.check_config`) reads two more things from a task's YAML
+The config check (:func:`headloc.workflow.config.check_config`) reads two more things from a task's YAML
 before any job: :func:`template_errors`, the Jinja templates lm-eval would fail to parse, and
 :func:`reported_metrics` / :func:`reported_filters`, the ``metric,filter`` keys the task reports
 (None where only a run can tell).
@@ -286,7 +286,7 @@ def check_documents(docs: Iterable[tuple[int, dict]], fields: Sequence[str], sou
                     task: str) -> None:
     """Raise ValueError on the first document that lacks a field of ``fields`` or has it empty, naming
     ``source`` (the file), the line and the field; and on no documents at all. ``docs`` holds
-    (line number, document) pairs, as :func:`headloc.data.read_jsonl_numbered` returns them.
+    (line number, document) pairs, as :func:`headloc.data.datasets.read_jsonl_numbered` returns them.
 
     >>> check_documents([(1, {"text": "a"}), (3, {"text": ""})], ["text"], "d.jsonl", task="t")
     Traceback (most recent call last):

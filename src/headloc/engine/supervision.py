@@ -3,7 +3,7 @@
 A search by masked evaluation scores a task through lm-eval; a gradient method needs a
 differentiable score instead, the log-likelihood of the gold continuation given the document's
 context. :func:`task_examples` builds those (context, gold continuation) token pairs from the same
-lm-eval task :class:`headloc.evaluation.MaskEvaluator` scores, with lm-eval's own prompts
+lm-eval task :class:`headloc.engine.evaluation.MaskEvaluator` scores, with lm-eval's own prompts
 (few-shot examples with the evaluator's seed, chat template when ``TaskSpec.chat``):
 
 * ``multiple_choice`` tasks: the gold choice's continuation, as lm-eval builds the request
@@ -32,8 +32,9 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import torch
 
-from headloc.ablation import ablate_heads
-from headloc.evaluation import FEWSHOT_SEED, TASKS_DIR, TaskSpec, load_task
+from headloc.model.ablation import ablate_heads
+from headloc.data import TASKS_DIR
+from headloc.engine.evaluation import FEWSHOT_SEED, TaskSpec, load_task
 from headloc.heads import HeadGeometry, head_name
 
 # A fwd+bwd pass costs about three forward passes (the backward pass computes two matrix products
@@ -113,9 +114,9 @@ def _gold_pair(task, instances, chat: bool) -> tuple[str, str]:
 def task_examples(tokenizer, task: TaskSpec, *, include_path=TASKS_DIR, limit: int | None = None) -> list[Example]:
     """(context, gold continuation) token pairs of ``task``'s documents, in lm-eval's document order.
 
-    ``task`` is the same :class:`~headloc.evaluation.TaskSpec` a masked evaluation scores (with its
+    ``task`` is the same :class:`~headloc.engine.evaluation.TaskSpec` a masked evaluation scores (with its
     ``data_file`` or ``doc_ids``: the identification subset), loaded as the masked evaluation loads
-    it (:func:`headloc.evaluation.load_task`); ``limit`` keeps the first documents only.
+    it (:func:`headloc.engine.evaluation.load_task`); ``limit`` keeps the first documents only.
     """
     task_dict = load_task(task, include_path)
     loaded = task_dict["tasks"] if "tasks" in task_dict else task_dict

@@ -16,7 +16,7 @@ from sklearn.linear_model import Lasso, LassoCV
 from sklearn.model_selection import KFold
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from headloc import greedy
+from headloc.search import greedy
 
 
 def marginal_effects(phi: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -148,7 +148,7 @@ def top_k_probability(phi, y, *, alpha: float, k: int, n_boot: int = 100, random
 class SingleHeadRecovery(LassoRecovery):
     """One-shot greedy: each head's effect is its single-head score minus the unablated score.
 
-    Expects the matrix of :func:`headloc.masks.single_head_masks`: a zero row, then the identity.
+    Expects the matrix of :func:`headloc.search.masks.single_head_masks`: a zero row, then the identity.
     """
 
     def __init__(self):
@@ -166,13 +166,6 @@ class SingleHeadRecovery(LassoRecovery):
         self.ranking_ = rank_heads(self.coef_, np.zeros(n_heads))
         self.n_evals_ = int(len(y))
         return self
-
-
-def recovery_for(method: str, alpha="cv", random_state=None) -> LassoRecovery:
-    """The estimator a search method uses."""
-    if method == "greedy1s":
-        return SingleHeadRecovery()
-    return LassoRecovery(alpha=alpha, random_state=random_state)
 
 
 def greedy_recovery(rounds: list[dict], names: list[str], exclude: list[str] = ()) -> dict:

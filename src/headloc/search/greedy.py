@@ -8,7 +8,7 @@ pure functions: the workflow chains the rounds as file targets (``round{r}/masks
 
 How every search method meets the universal-head filter
 -------------------------------------------------------
-Universal heads (``headloc.selection.universal_heads``) sit at the top of many unrelated tasks. When
+Universal heads (``headloc.workflow.selection.universal_heads``) sit at the top of many unrelated tasks. When
 the filter is on, each method leaves them out where it *chooses* heads, so a task's top heads are
 never the tail of a search that spent itself on universal heads:
 

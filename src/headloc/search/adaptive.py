@@ -2,7 +2,7 @@
 on the heads the screen left uncertain (search method ``cs_adaptive``).
 
 Stage 1 spends 70 % of the budget on a stratified design over all heads (as ``cs_stratified``) and
-fits the Lasso. How settled its top k is comes from :func:`headloc.recovery.top_k_probability`
+fits the Lasso. How settled its top k is comes from :func:`headloc.search.recovery.top_k_probability`
 (bootstrap refits at the chosen penalty). If every head of the stage-1 top k stays there in at
 least ``settled`` of the refits, the search stops: stage 2 is empty and the budget is not spent.
 Otherwise stage 2 scores masks over the ``n_candidates`` heads most likely to be in the top k
@@ -27,8 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from headloc.masks import stratified_masks
-from headloc.recovery import LassoRecovery, top_k_probability
+from headloc.search.masks import stratified_masks
+from headloc.search.recovery import LassoRecovery, top_k_probability
 
 SETTLED = 0.9  # stop after stage 1 when each top-k head keeps its place in 90 % of the refits
 STAGE1_SHARE = 0.7  # of the budget; the split, candidates and rate were chosen on planted models

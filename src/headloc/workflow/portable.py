@@ -16,8 +16,8 @@ import os
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from headloc.config import task_folders
-from headloc.documents import lm_eval_tasks_dir
+from headloc.workflow.config import task_folders
+from headloc.data.documents import lm_eval_tasks_dir
 
 
 def _name(path: Path, roots: Sequence[Path]) -> str:
@@ -83,7 +83,7 @@ def checkout_relative(location: str) -> str:
 def source_identity(name: str, source) -> str:
     """A model source's identity: an embedded model's package and version, a GGUF file's name and
     size (relative to the working directory when inside it), a directory or hub id as given."""
-    from headloc.models import EMBEDDED
+    from headloc.model.loading import EMBEDDED
 
     if name in EMBEDDED:
         package, filename = EMBEDDED[name]
@@ -109,6 +109,6 @@ def located(options: dict, config: dict) -> dict:
 
 def gguf_location(config: dict, model: str) -> str:
     """The GGUF file a model is converted from, found in this checkout's environment."""
-    from headloc.models import resolve_source
+    from headloc.model.loading import resolve_source
 
     return resolve_source(config["models"][model]["source"]).location

@@ -7,37 +7,33 @@ own entry points run it once this module is imported, a task's documents given a
 
     simple_evaluate(model="headloc", model_args="pretrained=DIR,heads=L0H1+L1H2", tasks=["headloc_ioi"],
                     task_manager=TaskManager(include_path=TASKS_DIR, metadata={"data_file": "docs.jsonl"}))
-    python -c "import headloc.evaluation; from lm_eval.__main__ import cli_evaluate; cli_evaluate()" \
+    python -c "import headloc.engine.evaluation; from lm_eval.__main__ import cli_evaluate; cli_evaluate()" \
         run --model headloc --model_args pretrained=DIR,heads=L0H1+L1H2 --include_path src/headloc/tasks \
         --tasks headloc_ioi --metadata '{"data_file": "docs.jsonl"}'
 
 :class:`MaskEvaluator` loads one model and builds one lm-eval task once, then scores any number of
 masks against it, one lm-eval ``evaluate()`` per mask. With ``masks_per_pass > 1`` it hands the
-masks to the grouped engine (:mod:`headloc.grouped`), which lets a group of masks share forward
+masks to the grouped engine (:mod:`headloc.engine.grouped`), which lets a group of masks share forward
 passes and gives the same results; where the installed lm-eval or transformers differ from the
 versions that engine was checked with, it warns and scores one mask at a time instead.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import warnings
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 import numpy as np
-from lm_eval.api.registry import register_model
 from lm_eval.evaluator import evaluate
-from lm_eval.models.huggingface import HFLM
 from lm_eval.tasks import TaskManager
 from tqdm.auto import tqdm
 
-from headloc.ablation import HeadGeometry, ablate_heads, masks_to_gate
-from headloc.heads import NO_HEADS, headset_mask, parse_headset
-from headloc.models import load_model
+from headloc.engine.lm import AblatedLM
+from headloc.model.ablation import HeadGeometry, masks_to_gate
+from headloc.model.loading import load_model
+from headloc.data import TASKS_DIR
 
-TASKS_DIR = Path(__file__).parent / "tasks"
 FEWSHOT_SEED = 1234  # lm-eval's simple_evaluate default
 
 
@@ -85,39 +81,6 @@ class MaskResult:
 
     score: float
     samples: list[dict]
-
-
-@register_model("headloc")
-class AblatedLM(HFLM):
-    """``HFLM`` whose forward passes run with the heads of ``self.gate`` ablated.
-
-    ``gate`` is None (no ablation) or a ``[layers, heads]`` tensor, 1 keeps a head and 0 removes it;
-    :class:`MaskEvaluator` sets it between evaluations. ``heads`` (a head set such as
-    ``"L0H1+L1H2"``, or ``"none"``) sets it once, for lm-eval's ``--model_args``; every other
-    argument is ``HFLM``'s.
-    """
-
-    gate = None
-
-    def __init__(self, pretrained, heads: str | None = None, **kwargs):
-        super().__init__(pretrained=pretrained, **kwargs)
-        if heads not in (None, NO_HEADS):
-            geometry = HeadGeometry.of(self.model.config)
-            mask = headset_mask(parse_headset(str(heads)), geometry.n_layers, geometry.n_heads)
-            self.gate = masks_to_gate(mask, geometry)
-
-    def ablation(self, inputs):
-        """The gate, as a context manager, for one forward pass over ``inputs`` ([rows, tokens])."""
-        return contextlib.nullcontext() if self.gate is None else ablate_heads(self.model, self.gate)
-
-    # HFLM's two forward-pass methods: the seam lm-eval's SteeredModel wraps too.
-    def _model_call(self, inps, *args, **kwargs):
-        with self.ablation(inps):
-            return super()._model_call(inps, *args, **kwargs)
-
-    def _model_generate(self, context, *args, **kwargs):
-        with self.ablation(context):
-            return super()._model_generate(context, *args, **kwargs)
 
 
 def load_task(task: TaskSpec, include_path=TASKS_DIR) -> dict:
@@ -178,7 +141,7 @@ class MaskEvaluator:
         ``masks_per_pass = M`` a row is a (document, mask) pair, so a pass holds
         ``batch_size // M`` documents times M masks.
     masks_per_pass : masks that share each forward pass in :meth:`evaluate_masks` (1 = one mask
-        after another, through lm-eval's own batching; more: :mod:`headloc.grouped`, which falls
+        after another, through lm-eval's own batching; more: :mod:`headloc.engine.grouped`, which falls
         back to 1 with a warning where the installed lm-eval or transformers are not the versions
         it was checked with).
     include_path : folder(s) of task YAMLs (headloc's own tasks by default).
@@ -198,7 +161,7 @@ class MaskEvaluator:
         self.geometry = HeadGeometry.of(model.config)
         lm_class = AblatedLM
         if self.masks_per_pass > 1:
-            from headloc import grouped  # the engine (it subclasses AblatedLM): only for groups
+            from headloc.engine import grouped  # torch internals and version checks: only for groups
 
             problem = grouped.version_problem()
             if problem is None:

@@ -1,0 +1,34 @@
+"""headloc: which attention heads carry a capability, found by ablating heads and scoring the
+damaged model through lm-eval tasks (Bair et al., 2026, "Compressed Sensing for Capability
+Localization in Large Language Models").
+
+The package is layered; each part imports only the parts listed before it (tests/unit/
+test_layout.py checks this and that there is no import circle):
+
+``heads``, ``io``
+    The vocabulary every part shares: head names (``L3H7``), head sets, head geometry; atomic
+    writes of JSON, tables and arrays.
+``model``
+    Loading a model from any source (hub id, local folder, GGUF, the embedded SmolLM2) and zeroing
+    attention heads in it (``model.ablation.ablate_heads``).
+``data``
+    The documents a task scores: headloc's built-in datasets, the paper's data mirror, a task's own
+    documents, and the sandbox for model-written programs. The lm-eval task YAMLs are the folder
+    ``headloc/tasks`` (``data.TASKS_DIR``).
+``engine``
+    The seam with lm-eval: scoring a task with heads ablated (``engine.evaluation.MaskEvaluator``),
+    many masks per forward pass (``engine.grouped``), gold continuations for gradients
+    (``engine.supervision``).
+``search``
+    The algorithms, free of any workflow: mask designs, the Lasso of eq. (1), two-stage designs,
+    greedy rounds, attribution patching, Causal Head Gating.
+``methods``
+    The registry of search methods, one module each: what the workflow and the report need to know
+    of a method, and the glue from its rule's inputs to its algorithm.
+``workflow``
+    What the Snakemake workflow asks, without Snakemake: config checks, the plan, every results
+    path, model and task facts, head selection, finished results, portable caching.
+``report``
+    The paper's tables and figures from collected results, their formats, the heatmaps and the
+    efficiency summaries.
+"""

@@ -1,0 +1,19 @@
+"""Attribution patching (:mod:`headloc.search.attribution`): each head's ablation effect to first
+order, one gradient of the gold continuation's log-likelihood at gate = 1 (rule gradient_search)."""
+
+from headloc.methods.contract import Method, read_gradient
+
+
+def run(model, examples, options, seed, rows):
+    from headloc.search.attribution import attribution
+
+    return attribution(model, examples, batch_size=rows)
+
+
+METHODS = (
+    Method(
+        name="attribution", kind="gradient", about="attribution patching: one gradient at gate = 1",
+        label="-d score / d gate (first-order effect of ablation)", marker="P",
+        search_id=lambda parts: f"attribution_{parts.tail}", recover=read_gradient, run=run,
+    ),
+)

@@ -1,0 +1,26 @@
+"""Causal Head Gating (Nam et al. 2025; :mod:`headloc.search.chg`): one sigmoid gate per head
+fitted by gradient descent, heads ranked by facilitation. Its hyperparameters are the config's
+``chg`` section (seed rows x, lambda l, updates per fit t, all in its search's name)."""
+
+from headloc.methods.contract import Method, read_gradient
+
+
+def run(model, examples, options, seed, rows):
+    from headloc.search.chg import chg
+
+    return chg(model, examples, seeds=tuple(range(options["seeds"])), lam=options["lam"],
+               init_steps=options["steps"], fit_steps=options["steps"], split_seed=seed, rows_per_pass=rows)
+
+
+def search_id(parts) -> str:
+    o = parts.options
+    return f"chg_x{o['seeds']}_l{o['lam']:g}_t{o['steps']}_{parts.tail}"
+
+
+METHODS = (
+    Method(
+        name="chg", kind="gradient", about="Causal Head Gating: gates fitted by gradient descent",
+        label="-G- (facilitation, negated)", marker="X", search_id=search_id, recover=read_gradient, run=run,
+        options="chg", defaults={"seeds": 4, "lam": 0.1, "steps": 500},
+    ),
+)

@@ -1,0 +1,172 @@
+"""The contract every search method fulfils, and the recovery steps several methods share.
+
+A method module of :mod:`headloc.methods` declares one or more :class:`Method` in a module-level
+``METHODS`` tuple. The declaration is metadata and small functions; what is heavy (torch, sklearn,
+lm-eval) is imported inside those functions, so that reading the registry (the Snakefile does, at
+parse time) stays fast.
+
+Kinds: how a method spends its evaluations, which decides the rules that run it.
+
+- ``masks``: a design of masks (``design``), each scored on the identification subset (rules
+  make_masks, score_masks; with ``stages=2`` also refine_masks and a second design), ranked by a fit
+  of the scores (``recover``).
+- ``rounds``: greedy rounds (rules make_greedy_masks, score_greedy_masks, choose_greedy_head), ranked
+  from its rounds.
+- ``gradient``: one gradient job on the gold continuations (rule gradient_search runs ``run``).
+- ``draw``: no evaluation at all; ``recover`` ranks the heads from the seed alone (a baseline).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+KINDS = ("masks", "rounds", "gradient", "draw")
+
+
+@dataclass(frozen=True)
+class SearchParts:
+    """What a search's directory name may say: ``tail`` is the identification part every method
+    shares (``n<docs>_s<seed>``, plus the score suffix of a scored method); the rest is for the
+    methods whose result they change."""
+
+    tail: str
+    seed: int
+    n_masks: int
+    sparsity: float
+    repeat: int = 0
+    of: int | None = None
+    top_k: int = 5
+    excludes_universal: bool = False
+    options: Mapping = field(default_factory=dict)
+
+
+def budget_id(name: str, parts: SearchParts) -> str:
+    """The name of a search that spends a budget of masks: ``<method>_m<M>[of<full>]_p<p>_<tail>[_r<repeat>]``."""
+    size = f"{parts.n_masks}of{parts.of}" if parts.of else f"{parts.n_masks}"
+    return f"{name}_m{size}_p{parts.sparsity:g}_{parts.tail}{f'_r{parts.repeat}' if parts.repeat else ''}"
+
+
+@dataclass(frozen=True)
+class Method:
+    """A search method, as the workflow and the report know it.
+
+    name: the config's spelling (``search.methods``). kind: one of :data:`KINDS`.
+    label: what its per-head value (``coef`` of recovery.json) means: the heatmap's colour bar.
+    marker: its matplotlib marker in the methods figure.
+    search_id: the directory name of one search from its :class:`SearchParts`.
+    recover: ``recover(inputs, names, params, log) -> dict``: the ranking fields of recovery.json
+        (``ranking``, ``coef``, ``n_evals``, ``alpha``, ``r2``, ``intercept`` and its own) from the
+        inputs of rule recover_heads (:meth:`headloc.workflow.plan.Plan.recovery_inputs` names them).
+    design: kind ``masks``: ``design(n_heads, n_masks, sparsity, rng) -> (M, N) int8 array``.
+    run: kind ``gradient``: ``run(model, examples, options, seed, rows) -> result`` (see
+        :func:`headloc.engine.supervision.recovery_fields`).
+    budgeted: spends ``search.n_masks`` masked evaluations (``budgets`` and ``sparsity`` apply).
+    nested: a smaller budget is the first rows of the full design (one scoring serves every budget).
+    repeats: random, so ``search.repeats`` draws it again (seed + repeat).
+    stages: 2 for a design refined after its first stage is scored (rule refine_masks).
+    rows_from: (method, sub-folder): reuse that method's rows when it runs too (one-shot greedy
+        reads greedy's round 1, the same matrix).
+    excludes_universal: its search leaves the universal heads out (greedy's rounds, with the
+        universal filter on), so it waits on them and cannot be the main method that finds them.
+    options: the config section holding its hyperparameters (and ``defaults``, the schema's).
+    """
+
+    name: str
+    kind: str
+    about: str
+    label: str
+    marker: str
+    search_id: Callable[[SearchParts], str]
+    recover: Callable
+    design: Callable | None = None
+    run: Callable | None = None
+    budgeted: bool = False
+    nested: bool = False
+    repeats: bool = False
+    stages: int = 1
+    rows_from: tuple[str, str] | None = None
+    excludes_universal: bool = False
+    options: str | None = None
+    defaults: Mapping = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"method {self.name}: kind {self.kind!r}, expected one of {', '.join(KINDS)}")
+        if (self.kind == "masks") != (self.design is not None) or (self.kind == "gradient") != (self.run is not None):
+            raise ValueError(f"method {self.name}: a masks method needs a design, a gradient method a run, "
+                             "and no other kind has either")
+
+    @property
+    def scored(self) -> bool:
+        """Whether it scores masked evaluations (so a search's scoring task and metric name it)."""
+        return self.kind in ("masks", "rounds")
+
+
+# ---------------------------------------------------------------- shared recovery steps
+
+
+def scored_masks(masks_path, score_paths):
+    """A design and its scores, checked to cover every mask once, in order."""
+    from headloc.io import read_scores
+
+    masks = np.load(masks_path)
+    scores = read_scores(score_paths)
+    if not np.array_equal(scores["mask"].to_numpy(), np.arange(len(masks))):
+        raise ValueError(f"the chunk scores cover masks {scores['mask'].tolist()}, expected 0..{len(masks) - 1}")
+    return masks, scores
+
+
+def fit_masks(inputs, names, params, log, *, estimator, stability: bool) -> dict:
+    """Fit ``estimator`` (a :mod:`headloc.search.recovery` estimator) to the masks and their scores
+    (both stages' rows when there is a stage 2; the first ``params.rows`` for a nested budget);
+    ``stability`` adds the bootstrap probability of each head being in the top k."""
+    import pandas as pd
+
+    from headloc.search.recovery import top_k_probability  # sklearn (~1 s): only here
+
+    masks, scores = scored_masks(inputs["masks"], inputs["scores"])
+    if "stage2_masks" in inputs:
+        masks2, scores2 = scored_masks(inputs["stage2_masks"], inputs["stage2_scores"])
+        log.info("stage 1: %d masks, stage 2: %d masks", len(masks), len(masks2))
+        masks, scores = np.vstack([masks, masks2]), pd.concat([scores, scores2])
+    if params.rows:  # a nested budget: the first rows of the full design
+        log.info("budget %d: the first %d of %d scored masks", params.rows, params.rows, len(masks))
+        masks, scores = masks[: params.rows], scores.iloc[: params.rows]
+    y = scores["score"].to_numpy()
+    fit = estimator.fit(masks, y)
+    log.info("alpha %.4g, R^2 %.3f", fit.alpha_, fit.r2_)
+    found = {
+        "n_evals": fit.n_evals_, "alpha": fit.alpha_, "r2": fit.r2_, "intercept": fit.intercept_,
+        "ranking": [names[i] for i in fit.ranking_],
+        "coef": {name: float(c) for name, c in zip(names, fit.coef_)},
+    }
+    if stability:  # the Lasso's uncertainty: how often bootstrap refits keep each head in the top k
+        k = params.top_k
+        probability = top_k_probability(masks, y, alpha=fit.alpha_, k=k, random_state=params.seed)
+        found["top_k_probability"] = {name: float(q) for name, q in zip(names, probability)}
+        log.info("P(top %d): %s", k, ", ".join(f"{names[i]} {probability[i]:.2f}" for i in fit.ranking_[:k]))
+    return found
+
+
+def lasso_recover(inputs, names, params, log) -> dict:
+    """Eq. (1): the Lasso on the masks' scores, with its top-k stability."""
+    from headloc.search.recovery import LassoRecovery
+
+    estimator = LassoRecovery(alpha=params.alpha, random_state=params.seed)
+    return fit_masks(inputs, names, params, log, estimator=estimator, stability=True)
+
+
+def read_gradient(inputs, names, params, log) -> dict:
+    """What rule gradient_search found (gradient.json), checked against the method and the model's heads."""
+    from headloc.io import read_json
+
+    found = read_json(inputs["gradient"])
+    method = found.pop("method")
+    if method != params.method:
+        raise ValueError(f"{inputs['gradient']} holds a {method!r} search, expected {params.method!r}")
+    if sorted(found["ranking"]) != sorted(names) or sorted(found["coef"]) != sorted(names):
+        raise ValueError(f"{inputs['gradient']} ranks {len(found['ranking'])} heads, not the model's {len(names)}")
+    return found

@@ -1,0 +1,25 @@
+"""One-shot greedy: every head ablated alone (N + 1 evaluations: the unablated row, then the
+identity); a head's effect is its score change. When greedy runs too, its round 1 is this matrix and
+one-shot greedy reads it instead of scoring its own."""
+
+from headloc.methods.contract import Method, fit_masks
+from headloc.search.masks import single_head_masks
+
+
+def single_heads(n_heads, n_masks, sparsity, rng):
+    return single_head_masks(n_heads)
+
+
+def recover(inputs, names, params, log) -> dict:
+    from headloc.search.recovery import SingleHeadRecovery
+
+    return fit_masks(inputs, names, params, log, estimator=SingleHeadRecovery(), stability=False)
+
+
+METHODS = (
+    Method(
+        name="greedy1s", kind="masks", about="one-shot greedy: every head ablated alone",
+        label="score change when ablated alone", marker="D", search_id=lambda parts: f"greedy1s_{parts.tail}",
+        design=single_heads, recover=recover, rows_from=("greedy", "round1"),
+    ),
+)

@@ -1,0 +1,57 @@
+"""Every file target of the workflow, written once: Snakemake wildcard patterns (``{model}``,
+``{task}``, ...) that the rules use as inputs and outputs and that Python fills in with
+``str.format`` (or :func:`search_file`). Logs and benchmarks are named in their rule only (one
+each); nothing else names a results path.
+
+>>> search_file(RECOVERY, "m", "ioi", "greedy_k5_n20_s0")
+'results/m/ioi/greedy_k5_n20_s0/recovery.json'
+>>> ID_SUBSET.format(task="ioi", n=20, seed=0, ext="jsonl")
+'results/data/ioi/id_20_seed0.jsonl'
+"""
+
+RESULTS = "results"
+
+# models
+MODEL_DIR = f"{RESULTS}/models/{{model}}"  # a prepared (converted) checkpoint
+GEOMETRY = f"{RESULTS}/{{model}}/geometry.json"
+UNIVERSAL = f"{RESULTS}/{{model}}/universal_heads.json"
+
+# documents
+DOCUMENTS = f"{RESULTS}/data/{{task}}/test.jsonl"  # the full documents, copied by headloc
+DOCUMENT_INDICES = f"{RESULTS}/data/{{task}}/documents.json"  # a task that reads its own documents
+ID_SUBSET = f"{RESULTS}/data/{{task}}/id_{{n}}_seed{{seed}}.{{ext}}"  # ext: jsonl (copied) or json (indices)
+
+# one search: results/<model>/<task>/<search id>/
+SEARCH = f"{RESULTS}/{{model}}/{{task}}/{{search}}"
+MASKS = f"{SEARCH}/masks.npy"
+SCORES = f"{SEARCH}/scores/{{chunk}}.tsv"
+SAMPLES = f"{SEARCH}/scores/{{chunk}}.samples.jsonl"
+STAGE2_MASKS = f"{SEARCH}/stage2/masks.npy"
+STAGE2_SCORES = f"{SEARCH}/stage2/scores/{{chunk}}.tsv"
+STAGE2_SAMPLES = f"{SEARCH}/stage2/scores/{{chunk}}.samples.jsonl"
+REFINEMENT = f"{SEARCH}/stage2/refinement.json"
+ROUND_MASKS = f"{SEARCH}/round{{round}}/masks.npy"
+ROUND_SCORES = f"{SEARCH}/round{{round}}/scores/{{chunk}}.tsv"
+ROUND_SAMPLES = f"{SEARCH}/round{{round}}/scores/{{chunk}}.samples.jsonl"
+CHOSEN = f"{SEARCH}/round{{round}}/chosen.json"
+GRADIENT = f"{SEARCH}/gradient.json"
+RECOVERY = f"{SEARCH}/recovery.json"
+HEATMAP = f"{SEARCH}/heatmap.png"
+ID_TOPK = f"{SEARCH}/id_topk.json"
+TUNING = f"{RESULTS}/{{model}}/{{task}}/tuning.json"
+
+# full-data validation: one file per (model, task, head set)
+EVAL = f"{RESULTS}/{{model}}/evals/{{task}}/{{headset}}.json"
+
+# collected tables of one config (under its digest), their published copies, tables and figures
+RUN = f"{RESULTS}/runs/{{digest}}"
+RUN_CONFIG = f"{RUN}/config.yaml"
+COLLECTED = f"{RUN}/{{collection}}.tsv"
+PUBLISHED = f"{RESULTS}/tables/{{name}}.tsv"
+TABLE = f"{RESULTS}/tables/{{table}}.{{ext}}"
+FIGURE = f"{RESULTS}/figures/{{figure}}.{{ext}}"
+
+
+def search_file(pattern: str, model: str, task: str, search: str, **more) -> str:
+    """A per-search pattern filled in for one search (``more``: its chunk, round, ...)."""
+    return pattern.format(model=model, task=task, search=search, **more)

@@ -1,0 +1,132 @@
+"""Every registered search method, run the same way on the same planted tiny model (the way
+scikit-learn's ``parametrize_with_checks`` runs every estimator): a new method module is checked
+here without a line of this file changing.
+
+The model (tests/planted.py) has one head, PLANTED, that alone carries a copy task; the others are
+scaled to noise; its output is scaled down (planted.weakened) so the task is not saturated. Each method is driven through its declaration as the workflow's rules drive it,
+by kind: a mask design scored (here by the gold continuation's log-likelihood, computed by
+planted.reference_score, not by headloc's evaluator) and recovered; greedy rounds scored and
+chosen; a gradient search run; or a draw. Then recover_heads' own call, ``method.recover``, turns
+the files into the ranking fields. Every method that looks at the model must rank PLANTED first.
+"""
+
+import json
+import logging
+import types
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from planted import N_HEADS, N_LAYERS, PLANTED, planted_examples, planted_model, reference_score, weakened
+
+from headloc import methods
+from headloc.heads import HeadGeometry, format_head, head_name
+from headloc.io import save_npy, write_json, write_table
+from headloc.model.ablation import masks_to_gate
+
+NAMES = [head_name(i, N_HEADS) for i in range(N_LAYERS * N_HEADS)]
+GEOMETRY = HeadGeometry(N_LAYERS, N_HEADS)
+N_MASKS, SPARSITY, TOP_K = 12, 0.25, 2
+FAST_OPTIONS = {"chg": {"seeds": 1, "lam": 0.1, "steps": 30}}  # a method's options section, kept small
+LOG = logging.getLogger("contract")
+
+
+@pytest.fixture(scope="module")
+def model():
+    """The planted head scaled down: it still solves the task, less saturated, so that a first-order
+    method (attribution: a gradient at gate = 1) sees it too."""
+    return weakened(planted_model(), 0.2)
+
+
+@pytest.fixture(scope="module")
+def examples():
+    return planted_examples(12)
+
+
+def score(model, examples, masks) -> np.ndarray:
+    """Each mask's mean gold log-likelihood (1 = ablated), one unpadded document at a time."""
+    return np.array([reference_score(model, examples, masks_to_gate(row, GEOMETRY) if row.any() else None)
+                     for row in np.atleast_2d(masks)])
+
+
+def scored_design(folder, name, masks, y):
+    save_npy(folder / f"{name}.npy", masks)
+    write_table(folder / f"{name}.tsv", pd.DataFrame({"mask": np.arange(len(masks)), "score": y}))
+    return str(folder / f"{name}.npy"), [str(folder / f"{name}.tsv")]
+
+
+def drive(method, model, examples, folder) -> tuple[dict, int]:
+    """The files rule recover_heads would get for ``method``, and the evaluations spent making them."""
+    if method.kind == "masks":
+        masks = methods.make_masks(len(NAMES), N_MASKS, method=method.name, sparsity=SPARSITY, random_state=0)
+        inputs = dict(zip(("masks", "scores"), scored_design(folder, "masks", masks, score(model, examples, masks))))
+        return inputs, len(masks)
+    if method.kind == "rounds":
+        from headloc.methods.greedy import choose_round
+        from headloc.search.greedy import round_masks
+
+        rounds, record = [], None
+        for r in range(1, TOP_K + 1):
+            chosen = [NAMES.index(h) for h in (record or {"chosen": []})["chosen"]]
+            masks = round_masks(len(NAMES), chosen)
+            record = choose_round(record, masks, score(model, examples, masks), NAMES)
+            write_json(folder / f"round{r}.json", record)
+            rounds.append(str(folder / f"round{r}.json"))
+        return {"rounds": rounds}, record["n_evals"]
+    if method.kind == "gradient":
+        from headloc.engine.supervision import recovery_fields
+
+        options = {**method.defaults, **FAST_OPTIONS.get(method.options, {})}
+        torch.manual_seed(0)
+        fields = recovery_fields(method.run(model, examples, options, 0, 16))
+        write_json(folder / "gradient.json", {"method": method.name, "n_docs": len(examples), **fields})
+        return {"gradient": str(folder / "gradient.json")}, fields["n_evals"]
+    return {"model": []}, 0  # a draw evaluates nothing
+
+
+@pytest.mark.parametrize("name", methods.names())
+def test_every_method_keeps_the_contract(name, model, examples, tmp_path):
+    method = methods.get(name)
+    params = types.SimpleNamespace(method=name, alpha=0.001, seed=0, rows=None, top_k=TOP_K)
+    inputs, spent = drive(method, model, examples, tmp_path)
+    found = method.recover(inputs, NAMES, params, LOG)
+    json.dumps(found)  # recovery.json must be able to hold it
+    assert sorted(found["ranking"]) == sorted(NAMES) and sorted(found["coef"]) == sorted(NAMES)
+    assert {"n_evals", "alpha", "r2", "intercept"} <= set(found)
+    if method.kind == "gradient":  # compute in masked-evaluation equivalents, not rows scored
+        assert found["n_evals"] > 0
+    else:
+        assert found["n_evals"] == spent
+    if method.kind != "draw":
+        assert found["ranking"][0] == format_head(*PLANTED), found["ranking"]
+
+
+@pytest.mark.parametrize("name", methods.names())
+def test_every_method_declares_what_the_workflow_and_report_read(name):
+    import matplotlib.markers
+
+    method = methods.get(name)
+    assert method.name == name and method.kind in methods.KINDS and method.label and method.about
+    assert method.marker in matplotlib.markers.MarkerStyle.markers
+    parts = methods.SearchParts(tail="n20_s0", seed=0, n_masks=100, sparsity=0.05, top_k=5,
+                                options=method.defaults)
+    search_id = method.search_id(parts)
+    assert search_id.startswith(name + "_") and search_id.endswith("n20_s0") and "/" not in search_id
+    if method.repeats:  # a repeat is another search, in another folder
+        assert method.search_id(methods.SearchParts(**{**vars(parts), "repeat": 1})) != search_id
+    if method.budgeted:  # so is another budget
+        assert method.search_id(methods.SearchParts(**{**vars(parts), "n_masks": 50})) != search_id
+    assert not method.nested or method.budgeted, "only a budget can nest"
+    if method.rows_from:
+        assert method.rows_from[0] in methods.names()
+
+
+def test_markers_tell_the_methods_apart():
+    markers = [methods.get(name).marker for name in methods.names()]
+    assert len(set(markers)) == len(markers), markers
+
+
+def test_an_unknown_method_is_named_with_the_known_ones():
+    with pytest.raises(ValueError, match=r"unknown search method 'lasso'; known: .*cs_stratified"):
+        methods.get("lasso")

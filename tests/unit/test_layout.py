@@ -1,0 +1,102 @@
+"""The package layout holds: every import between headloc's modules (read with ``ast``, imports
+inside functions included) goes down the layers headloc/__init__.py describes, and none goes round
+in a circle."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+# headloc/__init__.py's order: a part may import itself and the parts before it, never one after.
+LAYERS = [("heads", "io"), ("model",), ("data", "tasks"), ("engine",), ("search",), ("methods",),
+          ("workflow",), ("report",)]
+RANK = {part: rank for rank, parts in enumerate(LAYERS) for part in parts}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(path: Path) -> set[str]:
+    """The headloc modules a file imports (``from headloc.x import y`` counts y when it is a module)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names if alias.name.startswith("headloc")}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("headloc"):
+            found.add(node.module)
+            found |= {f"{node.module}.{alias.name}" for alias in node.names}
+    return found
+
+
+def graph() -> dict[str, set[str]]:
+    files = {module_name(p): p for p in (SRC / "headloc").rglob("*.py") if "tasks/data" not in str(p)}
+    return {name: {m for m in imports(path) if m in files and m != name} for name, path in files.items()}
+
+
+def part(module: str) -> str:
+    return module.split(".")[1] if "." in module else "(package)"
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected group of more than one module (Tarjan), i.e. the import circles."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(node):
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in edges.get(node, ()):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in edges:
+        if node not in index:
+            visit(node)
+    return found
+
+
+GRAPH = graph()
+
+
+def test_the_graph_sees_the_imports_it_must():
+    assert "headloc.engine.lm" in GRAPH["headloc.engine.grouped"]
+    assert "headloc.methods.contract" in GRAPH["headloc.methods"]
+    assert "headloc.workflow.plan" in GRAPH["headloc.report.efficiency"]
+
+
+def test_no_import_circles():
+    assert cycles(GRAPH) == []
+
+
+def test_the_cycle_finder_finds_a_circle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_every_part_is_a_layer_with_a_package():
+    parts = {part(m) for m in GRAPH} - {"(package)"}
+    assert parts <= set(RANK), f"parts without a layer: {parts - set(RANK)}"
+    for name in set(RANK) - {"heads", "io", "tasks"}:
+        assert (SRC / "headloc" / name / "__init__.py").is_file(), name
+        assert f"``{name}``" in (SRC / "headloc" / "__init__.py").read_text(), f"headloc/__init__.py omits {name}"
+
+
+@pytest.mark.parametrize("module", sorted(GRAPH))
+def test_imports_only_go_down(module):
+    up = [m for m in GRAPH[module] if part(m) in RANK and part(module) in RANK and RANK[part(m)] > RANK[part(module)]]
+    assert not up, f"{module} imports {up}, a later layer (headloc/__init__.py)"
