@@ -47,61 +47,45 @@ wildcard_constraints:
     digest=PLAN.digest,
 
 
-# ---------------------------------------------------------------- models
+# ---------------------------------------------------------------- models, data and tasks
 
 
-def get_model_input(wildcards):
-    return MODEL_FACTS.prepared(wildcards.model)
+def per_model(answer):
+    """An input function or param: ``answer`` for the job's model."""
+    return lambda wildcards: answer(wildcards.model)
 
 
-def model_identity(wildcards):
-    return MODEL_FACTS.identity(wildcards.model)
+def per_task(answer):
+    """An input function or param: ``answer`` for the job's task."""
+    return lambda wildcards: answer(wildcards.task)
 
 
-def model_location(wildcards):
-    return MODEL_FACTS.location(wildcards.model)
+get_model_input = per_model(
+    MODEL_FACTS.prepared
+)  # a GGUF's converted folder, else nothing
+model_identity = per_model(MODEL_FACTS.identity)
+model_location = per_model(MODEL_FACTS.location)
+model_options = per_model(MODEL_FACTS.options)
+model_source = per_model(lambda model: config["models"][model]["source"])
 
-
-def model_source(wildcards):
-    return config["models"][wildcards.model]["source"]
-
-
-def model_options(wildcards):
-    return MODEL_FACTS.options(wildcards.model)
-
-
-# ---------------------------------------------------------------- data and tasks
-
-
-def get_id_subset(wildcards):
-    return TASK_FACTS.id_subset(wildcards.task)
-
-
-def data_file_digest(wildcards):
-    return TASK_FACTS.data_file_digest(wildcards.task)
-
-
-def dataset_options(wildcards):
-    return TASK_FACTS.dataset_options(wildcards.task)
-
-
-def task_digest(wildcards):
-    """The content of a task's files, not their paths (headloc.workflow.facts)."""
-    return TASK_FACTS.digests[wildcards.task]
+get_id_subset = per_task(TASK_FACTS.id_subset)
+data_file_digest = per_task(TASK_FACTS.data_file_digest)
+dataset_options = per_task(TASK_FACTS.dataset_options)
+task_digest = per_task(
+    TASK_FACTS.digests.get
+)  # the content of its files, not their paths
+validation_task_options = per_task(
+    TASK_FACTS.options
+)  # the task itself: full data, gradients
+task_options = per_task(
+    TASK_FACTS.scoring_options
+)  # how searches score (id_task, id_metric)
+task_n_docs = per_task(lambda task: config["tasks"][task]["n_docs"])
+relative = per_task(lambda task: config["tasks"][task]["relative"])
 
 
 def all_task_digests(wildcards):
     return [TASK_FACTS.digests[task] for task in TASKS]
-
-
-def validation_task_options(wildcards):
-    """The task itself (lm_eval_task, metric): full data, document counts, gradient methods."""
-    return TASK_FACTS.options(wildcards.task)
-
-
-def task_options(wildcards):
-    """How the searches score masks (tasks.<name>.id_task and id_metric when set)."""
-    return TASK_FACTS.scoring_options(wildcards.task)
 
 
 def all_task_options(wildcards):
@@ -109,43 +93,23 @@ def all_task_options(wildcards):
     return [TASK_FACTS.options(task) for task in TASKS]
 
 
-def task_n_docs(wildcards):
-    return config["tasks"][wildcards.task]["n_docs"]
-
-
-def relative(wildcards):
-    return config["tasks"][wildcards.task]["relative"]
-
-
 # ---------------------------------------------------------------- search
 
 
-def search_of(wildcards):
-    return PLAN.search(wildcards.task, wildcards.search)
+def per_search(answer):
+    """An input function or param: ``answer`` for the job's search (a headloc.workflow.plan.Search)."""
+    return lambda wildcards: answer(PLAN.search(wildcards.task, wildcards.search))
 
 
-def search_spec(wildcards):
-    return search_of(wildcards).spec()
+search_spec = per_search(lambda search: search.spec())
+search_method = per_search(lambda search: search.method)
+search_seed = per_search(lambda search: search.seed)  # search.seed, plus the repeat
+# The method's own config section (chg's): a change re-runs no other method's search.
+method_options = per_search(lambda search: PLAN.method_options(search.method))
 
 
-def search_method(wildcards):
-    return search_of(wildcards).method
-
-
-def search_seed(wildcards):
-    """The seed of one search's masks and Lasso folds (search.seed, plus the repeat)."""
-    return search_of(wildcards).seed
-
-
-def method_options(wildcards):
-    """The method's own config section (chg's): a change re-runs no other method's search."""
-    return PLAN.method_options(search_method(wildcards))
-
-
-def nested_rows(wildcards):
-    """A nested budget's number of rows (the first M of its full design); None: all of them."""
-    search = search_of(wildcards)
-    return search.n_masks if search.of else None
+# A nested budget's number of rows (the first M of its full design); None: all of them.
+nested_rows = per_search(lambda search: search.n_masks if search.of else None)
 
 
 def universal_heads(wildcards):

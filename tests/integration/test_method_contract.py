@@ -112,7 +112,9 @@ def test_every_method_declares_what_the_workflow_and_report_read(name):
     parts = methods.SearchParts(tail="n20_s0", seed=0, n_masks=100, sparsity=0.05, top_k=5,
                                 options=method.defaults)
     search_id = method.search_id(parts)
-    assert search_id.startswith(name + "_") and search_id.endswith("n20_s0") and "/" not in search_id
+    assert search_id.startswith(name + "_") and "/" not in search_id
+    # another seed is another search, in another folder
+    assert method.search_id(methods.SearchParts(**{**vars(parts), "seed": 1, "tail": "n20_s1"})) != search_id
     if method.repeats:  # a repeat is another search, in another folder
         assert method.search_id(methods.SearchParts(**{**vars(parts), "repeat": 1})) != search_id
     if method.budgeted:  # so is another budget

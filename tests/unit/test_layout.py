@@ -100,3 +100,15 @@ def test_every_part_is_a_layer_with_a_package():
 def test_imports_only_go_down(module):
     up = [m for m in GRAPH[module] if part(m) in RANK and part(module) in RANK and RANK[part(m)] > RANK[part(module)]]
     assert not up, f"{module} imports {up}, a later layer (headloc/__init__.py)"
+
+
+def test_reading_the_registry_imports_nothing_heavy():
+    """The Snakefile reads the registry at parse time: no torch, sklearn, lm-eval or pandas for it."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from headloc import methods; from headloc.workflow import plan, facts, config; "
+            "[methods.get(n).label for n in methods.names()]; "
+            "print(sorted({'torch', 'sklearn', 'lm_eval', 'transformers', 'pandas', 'matplotlib'} & set(sys.modules)))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"

@@ -1216,3 +1216,28 @@ def test_methods_figure_points_average_repeats():
     assert bars.lines[0].get_xydata().tolist() == [[50.0, -30.0]]
     segment = bars.lines[2][0].get_segments()[0]  # the +-1 standard deviation bar
     assert segment.tolist() == [[50.0, -40.0], [50.0, -20.0]]
+
+
+def test_methods_figure_draws_a_method_without_evaluations_across_the_panel():
+    """A zero-cost method (a random draw) has no place on the log axis: a dotted line at its mean
+    Delta Task over the repeats, its +-1 standard deviation shaded, in the legend."""
+    from matplotlib.patches import Rectangle
+
+    from headloc.report import methods_figure
+
+    rows = [{"model": "m", "kind": "task", "task": "t", "method": method, "search": search, "k": k,
+             "eval_task": "t", "score": score}
+            for method, search, own in (("cs_stratified", "c0", 40.0), ("free", "f0", 85.0), ("free", "f1", 75.0))
+            for k, score in ((0, 90.0), (5, own))]
+    recoveries = pd.DataFrame({"model": "m", "task": "t", "method": ["cs_stratified", "free", "free"],
+                               "search": ["c0", "f0", "f1"], "top_heads": ["L0H0", "L0H1", "L0H2"],
+                               "n_evals": [50, 0, 0]})
+    fig = methods_figure(pd.DataFrame(rows), recoveries)
+    ax = fig.axes[0]
+    (bars,) = ax.containers  # only the method with a cost is a point
+    assert bars.lines[0].get_xydata().tolist() == [[50.0, -50.0]]
+    dotted = [line for line in ax.get_lines() if line.get_linestyle() == ":"]
+    assert [line.get_ydata()[0] for line in dotted] == [-10.0]  # mean of -5 and -15
+    band = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_alpha() == 0.12]
+    assert len(band) == 1 and (band[0].get_y(), band[0].get_height()) == pytest.approx((-15.0, 10.0))
+    assert "free (no evaluations)" in [text.get_text() for text in fig.legends[0].get_texts()]

@@ -575,7 +575,9 @@ def methods_figure(evals: pd.DataFrame, recoveries: pd.DataFrame, k: int = 5, *,
     """Delta Task of each method's top ``k`` against the evaluations it used (log x axis), one
     panel per (model, task), one point per method and budget; a random method's repeats give the
     mean and a +-1 standard deviation bar. Greedy's Delta Task is drawn across the panel as the
-    reference the other methods try to reach with fewer evaluations.
+    reference the other methods try to reach with fewer evaluations; a method that spends no
+    evaluation (a random draw), which has no place on a log axis, is drawn across the panel too, as a
+    dotted line in its colour with its +-1 standard deviation shaded: the floor to beat.
 
     Examples
     --------
@@ -595,13 +597,13 @@ def methods_figure(evals: pd.DataFrame, recoveries: pd.DataFrame, k: int = 5, *,
     # a run without a recovery row or a finite Delta Task (e.g. a relative task whose baseline is 0)
     # has no place on a log axis
     points = points.dropna(subset=["n_evals", "delta_task"])
-    points = points[points["n_evals"] > 0]
+    free, points = points[points["n_evals"] <= 0], points[points["n_evals"] > 0]
     if points.empty:
         return no_data_figure(NO_TASK_RUNS, title=f"Methods: Delta Task of the top {k} against evaluations used",
                               footer=footer)
     panels = list(points.groupby(["model", "task"], sort=False))
     fig, axes = _figure(len(panels), ncols, (4.2, 3.2))
-    shown = list(dict.fromkeys(points["method"]))
+    shown = list(dict.fromkeys([*points["method"], *free["method"]]))
     colors = {method: f"C{i % 10}" for i, method in enumerate(shown)}
     for ax, ((model, task), mine) in zip(axes, panels):
         for method, run in mine.groupby("method", sort=False):
@@ -612,6 +614,12 @@ def methods_figure(evals: pd.DataFrame, recoveries: pd.DataFrame, k: int = 5, *,
         greedy = mine[mine["method"] == methods.REFERENCE]
         if len(greedy):
             ax.axhline(float(greedy["delta_task"].iloc[0]), color=MUTED, linestyle="--", linewidth=0.8)
+        for row in free[(free["model"] == model) & (free["task"] == task)].itertuples():
+            ax.axhline(row.delta_task, color=colors[row.method], linestyle=":", linewidth=1.2,
+                       label=f"{row.method} (no evaluations)")
+            if row.runs > 1:
+                ax.axhspan(row.delta_task - row.spread, row.delta_task + row.spread, color=colors[row.method],
+                           alpha=0.12, linewidth=0)
         ax.axhline(0.0, color="0.8", linewidth=0.6)
         ax.set_xscale("log")
         ax.xaxis.set_major_formatter(ScalarFormatter())  # 10, 100, 1000 rather than 10^1 ...
