@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from headloc import methods
 from headloc.heads import HEAD_PATTERN
 from headloc.report.frames import (
     MODELS_NEED,
@@ -275,7 +276,8 @@ TABLE4_COLUMNS = ("capability", "model", "task", "method", "search", "n_evals", 
 
 
 def greedy_recall(recoveries: pd.DataFrame, k: int) -> pd.Series:
-    """Each search's share of greedy's top ``k`` (same model and task) among its own top ``k``
+    """Each search's share of greedy's top ``k`` (the reference method, :data:`headloc.methods.REFERENCE`;
+    same model and task) among its own top ``k``
     (``top_heads``, universal heads filtered when the run filters them); NaN without a greedy search.
 
     Examples
@@ -287,7 +289,7 @@ def greedy_recall(recoveries: pd.DataFrame, k: int) -> pd.Series:
     """
     check_columns(recoveries, ["model", "task", "method", "search", "top_heads"], "recoveries")
     greedy = {(r.model, r.task): set(_head_list(r.top_heads)[:k])
-              for r in recoveries.itertuples(index=False) if r.method == "greedy"}
+              for r in recoveries.itertuples(index=False) if r.method == methods.REFERENCE}
     recall = []
     for r in recoveries.itertuples(index=False):
         reference = greedy.get((r.model, r.task))
