@@ -38,7 +38,7 @@ from headloc.report import FIGURES, TABLES
 N_MASKS, BUDGET, REPEATS, TOP_K, ID_DOCS = 8, 6, 2, 2, 4
 CHG = {"seeds": 2, "lam": 0.1, "steps": 6}
 # ioi is searched by every method; induction by the mask methods that need no gradients
-IOI_METHODS = ["cs_stratified", "greedy1s", "greedy", "cs_adaptive", "attribution", "chg"]
+IOI_METHODS = ["cs_stratified", "greedy1s", "greedy", "cs_adaptive", "attribution", "chg", "random"]
 METHODS = ["cs_stratified", "greedy1s", "greedy"]
 TASKS = ("ioi", "induction")
 BATCH_SIZE = 8
@@ -60,6 +60,7 @@ def methods_config(model_dir) -> dict:
 
 HEADS = [f"L{layer}H{head}" for layer in range(2) for head in range(4)]
 GREEDY, ONE_SHOT = f"greedy_k{TOP_K}_xu_n{ID_DOCS}_s0", f"greedy1s_n{ID_DOCS}_s0"
+DRAWS = {"random_s0": 0, "random_s0_r1": 1}  # search id: seed (search.seed + repeat)
 GRADIENT = {f"attribution_n{ID_DOCS}_s0", f"chg_x{CHG['seeds']}_l{CHG['lam']:g}_t{CHG['steps']}_n{ID_DOCS}_s0"}
 SEARCHES = {"cs_stratified": f"cs_stratified_m{N_MASKS}_p0.25_n{ID_DOCS}_s0",
             "attribution": f"attribution_n{ID_DOCS}_s0",
@@ -162,7 +163,8 @@ def test_table4_recall_and_unfiltered_columns(results):
     adaptive = {cs("cs_adaptive", b, r) for b in (BUDGET, N_MASKS) for r in (0, 1)}
     for task in TASKS:
         mine = table[table["task"] == task].set_index("search")
-        assert set(mine.index) == searches | {GREEDY, ONE_SHOT} | (adaptive | GRADIENT if task == "ioi" else set())
+        assert set(mine.index) == searches | {GREEDY, ONE_SHOT} | (adaptive | GRADIENT | set(DRAWS) if task == "ioi"
+                                                                 else set())
         greedy_top = set(read_json(results / "tiny" / task / GREEDY / "recovery.json")["ranking"][:TOP_K])
         evals = results / "tiny" / "evals" / task
         baseline = read_json(evals / "none.json")["value"]
@@ -213,6 +215,20 @@ def test_adaptive_searches_screen_then_refine(results):
             fit = LassoRecovery(alpha=0.001, random_state=repeat).fit(np.vstack([stage1, stage2]), y)
             assert recovery["coef"] == pytest.approx(dict(zip(HEADS, fit.coef_.tolist())))
     assert refined, "no adaptive search of the run refined: its stage-2 path went untested"
+
+
+def test_random_draws_evaluate_nothing_and_sit_in_table4(results):
+    table = pd.read_csv(results / "tables" / "table4.csv").set_index("search")
+    for search, seed in DRAWS.items():
+        folder = results / "tiny" / "ioi" / search
+        found = read_json(folder / "recovery.json")
+        # numpy's seeded permutation, as the baseline promises: recomputed here, not read from its code
+        assert found["ranking"] == [HEADS[i] for i in np.random.default_rng(seed).permutation(8)]
+        assert found["n_evals"] == 0 and set(found["coef"].values()) == {None}
+        assert sorted(p.name for p in folder.iterdir()) == ["heatmap.png", "recovery.json"]  # nothing scored
+        assert table.loc[search, "method"] == "random" and table.loc[search, "n_evals"] == 0
+    assert read_json(results / "tiny" / "ioi" / "random_s0" / "recovery.json")["ranking"] != \
+        read_json(results / "tiny" / "ioi" / "random_s0_r1" / "recovery.json")["ranking"]
 
 
 # ---------------------------------------------------------------- gradient methods
