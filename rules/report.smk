@@ -202,6 +202,7 @@ rule plot_heatmap:
     conda:
         "../envs/headloc.yaml"
     params:
-        method=lambda w: PLAN.search(w.task, w.search).method,
+        method=search_method,
+        reading=lambda w: methods.get(search_method(w)).reading,  # the caption's how-to-read
     script:
         "../scripts/plot_heatmap.py"

@@ -341,7 +341,7 @@ def test_table9_lists_every_search(results):
 # a phrase only the heatmap caption of that method says
 READING = {"cs_stratified": "stratified: every mask", "greedy1s": "head alone is ablated",
            "greedy": "greedy round it was chosen in", "attribution": "minus d score / d gate",
-           "chg": "Causal Head Gating", "cs_adaptive": "two stages"}
+           "chg": "Causal Head Gating", "cs_adaptive": "two stages", "random": "drawn from the seed"}
 
 
 def embedded(page: str, name: str):

@@ -20,7 +20,11 @@ def search_id(parts) -> str:
 METHODS = (
     Method(
         name="chg", kind="gradient", about="Causal Head Gating: gates fitted by gradient descent",
-        label="-G- (facilitation, negated)", marker="X", search_id=search_id, recover=read_gradient, run=run,
+        label="-G- (facilitation, negated)", marker="X",
+        reading="Causal Head Gating: two panels of gates in [0, 1], means over seeds. G- (facilitation): near 1, the\n"
+                "task needs the head even under pressure to close gates. G+: near 0, the head interferes with the\n"
+                "task. Heads are ranked by G-; the seed spread is in ``recovery.json`` (``g_minus_std``,\n"
+                "``g_plus_std``, ``seed_spearman``).", search_id=search_id, recover=read_gradient, run=run,
         options="chg", defaults={"seeds": 4, "lam": 0.1, "steps": 500},
     ),
 )

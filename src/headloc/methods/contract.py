@@ -24,6 +24,22 @@ from dataclasses import dataclass, field
 import numpy as np
 
 KINDS = ("masks", "rounds", "gradient", "draw")
+# How to read a heatmap whose cells are score changes (report/heatmap.rst shows a method's ``reading``).
+SCALE = ("The red-blue scale is centred at 0 and runs to the largest effect either way: red cells lower the\n"
+         "score when ablated (the head helps the task), blue cells raise it.")
+
+
+def lasso_reading(design: str) -> str:
+    """The heatmap caption of a method whose cells are eq. (1)'s Lasso coefficients."""
+    return f"""Each cell is the head's Lasso coefficient from eq. (1): the estimated change in the task's score
+(a fraction: -0.10 is 10 points of accuracy) when the head is ablated, fitted to the scores of
+random masks ({design}).
+Heads the Lasso set to exactly 0 are ranked by their marginal effect (mean score with the head
+ablated minus without): an outlined white cell is such a head. The title's last line gives each
+outlined head's probability of being in the top k, by rank: the share of 100 bootstrap refits of the Lasso
+(rows resampled, same penalty) that keep it there (``top_k_probability`` in ``recovery.json``).
+
+{SCALE}"""
 
 
 @dataclass(frozen=True)
@@ -55,6 +71,7 @@ class Method:
 
     name: the config's spelling (``search.methods``). kind: one of :data:`KINDS`.
     label: what its per-head value (``coef`` of recovery.json) means: the heatmap's colour bar.
+    reading: how to read its heatmap, in reStructuredText (the caption in Snakemake's report).
     marker: its matplotlib marker in the methods figure.
     search_id: the directory name of one search from its :class:`SearchParts`.
     recover: ``recover(inputs, names, params, log) -> dict``: the ranking fields of recovery.json
@@ -78,6 +95,7 @@ class Method:
     kind: str
     about: str
     label: str
+    reading: str
     marker: str
     search_id: Callable[[SearchParts], str]
     recover: Callable

@@ -3,7 +3,7 @@ the r - 1 heads already chosen plus each remaining head in turn and keeps the mo
 (:mod:`headloc.search.greedy`; rules make_greedy_masks, score_greedy_masks, choose_greedy_head).
 With the universal filter on, its rounds leave the universal heads out (``_xu`` in its name)."""
 
-from headloc.methods.contract import Method
+from headloc.methods.contract import SCALE, Method
 
 
 def recover(inputs, names, params, log) -> dict:
@@ -49,7 +49,10 @@ def search_id(parts) -> str:
 METHODS = (
     Method(
         name="greedy", kind="rounds", about="greedy search: top_k rounds, each keeping the most damaging head",
-        label="score change when added (greedy round)", marker="s", search_id=search_id, recover=recover,
+        label="score change when added (greedy round)", marker="s",
+        reading="A chosen head's cell is the change in the task's score (a fraction) its addition caused in the\n"
+                "greedy round it was chosen in; every other head's, the change it would have caused in the last "
+                "round.\n\n" + SCALE, search_id=search_id, recover=recover,
         excludes_universal=True,
     ),
 )

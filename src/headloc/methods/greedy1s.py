@@ -2,7 +2,7 @@
 identity); a head's effect is its score change. When greedy runs too, its round 1 is this matrix and
 one-shot greedy reads it instead of scoring its own."""
 
-from headloc.methods.contract import Method, fit_masks
+from headloc.methods.contract import SCALE, Method, fit_masks
 from headloc.search.masks import single_head_masks
 
 
@@ -19,7 +19,9 @@ def recover(inputs, names, params, log) -> dict:
 METHODS = (
     Method(
         name="greedy1s", kind="masks", about="one-shot greedy: every head ablated alone",
-        label="score change when ablated alone", marker="D", search_id=lambda parts: f"greedy1s_{parts.tail}",
+        label="score change when ablated alone", marker="D",
+        reading="Each cell is the change in the task's score (a fraction: -0.10 is 10 points of accuracy) when that\n"
+                "head alone is ablated (one-shot greedy: one evaluation per head).\n\n" + SCALE, search_id=lambda parts: f"greedy1s_{parts.tail}",
         design=single_heads, recover=recover, rows_from=("greedy", "round1"),
     ),
 )

@@ -21,6 +21,8 @@ METHODS = (
     Method(
         name="random", kind="draw", about="random baseline: k heads drawn at random, no evaluation",
         label="none (heads drawn at random, nothing measured)", marker="x",
+        reading="The random baseline: the heads were ranked in an order drawn from the seed and nothing was\n"
+                "measured, so every cell is gray. The outlined heads, its top k, are the floor a search must beat.",
         search_id=lambda parts: f"random_s{parts.seed}{f'_r{parts.repeat}' if parts.repeat else ''}",
         recover=draw, repeats=True,
     ),
