@@ -4,12 +4,13 @@ here without a line of this file changing.
 
 The model (tests/planted.py) has one head, PLANTED, that alone carries a copy task; the others are
 scaled to noise; its output is scaled down (planted.weakened) so the task is not saturated. Each method is driven through its declaration as the workflow's rules drive it,
-by kind: a mask design scored (here by the gold continuation's log-likelihood, computed by
-planted.reference_score, not by headloc's evaluator) and recovered; greedy rounds scored and
+by kind: a mask design scored (here by the gold continuation's log-likelihood, computed in this file
+with plain forward passes, not by headloc's evaluator) and recovered; greedy rounds scored and
 chosen; a gradient search run; or a draw. Then recover_heads' own call, ``method.recover``, turns
 the files into the ranking fields. Every method that looks at the model must rank PLANTED first.
 """
 
+import contextlib
 import json
 import logging
 import types
@@ -23,12 +24,12 @@ from planted import N_HEADS, N_LAYERS, PLANTED, planted_examples, planted_model,
 from headloc import methods
 from headloc.heads import HeadGeometry, format_head, head_name
 from headloc.io import save_npy, write_json, write_table
-from headloc.model.ablation import masks_to_gate
+from headloc.model.ablation import ablate_heads, masks_to_gate
 
 NAMES = [head_name(i, N_HEADS) for i in range(N_LAYERS * N_HEADS)]
 GEOMETRY = HeadGeometry(N_LAYERS, N_HEADS)
 N_MASKS, SPARSITY, TOP_K = 12, 0.25, 2
-FAST_OPTIONS = {"chg": {"seeds": 1, "lam": 0.1, "steps": 30}}  # a method's options section, kept small
+FAST_OPTIONS = {"chg": {"seeds": 1, "lam": 0.1, "steps": 10}}  # a method's options section, kept small
 LOG = logging.getLogger("contract")
 
 
@@ -45,9 +46,23 @@ def examples():
 
 
 def score(model, examples, masks) -> np.ndarray:
-    """Each mask's mean gold log-likelihood (1 = ablated), one unpadded document at a time."""
-    return np.array([reference_score(model, examples, masks_to_gate(row, GEOMETRY) if row.any() else None)
-                     for row in np.atleast_2d(masks)])
+    """Each mask's mean gold log-likelihood (1 = ablated): the planted documents all have the same
+    length and a one-token continuation, so one unpadded batch per mask (planted.reference_score
+    does the same one document at a time; test_scores_agree_with_the_reference checks the two agree)."""
+    tokens = torch.tensor([list(e.context) + list(e.target) for e in examples])
+    found = []
+    for row in np.atleast_2d(masks):
+        ablation = ablate_heads(model, masks_to_gate(row, GEOMETRY)) if row.any() else contextlib.nullcontext()
+        with torch.no_grad(), ablation:
+            logits = model(tokens[:, :-1]).logits[:, -1].double()
+        found.append(float(torch.log_softmax(logits, -1).gather(1, tokens[:, -1:]).mean()))
+    return np.array(found)
+
+
+def test_scores_agree_with_the_reference(model, examples):
+    masks = np.eye(len(NAMES), dtype=np.int8)[[0, PLANTED[0] * N_HEADS + PLANTED[1]]]
+    expected = [reference_score(model, examples, masks_to_gate(row, GEOMETRY)) for row in masks]
+    assert score(model, examples, masks) == pytest.approx(expected, abs=1e-5)
 
 
 def scored_design(folder, name, masks, y):
