@@ -27,7 +27,6 @@ MODELS, TASKS, LOCALIZED = PLAN.models, PLAN.tasks, PLAN.localized
 SEARCH = config["search"]
 MODEL_FACTS = ModelFacts(config)
 TASK_FACTS = TaskFacts(config, PLAN)
-MIRROR = TASK_FACTS.mirror
 RUN_CONFIG = paths.RUN_CONFIG.format(digest=PLAN.digest)
 
 
@@ -115,7 +114,7 @@ nested_rows = per_search(lambda search: search.n_masks if search.of else None)
 def universal_heads(wildcards):
     """The model's universal heads, which a method that leaves them out (greedy) never chooses."""
     leaves_out = methods.get(search_method(wildcards)).excludes_universal
-    if not (leaves_out and PLAN.excludes_universal):
+    if not (leaves_out and PLAN.universal_filter):
         return []
     return paths.UNIVERSAL.format(model=wildcards.model)
 

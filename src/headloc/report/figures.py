@@ -537,10 +537,8 @@ _add(FigureSpec(
 
 def method_marker(method: str) -> str:
     """A method's marker in the methods figure (the registry's; a circle for one it does not know)."""
-    try:
-        return methods.get(method).marker
-    except ValueError:
-        return "o"
+    known = methods.registry().get(method)
+    return known.marker if known else "o"
 
 
 def methods_points(evals: pd.DataFrame, recoveries: pd.DataFrame, k: int = 5, *,

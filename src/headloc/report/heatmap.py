@@ -104,10 +104,8 @@ def panels(record: Mapping) -> list[Panel]:
 def value_label(method: str) -> str:
     """What a method's ``coef`` means (the colorbar's label): the registry's label, or a generic one
     for a method this headloc does not know (a record from another version)."""
-    try:
-        return methods.get(method).label
-    except ValueError:
-        return f"per-head effect ({method})"
+    known = methods.registry().get(method)
+    return known.label if known else f"per-head effect ({method})"
 
 
 def figure_size(n_layers: int, n_heads: int, n_panels: int = 1) -> tuple[float, float]:

@@ -123,7 +123,7 @@ class Plan:
         self.main_method = config["validation"]["method"]
         self.seed = config["search"]["seed"]
         self.digest = config_digest(config)
-        if methods.get(self.main_method).excludes_universal and self.excludes_universal:
+        if methods.get(self.main_method).excludes_universal and self.universal_filter:
             raise ValueError(f"config validation.method: {self.main_method!r} with universal.filter on would wait "
                              f"on itself ({self.main_method} leaves out the universal heads, which are found on the "
                              "main method's rankings); expected another main method, or universal.filter: false")
@@ -163,13 +163,14 @@ class Plan:
         if spec.scored:  # the gradient methods always differentiate the gold log-likelihood
             tail += self.score_suffix(task)
         parts = methods.SearchParts(tail=tail, seed=self.seed, n_masks=n_masks, sparsity=sparsity, repeat=repeat,
-                                    of=of, top_k=self.top_k, excludes_universal=self.excludes_universal,
+                                    of=of, top_k=self.top_k, excludes_universal=self.universal_filter,
                                     options=self.method_options(method))
         return spec.search_id(parts)
 
     @property
-    def excludes_universal(self) -> bool:
-        """Whether a method that can leave the universal heads out (greedy) does: the filter is on."""
+    def universal_filter(self) -> bool:
+        """Whether the universal filter is on (a method that can leave the universal heads out,
+        greedy, then does)."""
         return bool(self.config.get("universal", {}).get("filter", False))
 
     def method_options(self, method: str) -> dict:
