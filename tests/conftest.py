@@ -27,7 +27,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # Snakemake job) holds a core, every 2-thread op waits for a descheduled thread. With both cores
 # busy the gsm8k identity test took 129 s instead of 6 s (21 s with passive threads, 23 s with one
 # thread); with one core busy a SmolLM2 test 13.9 s (7.1 s passive). Passive threads sleep instead
-# of spinning and lose nothing when the machine is idle. Set before anything imports torch.
+# of spinning. Set before anything imports torch.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 REPO = Path(__file__).resolve().parents[1]
