@@ -25,8 +25,8 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # torch's OpenMP threads spin-wait for each other by default: when the other test worker (or a
 # Snakemake job) holds a core, every 2-thread op waits for a descheduled thread. With both cores
-# busy the gsm8k identity test took 129 s instead of 6 s (21 s with passive threads, 23 s with one
-# thread); with one core busy a SmolLM2 test 13.9 s (7.1 s passive). Passive threads sleep instead
+# busy the gsm8k identity test took 129 s, 9 s on the idle machine (21 s with passive threads, 23 s
+# with one thread); with one core busy a SmolLM2 test 13.9 s (7.1 s passive). Passive threads sleep instead
 # of spinning. Set before anything imports torch.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 

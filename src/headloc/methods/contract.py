@@ -55,7 +55,7 @@ class SearchParts:
     repeat: int = 0
     of: int | None = None
     top_k: int = 5
-    excludes_universal: bool = False
+    universal_filter: bool = False  # universal.filter: greedy's rounds then leave the universal heads out
     options: Mapping = field(default_factory=dict)
 
 

@@ -43,7 +43,7 @@ def choose_round(previous: dict | None, masks, scores, names: list[str], univers
 
 
 def search_id(parts) -> str:
-    return f"greedy_k{parts.top_k}{'_xu' if parts.excludes_universal else ''}_{parts.tail}"
+    return f"greedy_k{parts.top_k}{'_xu' if parts.universal_filter else ''}_{parts.tail}"
 
 
 METHODS = (

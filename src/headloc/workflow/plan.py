@@ -163,7 +163,7 @@ class Plan:
         if spec.scored:  # the gradient methods always differentiate the gold log-likelihood
             tail += self.score_suffix(task)
         parts = methods.SearchParts(tail=tail, seed=self.seed, n_masks=n_masks, sparsity=sparsity, repeat=repeat,
-                                    of=of, top_k=self.top_k, excludes_universal=self.universal_filter,
+                                    of=of, top_k=self.top_k, universal_filter=self.universal_filter,
                                     options=self.method_options(method))
         return spec.search_id(parts)
 
