@@ -3,8 +3,8 @@
 Each step runs `snakemake table2` in the same directory and checks table2 against the files that
 step's config implies, recomputed here from the evaluation records (universal filter off, so a
 search's top-k heads are simply the first k of its ranking). The steps: a first config; the model
-set, n_masks and top_k changed at once (each shows in the table's rows, and tests/unit/test_plan.py
-checks that each alone moves the collected tables); back to the first config, whose table comes
+set, n_masks and top_k changed at once (each shows in the table's rows, Table 1 lists both models,
+and tests/unit/test_plan.py checks that each alone moves the collected tables); back to the first config, whose table comes
 back byte for byte without a single evaluation; the data file's content changed under the same
 path, which no config digest can see; the task set (last: a head set's validation job scores every
 task, so a changed task set re-validates).
@@ -92,12 +92,15 @@ def test_no_change_of_config_or_data_shows_a_stale_table(tmp_path, models):
     assert shown_table2(work) == expected_table2(work, first)
     first_table = (work / "results/tables/table2.csv").read_bytes()
 
-    # the model set, the number of masks and top_k, all at once: every row follows
+    # the model set, the number of masks and top_k, all at once: every row follows (Table 1 too:
+    # the only run of the suite with two models)
     config = copy.deepcopy(first)
     config["models"]["tiny-b"] = {"source": str(models["tiny-b"]), "batch_size": 8}
     config["search"]["n_masks"] = 8
     config["validation"]["top_k"] = 2
-    run(work, config)
+    run(work, config, "table1")
+    table1 = pd.read_csv(work / "results/tables/table1.csv")
+    assert table1.values.tolist() == [["tiny-a", 2, 4, 8], ["tiny-b", 2, 4, 8]]  # layers, heads, all heads
     shown = shown_table2(work)
     assert {row[0] for row in shown} == {"tiny-a", "tiny-b"}  # the second model's rows appear
     assert {row[2] for row in shown} == {"cs_stratified_m8_p0.25_n4_s0"}  # a new search, named
