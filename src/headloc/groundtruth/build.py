@@ -188,8 +188,11 @@ class TaskSampler:
         # heads off the path: other roles' heads are present as they are (their items are the
         # wrong choices the marker must rule out); the rest carry an unrelated document's output
         # (or nothing while the path is learnt in isolation)
-        states = np.where(self.planted[None], DETACHED, OFF if isolate else OTHER)
+        other_roles = {"same_task": SAME_TASK, "on": ON, "detached": DETACHED}[training.get("other_roles", "same_task")]
+        states = np.where(self.planted[None], other_roles, OFF if isolate else OTHER)
         states = np.where(off, OFF, states)
+        role_off = gen.random((n, size.layers, size.heads)) < training.get("other_roles_off", training["off_prob"])
+        states = np.where(self.planted[None] & role_off, OFF, states)
         broken = (gen.random(n) < training["break_prob"]) & ~marker
         break_universal = gen.random(n) < training["break_universal"]
         one_off = gen.random(n) < training["pair_one_off"]
