@@ -2,8 +2,10 @@
 
 Included by the main Snakefile (its targets do not depend on these rules), or run on its own:
 
-    snakemake -s rules/ground_truth.smk --cores 1 --configfile config/ground_truth.yaml planted_all
-    snakemake -s rules/ground_truth.smk --cores 1 results/planted/tiny/truth.json
+    snakemake -s rules/ground_truth.smk planted_all --cores 1 --configfile config/ground_truth.yaml
+    snakemake -s rules/ground_truth.smk results/planted/tiny/truth.json --cores 1
+
+(targets before --configfile: it would take a target after it for a config file).
 
 The recipe comes from the config key ``ground_truth`` when the config has one, else from
 config/ground_truth.yaml beside this checkout. Each job's params hold the recipe's digest and the
@@ -19,16 +21,21 @@ from headloc.groundtruth.recipe import load_config as load_ground_truth_config
 from headloc.groundtruth.recipe import recipe_from_config as planted_recipe
 
 GROUND_TRUTH = config.get("ground_truth") or load_ground_truth_config(
-    os.path.join(os.path.dirname(workflow.current_basedir), "config", "ground_truth.yaml")
+    os.path.join(
+        os.path.dirname(workflow.current_basedir), "config", "ground_truth.yaml"
+    )
 )
-PLANTED = {
-    name: planted_recipe(GROUND_TRUTH, name) for name in GROUND_TRUTH["models"]
-}
+PLANTED = {name: planted_recipe(GROUND_TRUTH, name) for name in GROUND_TRUTH["models"]}
 PLANTED_CODE = hashlib.sha256(
     b"".join(
         path.read_bytes()
         for path in sorted(
-            (Path(workflow.current_basedir).parent / "src" / "headloc" / "groundtruth").glob("*.py")
+            (
+                Path(workflow.current_basedir).parent
+                / "src"
+                / "headloc"
+                / "groundtruth"
+            ).glob("*.py")
         )
     )
 ).hexdigest()[:12]
@@ -51,7 +58,8 @@ rule planted_all:
     """Every planted model the config's ground_truth.build lists, with its truth."""
     input:
         expand(
-            "results/planted/{planted}/truth.json", planted=GROUND_TRUTH.get("build", [])
+            "results/planted/{planted}/truth.json",
+            planted=GROUND_TRUTH.get("build", []),
         ),
 
 
@@ -63,11 +71,11 @@ rule planted_model:
         "results/logs/ground_truth/{planted}.build.log",
     wildcard_constraints:
         planted=planted_names(),
+    threads: 1
     params:
         config=planted_config,
         digest=lambda wildcards: PLANTED[wildcards.planted].digest(),
         builder=PLANTED_CODE,
-    threads: 1
     script:
         "../scripts/build_planted_model.py"
 
@@ -83,9 +91,9 @@ rule planted_truth:
         "results/logs/ground_truth/{planted}.truth.log",
     wildcard_constraints:
         planted=planted_names(),
+    threads: 1
     params:
         digest=lambda wildcards: PLANTED[wildcards.planted].digest(),
         builder=PLANTED_CODE,
-    threads: 1
     script:
         "../scripts/planted_truth.py"

@@ -6,15 +6,17 @@ Each training step has a *text* batch and a *task* batch.
 
 - Text rows (the general 4th-order Markov text) run with every head on: every head is trained and
   does real work on the general objective.
-- Task rows run with a per-row gate in three states: *on* (the head's output is used and the task
-  loss trains it), *detached* (the output is used in the forward pass, but no task gradient reaches
-  the head: ``z.detach()``) and *off* (removed, as an ablation removes it). A row's path (the
-  universal head and the head(s) of the row's role) is on; every other head is detached, or off
-  with probability ``off_prob``, so the task is learnt by the path heads only and does not lean on
-  any other head being present. A redundant role's row has one of its two heads off with
-  probability ``pair_one_off`` (never both: the task is never learnt on another path). With
-  probability ``break_prob`` a row instead loses its universal head or its role head(s) (the pair:
-  both) and is trained towards a uniform choice between its answers: the capability is made to fail
+- Task rows set each head's output per row (:class:`TrainingGate`): *on* (trained), *off*
+  (removed), *detached* (present, not trained), *other* (its output on a document with the same
+  query but another marker and other items, no gradient) or *same task* (its output on a
+  document of the same task and kind with other items, trained through that pass). The row's role
+  head(s) are on; the universal head is *same task*, so it can carry only the marker; the other
+  roles' heads are on (they learn to stay silent outside their kinds) or off with probability
+  ``other_roles_off``; every other head is off for the first ``isolate`` share of the steps, then
+  *other*, or off with probability ``off_prob``. A redundant role's row has one of its two heads
+  off with probability ``pair_one_off`` (never both on the gold path). With probability
+  ``break_prob`` a row instead loses its universal head or its role head(s) (the pair: both) and
+  is trained towards a uniform choice between its answers: the capability is made to fail
   without its planted heads rather than find another way.
 
 Everything is seeded by the recipe; with the same torch thread count the weights are identical.
@@ -24,8 +26,8 @@ from __future__ import annotations
 
 import json
 import math
-import random
 import os
+import random
 import shutil
 import tempfile
 import time
