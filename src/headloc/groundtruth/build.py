@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from headloc.ablation import hook_module_path
+from headloc.model.ablation import hook_module_path
 from headloc.groundtruth import tasks as T
 from headloc.groundtruth.recipe import UNIVERSAL, Recipe
 from headloc.heads import parse_head

@@ -15,7 +15,7 @@ matter alone whose ablation changes the accuracy by less than ``threshold``) and
 ``unplanted_but_strong`` (a head outside the task's planted set whose ablation lowers it by
 ``threshold`` or more). The general text's loss with every head ablated alone shows that the
 heads outside the tasks do work. The clean and the planted-set scores are also taken through
-lm-eval itself (:class:`headloc.evaluation.MaskEvaluator` on the model's task folder) and must agree.
+lm-eval itself (:class:`headloc.engine.evaluation.MaskEvaluator` on the model's task folder) and must agree.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from headloc.ablation import ablate_heads
+from headloc.model.ablation import ablate_heads
 from headloc.groundtruth import tasks as T
 from headloc.groundtruth.recipe import UNIVERSAL, Design
 from headloc.heads import format_head, head_index
@@ -126,7 +126,7 @@ def planted_sets(design: Design, placement: dict) -> dict[str, dict]:
 
 def lm_eval_scores(model, tokenizer, folder, lm_eval_task: str, masks: dict[str, np.ndarray]) -> dict[str, float]:
     """The same masks scored through lm-eval (headloc's MaskEvaluator) on the model's task folder."""
-    from headloc.evaluation import MaskEvaluator, TaskSpec
+    from headloc.engine.evaluation import MaskEvaluator, TaskSpec
 
     evaluator = MaskEvaluator(model, tokenizer, TaskSpec(lm_eval_task, metric="acc"), batch_size=64,
                               include_path=[str(Path(folder) / "tasks")])
