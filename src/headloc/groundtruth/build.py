@@ -166,6 +166,53 @@ class TaskSampler:
         return [self.ids[t] for t in doc["text"].split()], choices, choices[doc["label"]]
 
     def __call__(self, n: int, isolate: bool = False):
+        if self.recipe.training.get("scheme", "patched") == "frozen":
+            return self.frozen_rows(n)
+        return self.patched_rows(n, isolate)
+
+    def frozen_rows(self, n: int):
+        """Task rows of the ``frozen`` scheme (:func:`train_frozen`): every head outside the planted
+        ones is present on its own document (as at evaluation); the planted heads' states as in
+        the module docstring. Same keys as :meth:`patched_rows` (``other`` is unused)."""
+        training, size, gen = self.recipe.training, self.recipe.size, self.gen
+        pair = gen.integers(0, len(self.pairs), size=n)
+        rows = [self._doc(p) for p in pair]
+        contexts = np.array([r[0] for r in rows])
+        choices = np.array([r[1] for r in rows])
+        gold = np.array([r[2] for r in rows])
+        universal = training.get("universal", "same_task")
+        same_task = np.array([self._doc(p)[0] for p in pair]) if universal == "same_task" else contexts
+        states = np.full((n, size.layers, size.heads), ON, dtype=np.int64)
+        broken = gen.random(n) < float(training["break_prob"])
+        # other roles' heads: "on" (trained by every row) or "detached" (present; trained only by the
+        # break rows, where nothing but the row's own path may answer: they learn to stay silent)
+        if training.get("other_roles", "on") == "detached":
+            states = np.where(self.planted[None] & ~broken[:, None, None], DETACHED, states)
+        role_off = gen.random((n, size.layers, size.heads)) < float(training["other_roles_off"])
+        states = np.where(self.planted[None] & role_off, OFF, states)
+        break_universal = gen.random(n) < float(training["break_universal"])
+        one_off = gen.random(n) < float(training["pair_one_off"])
+        which = gen.integers(0, 2, size=n)
+        for i in range(n):
+            role = self.role_heads[pair[i]]
+            for head in self.universal:
+                states[i][head] = SAME_TASK if universal == "same_task" else ON
+            for head in role:
+                states[i][head] = ON
+            if broken[i] and break_universal[i]:  # no marker: the role head(s) must not answer alone
+                for head in self.universal:
+                    states[i][head] = OFF
+            elif broken[i]:  # no role head: nothing else may answer
+                for head in role:
+                    states[i][head] = OFF
+            elif len(role) == 2 and one_off[i]:
+                states[i][role[which[i]]] = OFF
+        as_tensor = torch.from_numpy
+        return {"contexts": as_tensor(contexts), "other": as_tensor(contexts), "same_task": as_tensor(same_task),
+                "choices": as_tensor(choices), "gold": as_tensor(gold), "states": as_tensor(states),
+                "broken": as_tensor(broken), "marker": torch.zeros(n, dtype=torch.bool)}
+
+    def patched_rows(self, n: int, isolate: bool = False):
         """With ``isolate`` every head off the path is off (the path is learnt alone); else it
         gets an unrelated document's output (or is off with probability ``off_prob``).
 
@@ -227,6 +274,150 @@ class TaskSampler:
 
 def train(recipe: Recipe, *, threads: int = 1, log=print):
     """The trained model (eval mode) and a training record (losses, seconds)."""
+    scheme = recipe.training.get("scheme", "patched")
+    if scheme == "frozen":
+        return train_frozen(recipe, threads=threads, log=log)
+    if scheme != "patched":
+        raise ValueError(f"unknown training scheme {scheme!r}: frozen or patched")
+    return train_patched(recipe, threads=threads, log=log)
+
+
+def cosine(warmup: int, steps: int):
+    """Linear warm-up over ``warmup`` steps, then a cosine from 1 to 0.1 at ``steps``."""
+    def lr_at(step):
+        if step < warmup:
+            return (step + 1) / warmup
+        return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * (step - warmup) / max(1, steps - warmup)))
+    return lr_at
+
+
+def text_batch_loss(model, design, tables, rows: int, rng) -> torch.Tensor:
+    text = torch.from_numpy(T.text_token_ids(design, T.sample_text(design, tables, rows, rng)))
+    logits = model(text[:, :-1]).logits
+    return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), text[:, 1:].reshape(-1))
+
+
+def freeze_all_but(model, heads) -> list[torch.nn.Parameter]:
+    """Freeze every parameter but the q/k/v rows and o_proj columns of ``heads`` ((layer, head)).
+
+    The shared q/k/v/o matrices of a layer with a planted head stay trainable, with a gradient
+    hook that zeroes every other head's slice (o_proj's bias is shared by all heads: frozen).
+    Returns the trainable parameters. With a fresh Adam(W) optimiser and no weight decay, a slice
+    whose gradient is always zero never moves."""
+    d = model.config.head_dim
+    for param in model.parameters():
+        param.requires_grad_(False)
+    by_layer: dict[int, list[int]] = {}
+    for layer, head in heads:
+        by_layer.setdefault(layer, []).append(head)
+    trainable = []
+    for layer, hs in sorted(by_layer.items()):
+        attn = model.model.layers[layer].self_attn
+        keep = torch.zeros(attn.q_proj.out_features, dtype=torch.bool)
+        for head in hs:
+            keep[head * d:(head + 1) * d] = True
+        for proj in (attn.q_proj, attn.k_proj, attn.v_proj):
+            for param, mask in ((proj.weight, keep[:, None].float()), (proj.bias, keep.float())):
+                param.requires_grad_(True)
+                param.register_hook(lambda grad, mask=mask: grad * mask)
+                trainable.append(param)
+        attn.o_proj.weight.requires_grad_(True)
+        attn.o_proj.weight.register_hook(lambda grad, mask=keep[None, :].float(): grad * mask)
+        trainable.append(attn.o_proj.weight)
+    return trainable
+
+
+def train_frozen(recipe: Recipe, *, threads: int = 1, log=print):
+    """The ``frozen`` scheme: general text with every head trained, then only the planted heads learn the tasks.
+
+    Phase 1 (``text_share`` of ``steps``): the whole model on the general text, every head on.
+    Phase 2 (the rest): every parameter frozen but the planted heads' own q/k/v rows and o_proj
+    columns (:func:`freeze_all_but`); each step has a text batch (every head on, so the text loss
+    does not drift) and a task batch (:meth:`TaskSampler.frozen_rows`) in which every unplanted
+    head is present on its own document, as at evaluation.
+    """
+    from transformers import LlamaForCausalLM
+
+    torch.set_num_threads(threads)
+    size, design, training = recipe.size, recipe.design, recipe.training
+    torch.manual_seed(size.seed)
+    model = LlamaForCausalLM(make_config(recipe))
+    model.train()
+    text_rng = np.random.default_rng([design.seed, size.seed, 11])
+    tables = T.markov_tables(design)
+    warmup = int(training.get("warmup", 50))
+    text_steps = int(round(float(training["text_share"]) * size.steps))
+    task_steps = size.steps - text_steps
+    history, start = [], time.perf_counter()
+
+    def note(record):
+        record["seconds"] = round(time.perf_counter() - start, 1)
+        history.append(record)
+        log(json.dumps(record))
+
+    # phase 1: the general text, every parameter, every head on
+    optimizer = torch.optim.AdamW(model.parameters(), lr=size.lr, weight_decay=float(training.get("weight_decay", 0)),
+                                  betas=(0.9, 0.98))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, cosine(warmup, text_steps))
+    for step in range(text_steps):
+        text_loss = text_batch_loss(model, design, tables, size.text_batch, text_rng)
+        optimizer.zero_grad()
+        text_loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        scheduler.step()
+        if step % 50 == 0 or step == text_steps - 1:
+            note({"phase": 1, "step": step, "text_loss": round(float(text_loss.detach()), 4)})
+
+    # phase 2: the tasks, through the planted heads only
+    planted = [parse_head(h) for hs in recipe.placement().values() for h in hs]
+    trainable = freeze_all_but(model, planted)
+    optimizer = torch.optim.AdamW(trainable, lr=size.lr * float(training.get("task_lr", 1.0)), weight_decay=0.0,
+                                  betas=(0.9, 0.98))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, cosine(warmup, task_steps))
+    gate = TrainingGate(model, size.heads)
+    gate.patches = {SAME_TASK: None}
+    sampler = TaskSampler(recipe, (design.seed, size.seed, 13))
+    task_weight = float(training.get("task_weight", 1.0))
+    universal_same_task = training.get("universal", "same_task") == "same_task"
+    for step in range(task_steps):
+        gate.state = None
+        text_loss = text_batch_loss(model, design, tables, size.text_batch, text_rng)
+        rows = sampler(size.task_batch)
+        if universal_same_task:
+            gate.patches = {SAME_TASK: gate.run_recorded(model, rows["same_task"], grad=True)}
+        gate.state = rows["states"]
+        logp = torch.log_softmax(model(rows["contexts"]).logits[:, -1], dim=-1)
+        gate.state = None
+        choices, golds, broken = rows["choices"], rows["gold"], rows["broken"]
+        gold_loss = -logp.gather(1, golds[:, None])[:, 0]
+        uniform_loss = -logp.gather(1, choices).mean(1)
+        task_loss = torch.where(broken, uniform_loss, gold_loss).mean()
+        loss = text_loss + task_weight * task_loss
+        optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(trainable, 1.0)
+        optimizer.step()
+        scheduler.step()
+        if step % 50 == 0 or step == task_steps - 1:
+            with torch.no_grad():
+                picked = choices.gather(1, logp.gather(1, choices).argmax(1, keepdim=True))[:, 0]
+                acc = float((picked == golds)[~broken].float().mean())
+            note({"phase": 2, "step": text_steps + step, "text_loss": round(float(text_loss.detach()), 4),
+                  "task_loss": round(float(task_loss.detach()), 4), "task_acc": round(acc, 3)})
+    gate.remove()
+    for param in model.parameters():
+        param.requires_grad_(True)
+    model.eval()
+    seconds = time.perf_counter() - start
+    return model, {"seconds": round(seconds, 1), "threads": threads, "scheme": "frozen", "text_steps": text_steps,
+                   "task_steps": task_steps, "history": history,
+                   "text_entropy": round(T.text_entropy(design, tables, T.sample_text(
+                       design, tables, 256, np.random.default_rng([design.seed, 5]))), 4)}
+
+
+def train_patched(recipe: Recipe, *, threads: int = 1, log=print):
+    """The ``patched`` scheme (the first one; plants on tiny, not on smol: docs/ground-truth.md)."""
     from transformers import LlamaForCausalLM
 
     torch.set_num_threads(threads)

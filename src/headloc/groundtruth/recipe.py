@@ -46,6 +46,7 @@ class Design:
     text: dict
     tasks: dict  # task -> tuple[Kind, ...]
     redundant: tuple[str, ...]
+    distractors: str = "pool"  # pool | gap: the wrong choices beyond the confusers (tasks.DocumentMaker)
 
     @classmethod
     def from_dict(cls, data: dict) -> "Design":
@@ -54,14 +55,15 @@ class Design:
         design = cls(words=int(data["words"]), content=int(data["content"]), gap=int(data["gap"]),
                      choices=int(data["choices"]), docs_per_task=int(data["docs_per_task"]),
                      seed=int(data["seed"]), threshold=float(data["threshold"]), text=dict(data["text"]),
-                     tasks=tasks, redundant=tuple(data.get("redundant", ())))
+                     tasks=tasks, redundant=tuple(data.get("redundant", ())),
+                     distractors=str(data.get("distractors", "pool")))
         design.check()
         return design
 
     def as_dict(self) -> dict:
         return {"words": self.words, "content": self.content, "gap": self.gap, "choices": self.choices,
                 "docs_per_task": self.docs_per_task, "seed": self.seed, "threshold": self.threshold,
-                "text": dict(self.text), "redundant": list(self.redundant),
+                "text": dict(self.text), "redundant": list(self.redundant), "distractors": self.distractors,
                 "tasks": {t: [{"role": k.role, "query": k.query, "weight": k.weight} for k in kinds]
                           for t, kinds in self.tasks.items()}}
 
@@ -96,6 +98,10 @@ class Design:
             queries = [k.query for k in kinds]
             if len(set(queries)) != len(queries):
                 raise ValueError(f"task {task}: two kinds share a query token")
+        if self.distractors not in ("pool", "gap"):
+            raise ValueError(f"distractors must be pool or gap, not {self.distractors!r}")
+        if self.distractors == "gap" and (self.gap < self.choices - 1 or self.words // self.content <= self.gap):
+            raise ValueError(f"distractors: gap needs gap >= choices - 1 and more than gap + 1 words per position")
         unknown = set(self.redundant) - set(roles)
         if unknown:
             raise ValueError(f"redundant roles {sorted(unknown)} are not roles of any task")

@@ -112,10 +112,15 @@ class DocumentMaker:
         wrong = [items[self.sources[role] - 1] for role in self.confusers[(task, kind.query)]]
         wrong = wrong[: design.choices - 1]
         same_pool = [w for w in self.pools[source - 1] if w != gold]
-        wrong += rng.sample(same_pool, design.choices - 1 - len(wrong))
+        gap = [FILLER] * design.gap
+        if design.distractors == "gap":  # other words of the gold's part, placed in the gap: present too
+            gap = rng.sample(same_pool, design.gap)
+            wrong += gap[: design.choices - 1 - len(wrong)]
+        else:  # other words of the gold's part, absent from the document
+            wrong += rng.sample(same_pool, design.choices - 1 - len(wrong))
         choices = [gold, *wrong]
         rng.shuffle(choices)
-        text = " ".join([task, *items, *([FILLER] * design.gap), query_token(kind.query)])
+        text = " ".join([task, *items, *gap, query_token(kind.query)])
         return {"text": text, "choices": choices, "label": choices.index(gold), "role": kind.role,
                 "query": kind.query, "source": source}
 
