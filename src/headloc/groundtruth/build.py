@@ -2,7 +2,18 @@
 
 How heads are planted (docs/ground-truth.md)
 --------------------------------------------
-Each training step has a *text* batch and a *task* batch.
+``training.scheme: frozen`` (:func:`train_frozen`, the default of config/ground_truth.yaml):
+phase 1 trains the whole model on the general text with every head on; phase 2 freezes every
+parameter but the planted heads' own q/k/v rows and o_proj columns (:func:`freeze_all_but`) and
+trains them on text batches (every head on) and task batches (:meth:`TaskSampler.frozen_rows`)
+in which every unplanted head is present on its own document, as at evaluation: only the planted
+heads can learn the tasks. The planted heads' states in a task row are those below (universal
+*same task*, role head(s) on, other roles on or off, the pair's one-off rows, break rows), except
+that in a break row that loses the universal head the role head stays *on* (it learns not to
+answer without the marker).
+
+``training.scheme: patched`` (:func:`train_patched`, the first recipe; plants on tiny, not on
+smol): each training step has a *text* batch and a *task* batch.
 
 - Text rows (the general 4th-order Markov text) run with every head on: every head is trained and
   does real work on the general objective.
