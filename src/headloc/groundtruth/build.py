@@ -194,6 +194,10 @@ class TaskSampler:
         universal = training.get("universal", "same_task")
         same_task = np.array([self._doc(p)[0] for p in pair]) if universal == "same_task" else contexts
         states = np.full((n, size.layers, size.heads), ON, dtype=np.int64)
+        # optional (not in the config; default 0): each unplanted head removed with this probability.
+        # The draw is made even at 0: the built tiny and smol models were trained with it in the stream.
+        unplanted_off = gen.random((n, size.layers, size.heads)) < float(training.get("unplanted_off", 0.0))
+        states = np.where(~self.planted[None] & unplanted_off, OFF, states)
         broken = gen.random(n) < float(training["break_prob"])
         # other roles' heads: "on" (trained by every row) or "detached" (present; trained only by the
         # break rows, where nothing but the row's own path may answer: they learn to stay silent)
