@@ -200,7 +200,7 @@ def plot(means: pd.DataFrame, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    models = list(dict.fromkeys(means["model"]))
+    models = list(dict.fromkeys(means.sort_values("n_heads")["model"]))  # smallest model first
     fig, axes = plt.subplots(1, len(models), figsize=(5 * len(models), 4), squeeze=False)
     for ax, model in zip(axes[0], models):
         mine = means[means["model"] == model].groupby(["method", "budget"], as_index=False).agg(
