@@ -203,3 +203,40 @@ def test_frozen_phase_moves_only_the_planted_heads(monkeypatch):
         assert not (changed & ~allowed).any(), key
         moved += bool(changed.any())
     assert moved > 0
+
+
+def gold_logprob(model, contexts, choices, labels) -> float:
+    """Mean log-probability of the gold answer among the choices (the benchmark's ``logprob`` score)."""
+    with torch.no_grad():
+        last = model(contexts).logits[:, -1]
+    logp = torch.log_softmax(last.gather(1, choices).double(), dim=-1)
+    return float(logp.gather(1, labels[:, None]).mean())
+
+
+def test_the_benchmark_scores_a_method_against_the_truth(tiny, tmp_path):
+    """benchmarks/ground_truth.py on copy3: one-shot greedy's top k are the k heads whose removal
+    alone lowers the gold log-probability most (recomputed here by zeroing o_proj columns), its
+    recall is their overlap with the planted set, and it spent one evaluation per head plus one."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("ground_truth_benchmark", REPO / "benchmarks" / "ground_truth.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    recipe, folder, truth = tiny
+    planted = tmp_path / "tiny"
+    planted.mkdir()
+    (planted / "model").symlink_to(folder)
+    (planted / "truth.json").write_text(json.dumps(truth))
+    table = bench.benchmark(planted, ["greedy1s"], budgets=[], seeds=[0], score="logprob", sparsity=0.05,
+                            tasks=["copy3"])
+    (row,) = table.to_dict("records")
+    model = load(folder)
+    data = documents(folder, "copy3")
+    base = gold_logprob(model, *data)
+    heads = [(l, h) for l in range(recipe.size.layers) for h in range(recipe.size.heads)]
+    effect = {f"L{l}H{h}": gold_logprob(without(model, [(l, h)]), *data) - base for l, h in heads}
+    k = len(truth["tasks"]["copy3"]["planted_set"]["heads"])
+    expected = sorted(effect, key=effect.get)[:k]
+    assert row["k"] == k and set(row["top"].split("+")) == set(expected)
+    assert row["recall"] == pytest.approx(len(set(expected) & set(truth["tasks"]["copy3"]["planted_set"]["heads"])) / k)
+    assert row["n_evals"] == len(heads) + 1
