@@ -31,4 +31,7 @@ test_layout.py checks this and that there is no import circle):
 ``report``
     The paper's tables and figures from collected results, their formats, the heatmaps and the
     efficiency summaries.
+``groundtruth``
+    Planted-head models whose capability heads are known (docs/ground-truth.md): their recipe,
+    tasks, training and measured truth.
 """

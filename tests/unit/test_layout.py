@@ -10,7 +10,7 @@ import pytest
 SRC = Path(__file__).resolve().parents[2] / "src"
 # headloc/__init__.py's order: a part may import itself and the parts before it, never one after.
 LAYERS = [("heads", "io"), ("model",), ("data", "tasks"), ("engine",), ("search",), ("methods",),
-          ("workflow",), ("report",)]
+          ("workflow",), ("report",), ("groundtruth",)]
 RANK = {part: rank for rank, parts in enumerate(LAYERS) for part in parts}
 
 

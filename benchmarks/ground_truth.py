@@ -1,0 +1,263 @@
+"""Every search method measured against planted heads (issue 22): recall of a planted model's task
+heads in each method's top k, by budget and seed.
+
+    .venv/bin/python benchmarks/ground_truth.py results/planted/tiny            # every method
+    .venv/bin/python benchmarks/ground_truth.py results/planted/tiny results/planted/smol \\
+        --methods cs_stratified cs_adaptive greedy --budgets 25 50 100 200 --seeds 5 --score acc
+    .venv/bin/python benchmarks/ground_truth.py --help
+
+Input: planted model folders as rules/ground_truth.smk builds them (``<name>/model/`` and
+``<name>/truth.json``). For each task of each model, k is the size of the task's planted set (its
+universal head, its role heads, both heads of a redundant pair). Each method runs by its kind, the
+calls the workflow's rules make: a mask design (``Method.design`` / ``headloc.methods.make_masks``;
+cs_adaptive's stage 2 through ``headloc.search.adaptive.refine`` as rule refine_masks does), greedy's
+rounds (``round_masks`` + ``choose_round``, k rounds, no universal filter: the universal head is one
+of the planted heads to find), a gradient method's ``run``, a draw; then ``Method.recover`` ranks
+the heads. It runs in one process: the masks are scored with
+:func:`headloc.groundtruth.truth.score_masks` (several masks per forward pass) on all of the task's
+documents, by accuracy (``--score acc``, the task's lm-eval metric) or by the gold answer's mean
+log-probability among the choices (``--score logprob``, a continuous score).
+
+Reported per model, task, method and budget (mean over seeds): evaluations spent, recall of the
+planted set in the top k, recall of the *effective* set (the planted heads truth.json does not flag
+as ``planted_but_weak``, in the top k of the same size), and whether the redundant pair is in the
+top k. Then, per model and method, the smallest budget whose mean recall over every task reaches
+``--goal`` (95 %) and its ratio to greedy's evaluations. Writes ``<out>/recall.csv``,
+``<out>/summary.md`` and ``<out>/recall.png`` (recall against evaluations, one panel per model).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import tempfile
+import time
+import types
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from headloc import methods
+from headloc.groundtruth.truth import encode, load_planted, read_documents, score_masks
+from headloc.heads import head_name
+from headloc.io import save_npy, write_json, write_table
+
+LOG = logging.getLogger("ground_truth")
+DEFAULT_BUDGETS = (25, 50, 100, 200)
+
+
+class Scorer:
+    """One task's documents on one model: masks -> scores, counting the evaluations."""
+
+    def __init__(self, model, tokenizer, folder, task: str, score: str, docs: int | None = None):
+        self.model = model
+        self.data = encode(tokenizer, read_documents(folder, task)[:docs])
+        self.column = {"acc": 0, "logprob": 1}[score]
+
+    def __call__(self, masks) -> np.ndarray:
+        return score_masks(self.model, *self.data, masks)[self.column]
+
+    def examples(self):
+        """The documents as gold continuations (the gradient methods' input)."""
+        from headloc.engine.supervision import Example
+
+        contexts, choices, labels = self.data
+        gold = choices[torch.arange(len(labels)), labels]
+        return [Example(i, tuple(c.tolist()), (int(g),)) for i, (c, g) in enumerate(zip(contexts, gold))]
+
+
+def scored(folder: Path, name: str, masks, scores) -> tuple[str, list[str]]:
+    save_npy(folder / f"{name}.npy", masks)
+    write_table(folder / f"{name}.tsv", pd.DataFrame({"mask": np.arange(len(masks)), "score": scores}))
+    return str(folder / f"{name}.npy"), [str(folder / f"{name}.tsv")]
+
+
+def drive(method, scorer: Scorer, names: list[str], *, budget: int, seed: int, k: int, sparsity: float,
+          folder: Path) -> dict:
+    """The inputs rule recover_heads would read for ``method`` (see Plan.recovery_inputs)."""
+    n = len(names)
+    if method.kind == "masks":
+        if method.stages == 2:
+            from headloc.search.adaptive import refine, stage_sizes
+
+            stage1, stage2 = stage_sizes(budget)
+            masks = method.design(n, budget, sparsity, np.random.default_rng(seed))
+            y = scorer(masks)
+            plan = refine(masks, y, k=k, n_rows=stage2, alpha=0.001, random_state=seed)
+            inputs = dict(zip(("masks", "scores"), scored(folder, "stage1", masks, y)))
+            if len(plan.masks):
+                inputs.update(zip(("stage2_masks", "stage2_scores"),
+                                  scored(folder, "stage2", plan.masks, scorer(plan.masks))))
+            return inputs
+        masks = methods.make_masks(n, budget, method=method.name, sparsity=sparsity, random_state=seed)
+        return dict(zip(("masks", "scores"), scored(folder, "masks", masks, scorer(masks))))
+    if method.kind == "rounds":
+        from headloc.methods.greedy import choose_round
+        from headloc.search.greedy import round_masks
+
+        record, rounds = None, []
+        for r in range(1, k + 1):
+            chosen = [names.index(h) for h in (record or {"chosen": []})["chosen"]]
+            masks = round_masks(n, chosen)
+            record = choose_round(record, masks, scorer(masks), names)
+            write_json(folder / f"round{r}.json", record)
+            rounds.append(str(folder / f"round{r}.json"))
+        return {"rounds": rounds}
+    if method.kind == "gradient":
+        from headloc.engine.supervision import recovery_fields
+
+        torch.manual_seed(seed)
+        fields = recovery_fields(method.run(scorer.model, scorer.examples(), dict(method.defaults), seed, 256))
+        write_json(folder / "gradient.json", {"method": method.name, "n_docs": len(scorer.data[2]), **fields})
+        return {"gradient": str(folder / "gradient.json")}
+    return {"model": []}  # a draw
+
+
+def runs_of(method, budgets, seeds):
+    """(budget, seed) pairs a method is run at: budgets only for budgeted methods, seeds only where
+    the method is random (greedy and one-shot greedy are deterministic: one run)."""
+    spend = budgets if method.budgeted else [None]
+    draws = seeds if (method.repeats or method.kind in ("gradient", "draw")) else seeds[:1]
+    return [(b, s) for b in spend for s in draws]
+
+
+def recall(top: list[str], truth: list[str]) -> float:
+    return len(set(top) & set(truth)) / len(truth) if truth else float("nan")
+
+
+def task_truth(entry: dict) -> dict:
+    planted = entry["planted_set"]["heads"]
+    weak = set(entry.get("planted_but_weak", []))
+    pair = entry.get("pair", {}).get("heads", [])
+    return {"planted": planted, "effective": [h for h in planted if h not in weak or h in pair], "pair": pair}
+
+
+def benchmark(folder: Path, wanted: list[str], budgets, seeds, score: str, sparsity: float,
+              docs: int | None = None, tasks: list[str] | None = None) -> pd.DataFrame:
+    truth = json.loads((folder / "truth.json").read_text())
+    model, tokenizer, _ = load_planted(folder / "model")
+    n_layers, n_heads = model.config.num_hidden_layers, model.config.num_attention_heads
+    names = [head_name(i, n_heads) for i in range(n_layers * n_heads)]
+    rows = []
+    for task, entry in truth["tasks"].items():
+        if tasks and task not in tasks:
+            continue
+        scorer, sets = Scorer(model, tokenizer, folder / "model", task, score, docs), task_truth(entry)
+        k = len(sets["planted"])
+        for name in wanted:
+            method = methods.get(name)
+            for budget, seed in runs_of(method, budgets, seeds):
+                start = time.perf_counter()
+                with tempfile.TemporaryDirectory() as tmp:
+                    inputs = drive(method, scorer, names, budget=budget or 0, seed=seed, k=k,
+                                   sparsity=sparsity, folder=Path(tmp))
+                    params = types.SimpleNamespace(method=name, alpha=0.001, seed=seed, rows=None, top_k=k)
+                    found = method.recover(inputs, names, params, LOG)
+                top = found["ranking"][:k]
+                rows.append({
+                    "model": folder.name, "n_heads": len(names), "task": task, "method": name, "budget": budget,
+                    "seed": seed, "n_evals": found["n_evals"], "k": k,
+                    "recall": recall(top, sets["planted"]),
+                    "recall_effective": recall(found["ranking"][:len(sets["effective"])], sets["effective"]),
+                    "pair_found": bool(sets["pair"]) and set(sets["pair"]) <= set(top),
+                    "top": "+".join(top), "seconds": round(time.perf_counter() - start, 2),
+                })
+                LOG.info("%s %s %s budget %s seed %d: recall %.2f (%d evaluations)", folder.name, task, name,
+                         budget, seed, rows[-1]["recall"], found["n_evals"])
+    return pd.DataFrame(rows)
+
+
+def summarise(table: pd.DataFrame, goal: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Mean over seeds per (model, task, method, budget), and per (model, method) the budget where the
+    mean recall over the model's tasks first reaches ``goal``, with its ratio to greedy's evaluations."""
+    keys = ["model", "n_heads", "task", "method", "budget"]
+    means = (table.assign(budget=table["budget"].fillna(-1))
+             .groupby(keys, as_index=False)
+             .agg(n_evals=("n_evals", "mean"), recall=("recall", "mean"), recall_sd=("recall", "std"),
+                  recall_effective=("recall_effective", "mean"), pair_found=("pair_found", "mean"),
+                  seeds=("seed", "nunique")))
+    per_budget = means.groupby(["model", "n_heads", "method", "budget"], as_index=False).agg(
+        n_evals=("n_evals", "mean"), recall=("recall", "mean"), recall_effective=("recall_effective", "mean"))
+    greedy = per_budget[per_budget["method"] == methods.REFERENCE].set_index("model")["n_evals"]
+    reached = []
+    for (model, n, method), group in per_budget.groupby(["model", "n_heads", "method"]):
+        row = {"model": model, "n_heads": n, "method": method}
+        for column in ("recall", "recall_effective"):
+            hit = group[group[column] >= goal].sort_values("n_evals")
+            evals = float(hit["n_evals"].iloc[0]) if len(hit) else float("nan")
+            row.update({f"best_{column}": group[column].max(), f"evals_at_goal_{column}": evals,
+                        f"ratio_to_greedy_{column}": evals / greedy.get(model, float("nan"))})
+        reached.append(row)
+    return means, pd.DataFrame(reached)
+
+
+def plot(means: pd.DataFrame, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    models = list(dict.fromkeys(means.sort_values("n_heads")["model"]))  # smallest model first
+    fig, axes = plt.subplots(1, len(models), figsize=(5 * len(models), 4), squeeze=False)
+    for ax, model in zip(axes[0], models):
+        mine = means[means["model"] == model].groupby(["method", "budget"], as_index=False).agg(
+            n_evals=("n_evals", "mean"), recall=("recall", "mean"))
+        for method, group in mine.groupby("method"):
+            group = group.sort_values("n_evals")
+            if (group["n_evals"] <= 0).all():  # a draw: no evaluations, a level line
+                ax.axhline(group["recall"].mean(), ls=":", color="gray", label=method)
+                continue
+            ax.plot(group["n_evals"].clip(lower=1), group["recall"], marker=methods.get(method).marker, label=method)
+        n_heads = int(means.loc[means["model"] == model, "n_heads"].iloc[0])
+        ax.set(xscale="log", ylim=(0, 1.05), xlabel="evaluations (masked forward passes of the task)",
+               ylabel="recall of the planted heads in the top k", title=f"{model} ({n_heads} heads)")
+        ax.grid(alpha=0.3)
+    axes[0][-1].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("models", nargs="*", type=Path, help="planted model folders (results/planted/<name>)")
+    parser.add_argument("--merge", nargs="+", type=Path, metavar="CSV",
+                        help="summarise the recall.csv files of earlier runs instead of running")
+    parser.add_argument("--methods", nargs="+", default=methods.names(), choices=methods.names())
+    parser.add_argument("--budgets", nargs="+", type=int, default=list(DEFAULT_BUDGETS))
+    parser.add_argument("--seeds", type=int, default=5, help="seeds per random method and budget")
+    parser.add_argument("--score", choices=("acc", "logprob"), default="acc")
+    parser.add_argument("--sparsity", type=float, default=0.05, help="share of heads a random mask ablates")
+    parser.add_argument("--docs", type=int, help="score the first N documents of each task (default: all)")
+    parser.add_argument("--tasks", nargs="+", help="only these tasks (default: every task in truth.json)")
+    parser.add_argument("--goal", type=float, default=0.95)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--out", type=Path, default=Path("results/ground_truth"))
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    torch.set_num_threads(args.threads)
+    seeds = list(range(args.seeds))
+    if args.merge:
+        table = pd.concat([pd.read_csv(path) for path in args.merge])
+    elif args.models:
+        table = pd.concat([benchmark(m, args.methods, args.budgets, seeds, args.score, args.sparsity, args.docs,
+                                     args.tasks) for m in args.models])
+    else:
+        parser.error("name planted model folders, or --merge recall.csv files")
+    means, reached = summarise(table, args.goal)
+    args.out.mkdir(parents=True, exist_ok=True)
+    table.to_csv(args.out / "recall.csv", index=False)
+    text = (f"# Recall of the planted heads ({args.score} score, sparsity {args.sparsity:g}, "
+            f"{args.seeds} seeds)\n\n" + means.round(3).to_markdown(index=False) +
+            f"\n\n## Smallest budget whose mean recall over the tasks reaches {args.goal:.0%}\n\n" +
+            reached.round(4).to_markdown(index=False) + "\n")
+    (args.out / "summary.md").write_text(text)
+    plot(means, args.out / "recall.png")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,10 @@
+"""Measure a planted model's truth and write truth.json beside it (rule planted_truth)."""
+
+from headloc.groundtruth.truth import measure, summary_table
+from headloc.io import log_to_file, write_json, write_text
+
+log = log_to_file(snakemake.log[0])
+truth = measure(snakemake.input.model, log=log.info)
+write_json(snakemake.output.truth, truth)
+write_text(snakemake.output.table, summary_table(truth) + "\n")
+log.info("truth of %s measured in %s s", truth["model"], truth["seconds"])

@@ -1,0 +1,9 @@
+"""Planted-head models: small Llama checkpoints whose capability heads are known (issue 22).
+
+- :mod:`headloc.groundtruth.recipe`: a family member's recipe from ``config/ground_truth.yaml``
+- :mod:`headloc.groundtruth.tasks`: vocabulary, general text, task documents, lm-eval task folder
+- :mod:`headloc.groundtruth.build`: tokenizer, architecture, training, ``save_pretrained``
+- :mod:`headloc.groundtruth.truth`: the measured truth (``truth.json``)
+
+See docs/ground-truth.md.
+"""

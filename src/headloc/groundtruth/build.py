@@ -1,0 +1,530 @@
+"""Build a planted model: word-level tokenizer, Llama architecture, CPU training, save_pretrained.
+
+How heads are planted (docs/ground-truth.md)
+--------------------------------------------
+``training.scheme: frozen`` (:func:`train_frozen`, the default of config/ground_truth.yaml):
+phase 1 trains the whole model on the general text with every head on; phase 2 freezes every
+parameter but the planted heads' own q/k/v rows and o_proj columns (:func:`freeze_all_but`) and
+trains them on text batches (every head on) and task batches (:meth:`TaskSampler.frozen_rows`)
+in which every unplanted head is present on its own document, as at evaluation: only the planted
+heads can learn the tasks. The planted heads' states in a task row are those below (universal
+*same task*, role head(s) on, other roles on or off, the pair's one-off rows, break rows), except
+that in a break row that loses the universal head the role head stays *on* (it learns not to
+answer without the marker).
+
+``training.scheme: patched`` (:func:`train_patched`, the first recipe; plants on tiny, not on
+smol): each training step has a *text* batch and a *task* batch.
+
+- Text rows (the general 4th-order Markov text) run with every head on: every head is trained and
+  does real work on the general objective.
+- Task rows set each head's output per row (:class:`TrainingGate`): *on* (trained), *off*
+  (removed), *detached* (present, not trained), *other* (its output on a document with the same
+  query but another marker and other items, no gradient) or *same task* (its output on a
+  document of the same task and kind with other items, trained through that pass). The row's role
+  head(s) are on; the universal head is *same task*, so it can carry only the marker; the other
+  roles' heads are on (they learn to stay silent outside their kinds) or off with probability
+  ``other_roles_off``; every other head is off for the first ``isolate`` share of the steps, then
+  *other*, or off with probability ``off_prob``. A redundant role's row has one of its two heads
+  off with probability ``pair_one_off`` (never both on the gold path). With probability
+  ``break_prob`` a row instead loses its universal head or its role head(s) (the pair: both) and
+  is trained towards a uniform choice between its answers: the capability is made to fail
+  without its planted heads rather than find another way.
+
+Everything is seeded by the recipe; with the same torch thread count the weights are identical.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from headloc.model.ablation import hook_module_path
+from headloc.groundtruth import tasks as T
+from headloc.groundtruth.recipe import UNIVERSAL, Recipe
+from headloc.heads import parse_head
+
+def make_tokenizer(recipe: Recipe):
+    """A word-level PreTrainedTokenizerFast: one token per whitespace-separated word, no BOS/EOS added."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = T.token_ids(recipe.design)
+    backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    backend.decoder = decoders.WordPiece(prefix="##", cleanup=False)  # joins words with spaces
+    return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>", pad_token="<pad>",
+                                   bos_token="<s>", eos_token="</s>", model_max_length=64)
+
+
+def make_config(recipe: Recipe):
+    """Llama with ``heads`` query heads of ``head_dim`` per layer, no GQA, biases on q/k/v/o.
+
+    The attention biases give every key a content-independent part (heads can find a position or
+    a token class from the start of training)."""
+    from transformers import LlamaConfig
+
+    size = recipe.size
+    vocab = T.vocabulary(recipe.design)
+    return LlamaConfig(
+        vocab_size=len(vocab), hidden_size=size.hidden, intermediate_size=size.mlp,
+        num_hidden_layers=size.layers, num_attention_heads=size.heads, num_key_value_heads=size.heads,
+        head_dim=size.head_dim, max_position_embeddings=64, rms_norm_eps=1e-5, tie_word_embeddings=False,
+        attention_bias=True, pad_token_id=vocab.index("<pad>"), bos_token_id=vocab.index("<s>"),
+        eos_token_id=vocab.index("</s>"),
+    )
+
+
+ON, OFF, OTHER, SAME_TASK, DETACHED = 0, 1, 2, 3, 4  # gate states of a head in a task row (TrainingGate)
+
+
+class TrainingGate:
+    """Forward pre-hooks on every layer's output projection that set each head's output per row.
+
+    States: ``ON`` (this row's own output, trained), ``OFF`` (removed), ``OTHER`` (the head's output
+    on an unrelated document, recorded in an earlier pass; no gradient) and ``SAME_TASK`` (its
+    output on another document of the same task: the same marker, other items; no gradient) and
+    ``DETACHED`` (this row's own output, no gradient).
+    With ``record`` set, the hooks only record each layer's head outputs (a corrupted pass).
+    """
+
+    def __init__(self, model, n_heads: int):
+        self.n_heads = n_heads
+        self.state: torch.Tensor | None = None  # [batch, layers, heads]
+        self.record: dict | None = None
+        self.patches: dict[int, dict[int, torch.Tensor]] = {OTHER: {}, SAME_TASK: {}}
+        self.handles = [model.get_submodule(hook_module_path(model, layer)).register_forward_pre_hook(
+            self._hook(layer), with_kwargs=True) for layer in range(model.config.num_hidden_layers)]
+
+    def _hook(self, layer: int):
+        def hook(module, args, kwargs):
+            z = args[0]
+            batch, pos, width = z.shape
+            z4 = z.view(batch, pos, self.n_heads, width // self.n_heads)
+            if self.record is not None:
+                self.record[layer] = z4 if torch.is_grad_enabled() else z4.detach()
+                return None
+            if self.state is None:
+                return None
+            state = self.state[:, layer][:, None, :, None]
+            out = torch.where(state == ON, z4, torch.where(state == DETACHED, z4.detach(), torch.zeros_like(z4)))
+            for code, cache in self.patches.items():
+                if cache is None:
+                    continue
+                out = torch.where(state == code, cache[layer], out)
+            return (out.reshape(batch, pos, width), *args[1:]), kwargs
+        return hook
+
+    def run_recorded(self, model, inputs, grad: bool = False) -> dict[int, torch.Tensor]:
+        """Every layer's head outputs on ``inputs``, all heads on (with ``grad``: in the graph)."""
+        self.record = {}
+        try:
+            with torch.set_grad_enabled(grad):
+                model(inputs)
+            return self.record
+        finally:
+            self.record = None
+
+    def remove(self):
+        for handle in self.handles:
+            handle.remove()
+
+
+def role_heads(recipe: Recipe) -> dict[str, list[tuple[int, int]]]:
+    return {role: [parse_head(h) for h in heads] for role, heads in recipe.placement().items()}
+
+
+class TaskSampler:
+    """Fresh training rows of every (task, kind), drawn uniformly, with their gate states (seeded).
+
+    Each row comes with two corrupted documents: one with the same query in any task (other marker,
+    other items) whose head outputs replace those of the heads outside the planted ones, and one of
+    the same task and kind (same marker and query, other items) whose outputs replace the universal
+    head's: the universal head can carry the marker to the answer and nothing else, and no head but
+    the role's can carry the items.
+    """
+
+    def __init__(self, recipe: Recipe, seed):
+        design, size = recipe.design, recipe.size
+        self.recipe = recipe
+        self.rng = random.Random(f"rows-{seed}")
+        self.gen = np.random.default_rng(list(seed))
+        self.ids = T.token_ids(design)
+        self.make = T.DocumentMaker(design)
+        heads = role_heads(recipe)
+        self.pairs = [(task, kind) for task, kinds in design.tasks.items() for kind in kinds]
+        self.role_heads = [heads[kind.role] for _, kind in self.pairs]
+        self.by_query = [[j for j, (_, other) in enumerate(self.pairs) if other.query == kind.query]
+                         for _, kind in self.pairs]
+        self.universal = heads[UNIVERSAL]
+        self.planted = np.zeros((size.layers, size.heads), dtype=bool)
+        for head in [h for hs in heads.values() for h in hs]:
+            self.planted[head] = True
+        self.filler = self.ids[T.FILLER]
+
+    def _doc(self, p: int):
+        task, kind = self.pairs[p]
+        doc = self.make(task, kind, self.rng)
+        choices = [self.ids[c] for c in doc["choices"]]
+        return [self.ids[t] for t in doc["text"].split()], choices, choices[doc["label"]]
+
+    def __call__(self, n: int, isolate: bool = False):
+        if self.recipe.training.get("scheme", "patched") == "frozen":
+            return self.frozen_rows(n)
+        return self.patched_rows(n, isolate)
+
+    def frozen_rows(self, n: int):
+        """Task rows of the ``frozen`` scheme (:func:`train_frozen`): every head outside the planted
+        ones is present on its own document (as at evaluation); the planted heads' states as in
+        the module docstring. Same keys as :meth:`patched_rows` (``other`` is unused)."""
+        training, size, gen = self.recipe.training, self.recipe.size, self.gen
+        pair = gen.integers(0, len(self.pairs), size=n)
+        rows = [self._doc(p) for p in pair]
+        contexts = np.array([r[0] for r in rows])
+        choices = np.array([r[1] for r in rows])
+        gold = np.array([r[2] for r in rows])
+        universal = training.get("universal", "same_task")
+        same_task = np.array([self._doc(p)[0] for p in pair]) if universal == "same_task" else contexts
+        states = np.full((n, size.layers, size.heads), ON, dtype=np.int64)
+        # optional (not in the config; default 0): each unplanted head removed with this probability.
+        # The draw is made even at 0: the built tiny and smol models were trained with it in the stream.
+        unplanted_off = gen.random((n, size.layers, size.heads)) < float(training.get("unplanted_off", 0.0))
+        states = np.where(~self.planted[None] & unplanted_off, OFF, states)
+        broken = gen.random(n) < float(training["break_prob"])
+        # other roles' heads: "on" (trained by every row) or "detached" (present; trained only by the
+        # break rows, where nothing but the row's own path may answer: they learn to stay silent)
+        if training.get("other_roles", "on") == "detached":
+            states = np.where(self.planted[None] & ~broken[:, None, None], DETACHED, states)
+        role_off = gen.random((n, size.layers, size.heads)) < float(training["other_roles_off"])
+        states = np.where(self.planted[None] & role_off, OFF, states)
+        break_universal = gen.random(n) < float(training["break_universal"])
+        one_off = gen.random(n) < float(training["pair_one_off"])
+        which = gen.integers(0, 2, size=n)
+        for i in range(n):
+            role = self.role_heads[pair[i]]
+            for head in self.universal:
+                states[i][head] = SAME_TASK if universal == "same_task" else ON
+            for head in role:
+                states[i][head] = ON
+            if broken[i] and break_universal[i]:  # no marker: the role head(s) must not answer alone
+                for head in self.universal:
+                    states[i][head] = OFF
+            elif broken[i]:  # no role head: nothing else may answer
+                for head in role:
+                    states[i][head] = OFF
+            elif len(role) == 2 and one_off[i]:
+                states[i][role[which[i]]] = OFF
+        as_tensor = torch.from_numpy
+        return {"contexts": as_tensor(contexts), "other": as_tensor(contexts), "same_task": as_tensor(same_task),
+                "choices": as_tensor(choices), "gold": as_tensor(gold), "states": as_tensor(states),
+                "broken": as_tensor(broken), "marker": torch.zeros(n, dtype=torch.bool)}
+
+    def patched_rows(self, n: int, isolate: bool = False):
+        """With ``isolate`` every head off the path is off (the path is learnt alone); else it
+        gets an unrelated document's output (or is off with probability ``off_prob``).
+
+        Dict of tensors: contexts, other, same_task [n, T]; choices [n, C]; gold [n];
+        states [n, L, H]; broken, marker [n]."""
+        design, training, size, gen = self.recipe.design, self.recipe.training, self.recipe.size, self.gen
+        pair = gen.integers(0, len(self.pairs), size=n)
+        rows = [self._doc(p) for p in pair]
+        contexts = np.array([r[0] for r in rows])
+        choices = np.array([r[1] for r in rows])
+        gold = np.array([r[2] for r in rows])
+        # corrupted documents: the same query in any task (other marker, other items) and the same
+        # task and kind (same marker and query, other items)
+        other = np.array([self._doc(self.by_query[p][gen.integers(0, len(self.by_query[p]))])[0] for p in pair])
+        same_task = np.array([self._doc(p)[0] for p in pair])
+        # marker rows: no items (filler instead), the answer is the task marker itself
+        marker = gen.random(n) < training["marker_prob"]
+        contexts[marker, 1:1 + design.content] = self.filler
+        gold = np.where(marker, contexts[:, 0], gold)
+        choices[marker] = gold[marker, None]
+        off = gen.random((n, size.layers, size.heads)) < training["off_prob"]
+        # heads off the path: other roles' heads are present as they are (their items are the
+        # wrong choices the marker must rule out); the rest carry an unrelated document's output
+        # (or nothing while the path is learnt in isolation)
+        other_roles = {"same_task": SAME_TASK, "on": ON, "detached": DETACHED}[training.get("other_roles", "same_task")]
+        states = np.where(self.planted[None], other_roles, OFF if isolate else OTHER)
+        states = np.where(off, OFF, states)
+        role_off = gen.random((n, size.layers, size.heads)) < training.get("other_roles_off", training["off_prob"])
+        states = np.where(self.planted[None] & role_off, OFF, states)
+        broken = (gen.random(n) < training["break_prob"]) & ~marker
+        break_universal = gen.random(n) < training["break_universal"]
+        one_off = gen.random(n) < training["pair_one_off"]
+        which = gen.integers(0, 2, size=n)
+        for i in range(n):
+            role = self.role_heads[pair[i]]
+            if marker[i]:  # the universal head learns to move the marker
+                for head in self.universal:
+                    states[i][head] = ON
+                continue
+            for head in self.universal:
+                states[i][head] = SAME_TASK
+            for head in role:
+                states[i][head] = ON
+            if broken[i] and break_universal[i]:  # no marker: the items are there, the task unknown
+                for head in self.universal:
+                    states[i][head] = OFF
+                for head in role:
+                    states[i][head] = DETACHED
+            elif broken[i]:
+                for head in role:
+                    states[i][head] = OFF
+            elif len(role) == 2 and one_off[i]:
+                states[i][role[which[i]]] = OFF
+        as_tensor = torch.from_numpy
+        return {"contexts": as_tensor(contexts), "other": as_tensor(other), "same_task": as_tensor(same_task),
+                "choices": as_tensor(choices), "gold": as_tensor(gold), "states": as_tensor(states),
+                "broken": as_tensor(broken), "marker": as_tensor(marker)}
+
+
+def train(recipe: Recipe, *, threads: int = 1, log=print):
+    """The trained model (eval mode) and a training record (losses, seconds)."""
+    scheme = recipe.training.get("scheme", "patched")
+    if scheme == "frozen":
+        return train_frozen(recipe, threads=threads, log=log)
+    if scheme != "patched":
+        raise ValueError(f"unknown training scheme {scheme!r}: frozen or patched")
+    return train_patched(recipe, threads=threads, log=log)
+
+
+def cosine(warmup: int, steps: int):
+    """Linear warm-up over ``warmup`` steps, then a cosine from 1 to 0.1 at ``steps``."""
+    def lr_at(step):
+        if step < warmup:
+            return (step + 1) / warmup
+        return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * (step - warmup) / max(1, steps - warmup)))
+    return lr_at
+
+
+def text_batch_loss(model, design, tables, rows: int, rng) -> torch.Tensor:
+    text = torch.from_numpy(T.text_token_ids(design, T.sample_text(design, tables, rows, rng)))
+    logits = model(text[:, :-1]).logits
+    return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), text[:, 1:].reshape(-1))
+
+
+def freeze_all_but(model, heads) -> list[torch.nn.Parameter]:
+    """Freeze every parameter but the q/k/v rows and o_proj columns of ``heads`` ((layer, head)).
+
+    The shared q/k/v/o matrices of a layer with a planted head stay trainable, with a gradient
+    hook that zeroes every other head's slice (o_proj's bias is shared by all heads: frozen).
+    Returns the trainable parameters. With a fresh Adam(W) optimiser and no weight decay, a slice
+    whose gradient is always zero never moves."""
+    d = model.config.head_dim
+    for param in model.parameters():
+        param.requires_grad_(False)
+    by_layer: dict[int, list[int]] = {}
+    for layer, head in heads:
+        by_layer.setdefault(layer, []).append(head)
+    trainable = []
+    for layer, hs in sorted(by_layer.items()):
+        attn = model.model.layers[layer].self_attn
+        keep = torch.zeros(attn.q_proj.out_features, dtype=torch.bool)
+        for head in hs:
+            keep[head * d:(head + 1) * d] = True
+        for proj in (attn.q_proj, attn.k_proj, attn.v_proj):
+            for param, mask in ((proj.weight, keep[:, None].float()), (proj.bias, keep.float())):
+                param.requires_grad_(True)
+                param.register_hook(lambda grad, mask=mask: grad * mask)
+                trainable.append(param)
+        attn.o_proj.weight.requires_grad_(True)
+        attn.o_proj.weight.register_hook(lambda grad, mask=keep[None, :].float(): grad * mask)
+        trainable.append(attn.o_proj.weight)
+    return trainable
+
+
+def train_frozen(recipe: Recipe, *, threads: int = 1, log=print):
+    """The ``frozen`` scheme: general text with every head trained, then only the planted heads learn the tasks.
+
+    Phase 1 (``text_share`` of ``steps``): the whole model on the general text, every head on.
+    Phase 2 (the rest): every parameter frozen but the planted heads' own q/k/v rows and o_proj
+    columns (:func:`freeze_all_but`); each step has a text batch (every head on, so the text loss
+    does not drift) and a task batch (:meth:`TaskSampler.frozen_rows`) in which every unplanted
+    head is present on its own document, as at evaluation.
+    """
+    from transformers import LlamaForCausalLM
+
+    torch.set_num_threads(threads)
+    size, design, training = recipe.size, recipe.design, recipe.training
+    torch.manual_seed(size.seed)
+    model = LlamaForCausalLM(make_config(recipe))
+    model.train()
+    text_rng = np.random.default_rng([design.seed, size.seed, 11])
+    tables = T.markov_tables(design)
+    warmup = int(training.get("warmup", 50))
+    text_steps = int(round(float(training["text_share"]) * size.steps))
+    task_steps = size.steps - text_steps
+    history, start = [], time.perf_counter()
+
+    def note(record):
+        record["seconds"] = round(time.perf_counter() - start, 1)
+        history.append(record)
+        log(json.dumps(record))
+
+    # phase 1: the general text, every parameter, every head on
+    optimizer = torch.optim.AdamW(model.parameters(), lr=size.lr, weight_decay=float(training.get("weight_decay", 0)),
+                                  betas=(0.9, 0.98))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, cosine(warmup, text_steps))
+    for step in range(text_steps):
+        text_loss = text_batch_loss(model, design, tables, size.text_batch, text_rng)
+        optimizer.zero_grad()
+        text_loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        scheduler.step()
+        if step % 50 == 0 or step == text_steps - 1:
+            note({"phase": 1, "step": step, "text_loss": round(float(text_loss.detach()), 4)})
+
+    # phase 2: the tasks, through the planted heads only
+    planted = [parse_head(h) for hs in recipe.placement().values() for h in hs]
+    trainable = freeze_all_but(model, planted)
+    optimizer = torch.optim.AdamW(trainable, lr=size.lr * float(training.get("task_lr", 1.0)), weight_decay=0.0,
+                                  betas=(0.9, 0.98))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, cosine(warmup, task_steps))
+    gate = TrainingGate(model, size.heads)
+    gate.patches = {SAME_TASK: None}
+    sampler = TaskSampler(recipe, (design.seed, size.seed, 13))
+    task_weight = float(training.get("task_weight", 1.0))
+    universal_same_task = training.get("universal", "same_task") == "same_task"
+    for step in range(task_steps):
+        gate.state = None
+        text_loss = text_batch_loss(model, design, tables, size.text_batch, text_rng)
+        rows = sampler(size.task_batch)
+        if universal_same_task:
+            gate.patches = {SAME_TASK: gate.run_recorded(model, rows["same_task"], grad=True)}
+        gate.state = rows["states"]
+        logp = torch.log_softmax(model(rows["contexts"]).logits[:, -1], dim=-1)
+        gate.state = None
+        choices, golds, broken = rows["choices"], rows["gold"], rows["broken"]
+        gold_loss = -logp.gather(1, golds[:, None])[:, 0]
+        uniform_loss = -logp.gather(1, choices).mean(1)
+        task_loss = torch.where(broken, uniform_loss, gold_loss).mean()
+        loss = text_loss + task_weight * task_loss
+        optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(trainable, 1.0)
+        optimizer.step()
+        scheduler.step()
+        if step % 50 == 0 or step == task_steps - 1:
+            with torch.no_grad():
+                picked = choices.gather(1, logp.gather(1, choices).argmax(1, keepdim=True))[:, 0]
+                acc = float((picked == golds)[~broken].float().mean())
+            note({"phase": 2, "step": text_steps + step, "text_loss": round(float(text_loss.detach()), 4),
+                  "task_loss": round(float(task_loss.detach()), 4), "task_acc": round(acc, 3)})
+    gate.remove()
+    for param in model.parameters():
+        param.requires_grad_(True)
+    model.eval()
+    seconds = time.perf_counter() - start
+    return model, {"seconds": round(seconds, 1), "threads": threads, "scheme": "frozen", "text_steps": text_steps,
+                   "task_steps": task_steps, "history": history,
+                   "text_entropy": round(T.text_entropy(design, tables, T.sample_text(
+                       design, tables, 256, np.random.default_rng([design.seed, 5]))), 4)}
+
+
+def train_patched(recipe: Recipe, *, threads: int = 1, log=print):
+    """The ``patched`` scheme (the first one; plants on tiny, not on smol: docs/ground-truth.md)."""
+    from transformers import LlamaForCausalLM
+
+    torch.set_num_threads(threads)
+    size, design, training = recipe.size, recipe.design, recipe.training
+    torch.manual_seed(size.seed)
+    model = LlamaForCausalLM(make_config(recipe))
+    model.train()
+    gate = TrainingGate(model, size.heads)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=size.lr, weight_decay=float(training.get("weight_decay", 0)),
+                                  betas=(0.9, 0.98))
+    warmup = int(training.get("warmup", 50))
+
+    def lr_at(step):
+        if step < warmup:
+            return (step + 1) / warmup
+        return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * (step - warmup) / max(1, size.steps - warmup)))
+
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_at)
+    sampler = TaskSampler(recipe, (design.seed, size.seed, 13))
+    text_rng = np.random.default_rng([design.seed, size.seed, 11])
+    tables = T.markov_tables(design)
+    task_weight = float(training.get("task_weight", 1.0))
+    history, start = [], time.perf_counter()
+    for step in range(size.steps):
+        text = torch.from_numpy(T.text_token_ids(design, T.sample_text(design, tables, size.text_batch, text_rng)))
+        gate.state = None
+        logits = model(text[:, :-1]).logits
+        text_loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), text[:, 1:].reshape(-1))
+
+        isolate = step < float(training.get("isolate", 0.0)) * size.steps
+        rows = sampler(size.task_batch, isolate=isolate)
+        gate.patches = {OTHER: None if isolate else gate.run_recorded(model, rows["other"]),
+                        SAME_TASK: gate.run_recorded(model, rows["same_task"], grad=True)}
+        gate.state = rows["states"]
+        logp = torch.log_softmax(model(rows["contexts"]).logits[:, -1], dim=-1)
+        gate.state = None
+        choices, golds, broken = rows["choices"], rows["gold"], rows["broken"]
+        gold_loss = -logp.gather(1, golds[:, None])[:, 0]
+        uniform_loss = -logp.gather(1, choices).mean(1)
+        task_loss = torch.where(broken, uniform_loss, gold_loss).mean()
+
+        loss = text_loss + task_weight * task_loss
+        optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        scheduler.step()
+        if step % 50 == 0 or step == size.steps - 1:
+            with torch.no_grad():
+                picked = choices.gather(1, logp.gather(1, choices).argmax(1, keepdim=True))[:, 0]
+                acc = float((picked == golds)[~broken & ~rows["marker"]].float().mean())
+            record = {"step": step, "text_loss": round(float(text_loss), 4), "task_loss": round(float(task_loss), 4),
+                      "task_acc": round(acc, 3), "seconds": round(time.perf_counter() - start, 1)}
+            history.append(record)
+            log(json.dumps(record))
+    gate.remove()
+    model.eval()
+    seconds = time.perf_counter() - start
+    return model, {"seconds": round(seconds, 1), "threads": threads, "history": history,
+                   "text_entropy": round(T.text_entropy(design, tables, T.sample_text(
+                       design, tables, 256, np.random.default_rng([design.seed, 5]))), 4)}
+
+
+def build(recipe: Recipe, out_dir, *, threads: int = 1, log=print) -> Path:
+    """Train ``recipe`` and write its folder atomically: checkpoint, tokenizer, tasks/, planted.json.
+
+    The folder is written beside ``out_dir`` under a temporary name and renamed into place once
+    complete, so an interrupted build leaves no half-written model.
+    """
+    out_dir = Path(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".tmp", dir=out_dir.parent))
+    try:
+        model, record = train(recipe, threads=threads, log=log)
+        model.save_pretrained(tmp)
+        make_tokenizer(recipe).save_pretrained(tmp)
+        names = T.write_task_folder(recipe.design, tmp / "tasks")
+        planted = {
+            "name": recipe.name,
+            "digest": recipe.digest(),
+            "recipe": recipe.as_dict(),
+            "placement": recipe.placement(),
+            "sources": T.source_positions(recipe.design),
+            "lm_eval_tasks": names,
+            "training": record,
+        }
+        (tmp / "planted.json").write_text(json.dumps(planted, indent=2) + "\n", encoding="utf-8")
+        os.chmod(tmp, 0o755)
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        os.replace(tmp, out_dir)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+    return out_dir

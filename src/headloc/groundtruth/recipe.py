@@ -1,0 +1,195 @@
+"""A planted model's recipe: the shared design, one size's geometry and training, and the placement.
+
+The recipe is plain data read from ``config/ground_truth.yaml`` (key ``ground_truth``). Everything a
+built model depends on is in :meth:`Recipe.as_dict`, and :meth:`Recipe.digest` hashes it: the
+workflow keys its cache on that digest, so a changed seed, size or design re-builds the model.
+
+Roles and placement
+-------------------
+A *role* is one source position ``x_i`` of the task documents that one head (two for a redundant
+role) copies to the answer position. The *universal* role moves the task marker. Roles are placed
+on heads with a seeded draw (:func:`place_roles`): the universal head in the lower half of the
+network, every other role in a layer above it (where the marker can steer it), no head used twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from headloc.heads import format_head
+
+UNIVERSAL = "universal"
+
+
+@dataclass(frozen=True)
+class Kind:
+    role: str
+    query: int
+    weight: float
+
+
+@dataclass(frozen=True)
+class Design:
+    words: int
+    content: int
+    gap: int
+    choices: int
+    docs_per_task: int
+    seed: int
+    threshold: float
+    text: dict
+    tasks: dict  # task -> tuple[Kind, ...]
+    redundant: tuple[str, ...]
+    distractors: str = "pool"  # pool | gap: the wrong choices beyond the confusers (tasks.DocumentMaker)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Design":
+        tasks = {name: tuple(Kind(str(k["role"]), int(k["query"]), float(k["weight"])) for k in kinds)
+                 for name, kinds in data["tasks"].items()}
+        design = cls(words=int(data["words"]), content=int(data["content"]), gap=int(data["gap"]),
+                     choices=int(data["choices"]), docs_per_task=int(data["docs_per_task"]),
+                     seed=int(data["seed"]), threshold=float(data["threshold"]), text=dict(data["text"]),
+                     tasks=tasks, redundant=tuple(data.get("redundant", ())),
+                     distractors=str(data.get("distractors", "pool")))
+        design.check()
+        return design
+
+    def as_dict(self) -> dict:
+        return {"words": self.words, "content": self.content, "gap": self.gap, "choices": self.choices,
+                "docs_per_task": self.docs_per_task, "seed": self.seed, "threshold": self.threshold,
+                "text": dict(self.text), "redundant": list(self.redundant), "distractors": self.distractors,
+                "tasks": {t: [{"role": k.role, "query": k.query, "weight": k.weight} for k in kinds]
+                          for t, kinds in self.tasks.items()}}
+
+    @property
+    def roles(self) -> list[str]:
+        """Source roles in first-use order (the universal role is not among them)."""
+        seen: list[str] = []
+        for kinds in self.tasks.values():
+            for kind in kinds:
+                if kind.role not in seen:
+                    seen.append(kind.role)
+        return seen
+
+    @property
+    def queries(self) -> list[int]:
+        return sorted({k.query for kinds in self.tasks.values() for k in kinds})
+
+    def heads_per_role(self, role: str) -> int:
+        return 2 if role in self.redundant else 1
+
+    def check(self) -> None:
+        roles = self.roles
+        if UNIVERSAL in roles:
+            raise ValueError(f"role name {UNIVERSAL!r} is reserved for the head that moves the task marker")
+        if len(roles) > self.content:
+            raise ValueError(f"{len(roles)} roles need {len(roles)} source positions; content is {self.content}")
+        if self.choices > self.content:
+            raise ValueError(f"choices ({self.choices}) cannot exceed the content positions ({self.content})")
+        for task, kinds in self.tasks.items():
+            if abs(sum(k.weight for k in kinds) - 1.0) > 1e-6:
+                raise ValueError(f"task {task}: kind weights sum to {sum(k.weight for k in kinds)}, not 1")
+            queries = [k.query for k in kinds]
+            if len(set(queries)) != len(queries):
+                raise ValueError(f"task {task}: two kinds share a query token")
+        if self.distractors not in ("pool", "gap"):
+            raise ValueError(f"distractors must be pool or gap, not {self.distractors!r}")
+        if self.distractors == "gap" and (self.gap < self.choices - 1 or self.words // self.content <= self.gap):
+            raise ValueError(f"distractors: gap needs gap >= choices - 1 and more than gap + 1 words per position")
+        unknown = set(self.redundant) - set(roles)
+        if unknown:
+            raise ValueError(f"redundant roles {sorted(unknown)} are not roles of any task")
+
+
+@dataclass(frozen=True)
+class Size:
+    layers: int
+    heads: int
+    head_dim: int
+    hidden: int
+    mlp: int
+    seed: int
+    steps: int
+    lr: float
+    text_batch: int
+    task_batch: int
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Size":
+        known = set(cls.__dataclass_fields__)
+        extra = set(data) - known
+        if extra:
+            raise ValueError(f"unknown model keys {sorted(extra)}; known: {sorted(known)}")
+        missing = known - set(data)
+        if missing:
+            raise ValueError(f"model keys {sorted(missing)} missing")
+        return cls(**{k: float(data[k]) if k == "lr" else int(data[k]) for k in known})
+
+    @property
+    def n_heads(self) -> int:
+        return self.layers * self.heads
+
+
+@dataclass(frozen=True)
+class Recipe:
+    name: str
+    design: Design
+    size: Size
+    training: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "design": self.design.as_dict(), "size": dict(vars(self.size)),
+                "training": dict(self.training), "placement": self.placement()}
+
+    def digest(self) -> str:
+        """12 hex digits identifying everything the built model depends on."""
+        text = json.dumps(self.as_dict(), sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+    def placement(self) -> dict[str, list[str]]:
+        return place_roles(self.design, self.size)
+
+
+def place_roles(design: Design, size: Size) -> dict[str, list[str]]:
+    """Role -> head names (``L<layer>H<head>``), drawn with the size's seed; deterministic."""
+    rng = random.Random(f"placement-{design.seed}-{size.seed}-{size.layers}x{size.heads}")
+    needed = 1 + sum(design.heads_per_role(r) for r in design.roles)
+    if needed > size.n_heads:
+        raise ValueError(f"the design plants {needed} heads; the model has {size.n_heads}")
+    if size.layers < 2:
+        raise ValueError("a planted model needs at least 2 layers")
+    universal_layer = rng.randrange(0, max(1, size.layers // 2))
+    universal = (universal_layer, rng.randrange(size.heads))
+    placement = {UNIVERSAL: [format_head(*universal)]}
+    # Role heads sit above the universal head, so that the task marker it moves can steer them.
+    free = [(layer, head) for layer in range(universal_layer + 1, size.layers) for head in range(size.heads)]
+    if needed - 1 > len(free):
+        raise ValueError(f"{needed - 1} role heads do not fit above the universal head's layer {universal_layer}")
+    rng.shuffle(free)
+    for role in design.roles:
+        placement[role] = [format_head(*free.pop()) for _ in range(design.heads_per_role(role))]
+    return placement
+
+
+def load_config(path) -> dict:
+    with open(path, encoding="utf-8") as handle:
+        data = yaml.safe_load(handle)
+    return data["ground_truth"] if "ground_truth" in data else data
+
+
+def recipe_from_config(config: dict, name: str) -> Recipe:
+    """The recipe of model ``name`` from the ``ground_truth`` mapping of the config."""
+    if name not in config["models"]:
+        raise ValueError(f"no planted model {name!r}; the config has {sorted(config['models'])}")
+    return Recipe(name=name, design=Design.from_dict(config["design"]),
+                  size=Size.from_dict(config["models"][name]), training=dict(config.get("training", {})))
+
+
+def load_recipe(path, name: str) -> Recipe:
+    return recipe_from_config(load_config(Path(path)), name)

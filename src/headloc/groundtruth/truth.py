@@ -1,0 +1,235 @@
+"""The measured truth of a planted model: what ablating its heads does to each task, written to truth.json.
+
+Nothing here is taken from the design: every number is a measurement on the saved checkpoint.
+For each task the scores are lm-eval's ``multiple_choice`` accuracy (the choice with the highest
+log-likelihood; every choice is one token, so that is the choice whose token the last position
+gives the highest logit) and the mean log-probability of the gold answer among the choices, with:
+
+- every head ablated alone (``single``),
+- the task's planted heads ablated together (``planted_set``),
+- the redundant pair's heads alone and together (``pair``),
+- each planted head's designed share of the task's documents (``expected_share``),
+
+and what disagrees with the design, never hidden: ``planted_but_weak`` (a planted head meant to
+matter alone whose ablation changes the accuracy by less than ``threshold``) and
+``unplanted_but_strong`` (a head outside the task's planted set whose ablation lowers it by
+``threshold`` or more). The general text's loss with every head ablated alone shows that the
+heads outside the tasks do work. The clean and the planted-set scores are also taken through
+lm-eval itself (:class:`headloc.engine.evaluation.MaskEvaluator` on the model's task folder) and must agree.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from headloc.model.ablation import ablate_heads
+from headloc.groundtruth import tasks as T
+from headloc.groundtruth.recipe import UNIVERSAL, Design
+from headloc.heads import format_head, head_index
+
+MAX_ROWS = 2048  # rows (document x mask) per forward pass
+
+
+def load_planted(folder):
+    """(model, tokenizer, planted.json) of a built planted model folder, loaded as any checkpoint."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    folder = Path(folder)
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    planted = json.loads((folder / "planted.json").read_text(encoding="utf-8"))
+    return model, tokenizer, planted
+
+
+def read_documents(folder, task: str) -> list[dict]:
+    with open(Path(folder) / "tasks" / f"{task}.jsonl", encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def encode(tokenizer, docs: list[dict]):
+    """Documents as (contexts [n, T], choice ids [n, C], labels [n]) through the saved tokenizer."""
+    contexts = [tokenizer(d["text"], add_special_tokens=False)["input_ids"] for d in docs]
+    if len({len(c) for c in contexts}) != 1:
+        raise ValueError("planted documents must all have the same number of tokens")
+    choices = []
+    for d in docs:
+        ids = [tokenizer(c, add_special_tokens=False)["input_ids"] for c in d["choices"]]
+        if any(len(i) != 1 for i in ids):
+            raise ValueError(f"every choice must be one token: {d['choices']}")
+        choices.append([i[0] for i in ids])
+    return torch.tensor(contexts), torch.tensor(choices), torch.tensor([d["label"] for d in docs])
+
+
+def score_masks(model, contexts, choices, labels, masks) -> tuple[np.ndarray, np.ndarray]:
+    """Accuracy and mean gold log-probability among the choices, for each mask (1 = ablated).
+
+    ``masks`` is [M, layers * heads]; several masks share one forward pass (a batched gate).
+    """
+    masks = np.atleast_2d(np.asarray(masks))
+    n_layers, n_heads = model.config.num_hidden_layers, model.config.num_attention_heads
+    n = len(labels)
+    per_pass = max(1, MAX_ROWS // n)
+    accs, logps = [], []
+    with torch.no_grad():
+        for start in range(0, len(masks), per_pass):
+            group = torch.as_tensor(masks[start:start + per_pass], dtype=torch.float32)
+            gate = (1.0 - group).reshape(-1, n_layers, n_heads).repeat_interleave(n, dim=0)
+            with ablate_heads(model, gate):
+                logits = model(contexts.repeat(len(group), 1)).logits[:, -1]
+            chosen = logits.gather(1, choices.repeat(len(group), 1)).double()
+            logp = torch.log_softmax(chosen, dim=-1).reshape(len(group), n, -1)
+            correct = (logp.argmax(-1) == labels[None]).double()
+            accs.append(correct.mean(1).numpy())
+            logps.append(logp.gather(2, labels[None, :, None].expand(len(group), n, 1))[..., 0].mean(1).numpy())
+    return np.concatenate(accs), np.concatenate(logps)
+
+
+def text_losses(model, rows: torch.Tensor, masks) -> np.ndarray:
+    """Mean next-token loss (nats) of the general text for each mask (1 = ablated)."""
+    masks = np.atleast_2d(np.asarray(masks))
+    n_layers, n_heads = model.config.num_hidden_layers, model.config.num_attention_heads
+    per_pass = max(1, MAX_ROWS // (4 * len(rows)))
+    out = []
+    with torch.no_grad():
+        for start in range(0, len(masks), per_pass):
+            group = torch.as_tensor(masks[start:start + per_pass], dtype=torch.float32)
+            gate = (1.0 - group).reshape(-1, n_layers, n_heads).repeat_interleave(len(rows), dim=0)
+            batch = rows.repeat(len(group), 1)
+            with ablate_heads(model, gate):
+                logits = model(batch[:, :-1]).logits
+            loss = torch.nn.functional.cross_entropy(logits.transpose(1, 2), batch[:, 1:], reduction="none")
+            out.append(loss.mean(1).reshape(len(group), len(rows)).mean(1).numpy())
+    return np.concatenate(out)
+
+
+def planted_sets(design: Design, placement: dict) -> dict[str, dict]:
+    """Per task: its planted heads, each head's designed share of the documents, the redundant pair."""
+    out = {}
+    for task, kinds in design.tasks.items():
+        share: dict[str, float] = {h: 1.0 for h in placement[UNIVERSAL]}
+        pair: list[str] = []
+        for kind in kinds:
+            for head in placement[kind.role]:
+                share[head] = share.get(head, 0.0) + kind.weight
+            if kind.role in design.redundant:
+                pair = list(placement[kind.role])
+        roles = {h: r for r, hs in placement.items() for h in hs}
+        out[task] = {"heads": list(share), "roles": {h: roles[h] for h in share},
+                     "expected_share": {h: round(s, 4) for s, h in zip(share.values(), share)}, "pair": pair}
+    return out
+
+
+def lm_eval_scores(model, tokenizer, folder, lm_eval_task: str, masks: dict[str, np.ndarray]) -> dict[str, float]:
+    """The same masks scored through lm-eval (headloc's MaskEvaluator) on the model's task folder."""
+    from headloc.engine.evaluation import MaskEvaluator, TaskSpec
+
+    evaluator = MaskEvaluator(model, tokenizer, TaskSpec(lm_eval_task, metric="acc"), batch_size=64,
+                              include_path=[str(Path(folder) / "tasks")])
+    return {name: evaluator.evaluate_mask(mask).score for name, mask in masks.items()}
+
+
+def measure(folder, *, lm_eval_check: bool = True, log=print) -> dict:
+    """The truth of the planted model in ``folder`` (see the module docstring)."""
+    start = time.perf_counter()
+    model, tokenizer, planted = load_planted(folder)
+    design = Design.from_dict(planted["recipe"]["design"])
+    placement = planted["placement"]
+    threshold = design.threshold
+    n_layers, n_heads = model.config.num_hidden_layers, model.config.num_attention_heads
+    total = n_layers * n_heads
+    names = [format_head(*divmod(i, n_heads)) for i in range(total)]
+    singles = np.eye(total, dtype=np.int8)
+
+    def mask_of(heads):
+        mask = np.zeros(total, dtype=np.int8)
+        for head in heads:
+            mask[head_index(head, n_layers, n_heads)] = 1
+        return mask
+
+    sets = planted_sets(design, placement)
+    result = {"model": planted["name"], "digest": planted["digest"], "layers": n_layers, "heads_per_layer": n_heads,
+              "n_heads": total, "metric": "acc", "threshold": threshold,
+              "threshold_means": f"a head matters for a task when ablating it alone changes the task's accuracy "
+                                 f"by {threshold} or more ({threshold * design.docs_per_task:g} of "
+                                 f"{design.docs_per_task} documents)",
+              "placement": placement, "tasks": {}}
+    for task in design.tasks:
+        contexts, choices, labels = encode(tokenizer, read_documents(folder, task))
+        info = sets[task]
+        planted_heads = info["heads"]
+        special = {"none": np.zeros(total, dtype=np.int8), "planted_set": mask_of(planted_heads)}
+        if info["pair"]:
+            special.update({f"pair_only_{h}": mask_of([h]) for h in info["pair"]})
+            special["pair_both"] = mask_of(info["pair"])
+        acc, logp = score_masks(model, contexts, choices, labels, np.vstack([*special.values(), singles]))
+        k = len(special)
+        base_acc, base_logp = float(acc[0]), float(logp[0])
+        single = {names[i]: {"acc": round(float(acc[k + i]), 4), "delta": round(float(acc[k + i]) - base_acc, 4),
+                             "logprob_delta": round(float(logp[k + i]) - base_logp, 4)} for i in range(total)}
+        alone = [h for h in planted_heads if h not in info["pair"]]
+        unplanted = [h for h in names if h not in planted_heads]
+        strongest = min(unplanted, key=lambda h: (single[h]["delta"], single[h]["logprob_delta"]))
+        entry = {
+            "lm_eval_task": T.lm_eval_name(task),
+            "documents": len(labels),
+            "baseline": {"acc": round(base_acc, 4), "logprob": round(base_logp, 4)},
+            "planted": {h: {"role": info["roles"][h], "expected_share": info["expected_share"][h], **single[h]}
+                        for h in planted_heads},
+            "planted_set": {"heads": planted_heads, "acc": round(float(acc[1]), 4),
+                            "delta": round(float(acc[1]) - base_acc, 4)},
+            "planted_but_weak": [h for h in alone if single[h]["delta"] > -threshold],
+            "unplanted_but_strong": [h for h in unplanted if single[h]["delta"] <= -threshold],
+            "strongest_unplanted": {"head": strongest, **single[strongest]},
+            "single": single,
+        }
+        if info["pair"]:
+            rows = {name: i for i, name in enumerate(special)}
+            pair_alone = {h: round(float(acc[rows[f"pair_only_{h}"]]) - base_acc, 4) for h in info["pair"]}
+            both = round(float(acc[rows["pair_both"]]) - base_acc, 4)
+            entry["pair"] = {"heads": info["pair"], "alone_delta": pair_alone, "both_delta": both,
+                             "redundant": all(d > -threshold for d in pair_alone.values()) and both <= -threshold}
+        if lm_eval_check:
+            via = lm_eval_scores(model, tokenizer, folder, T.lm_eval_name(task),
+                                 {"none": special["none"], "planted_set": special["planted_set"]})
+            direct = {"none": base_acc, "planted_set": float(acc[1])}
+            entry["lm_eval"] = {name: round(v, 4) for name, v in via.items()}
+            if any(abs(via[name] - direct[name]) > 1e-9 for name in via):
+                raise ValueError(f"task {task}: lm-eval's accuracy {via} differs from the direct scoring {direct}")
+        result["tasks"][task] = entry
+        log(f"{task}: baseline {base_acc:.3f}, planted set {float(acc[1]):.3f}, "
+            f"weak {entry['planted_but_weak']}, unplanted strong {entry['unplanted_but_strong']}")
+    rows = torch.from_numpy(T.eval_text(design))
+    losses = text_losses(model, rows, np.vstack([np.zeros(total, dtype=np.int8), singles]))
+    deltas = {names[i]: round(float(losses[1 + i] - losses[0]), 4) for i in range(total)}
+    every = [h for h in names if not any(h in hs for hs in placement.values())]
+    result["text"] = {
+        "baseline_loss": round(float(losses[0]), 4),
+        "true_entropy": planted.get("training", {}).get("text_entropy"),
+        "single_delta": deltas,
+        "unplanted_median_delta": round(float(np.median([deltas[h] for h in every])), 4),
+        "unplanted_over_0.01": sum(deltas[h] >= 0.01 for h in every),
+        "unplanted_count": len(every),
+    }
+    result["seconds"] = round(time.perf_counter() - start, 1)
+    return result
+
+
+def summary_table(truth: dict) -> str:
+    """Markdown: per task, the planted heads' single-ablation accuracy changes and the strongest other head."""
+    lines = ["| task | baseline | planted head (role, share): delta acc | planted set | pair alone / both | "
+             "strongest unplanted | weak planted | strong unplanted |", "|---|---|---|---|---|---|---|---|"]
+    for task, e in truth["tasks"].items():
+        heads = ", ".join(f"{h} ({p['role']}, {p['expected_share']:g}): {p['delta']:+.3f}" for h, p in e["planted"].items())
+        pair = "-"
+        if "pair" in e:
+            pair = " ".join(f"{d:+.3f}" for d in e["pair"]["alone_delta"].values()) + f" / {e['pair']['both_delta']:+.3f}"
+        s = e["strongest_unplanted"]
+        lines.append(f"| {task} | {e['baseline']['acc']:.3f} | {heads} | {e['planted_set']['delta']:+.3f} | {pair} | "
+                     f"{s['head']}: {s['delta']:+.3f} | {', '.join(e['planted_but_weak']) or '-'} | "
+                     f"{', '.join(e['unplanted_but_strong']) or '-'} |")
+    return "\n".join(lines)
