@@ -8,12 +8,11 @@ heads in each method's top k, by budget and seed.
 
 Input: planted model folders as rules/ground_truth.smk builds them (``<name>/model/`` and
 ``<name>/truth.json``). For each task of each model, k is the size of the task's planted set (its
-universal head, its role heads, both heads of a redundant pair). Each method runs by its kind, the
-calls the workflow's rules make: a mask design (``Method.design`` / ``headloc.methods.make_masks``;
-cs_adaptive's stage 2 through ``headloc.search.adaptive.refine`` as rule refine_masks does), greedy's
-rounds (``round_masks`` + ``choose_round``, k rounds, no universal filter: the universal head is one
-of the planted heads to find), a gradient method's ``run``, a draw; then ``Method.recover`` ranks
-the heads. It runs in one process: the masks are scored with
+universal head, its role heads, both heads of a redundant pair). Each method runs by its kind
+through :func:`headloc.methods.driver.drive`, the calls the workflow's rules make: a mask design
+(cs_adaptive's stage 2 as rule refine_masks makes it), greedy's rounds (k rounds, no universal
+filter: the universal head is one of the planted heads to find), a gradient method's ``run``, a
+draw; then ``Method.recover`` ranks the heads. It runs in one process: the masks are scored with
 :func:`headloc.groundtruth.truth.score_masks` (several masks per forward pass) on all of the task's
 documents, by accuracy (``--score acc``, the task's lm-eval metric) or by the gold answer's mean
 log-probability among the choices (``--score logprob``, a continuous score).
@@ -43,7 +42,7 @@ import torch
 from headloc import methods
 from headloc.groundtruth.truth import encode, load_planted, read_documents, score_masks
 from headloc.heads import head_name
-from headloc.io import save_npy, write_json, write_table
+from headloc.methods.driver import drive
 
 LOG = logging.getLogger("ground_truth")
 DEFAULT_BUDGETS = (25, 50, 100, 200)
@@ -67,53 +66,6 @@ class Scorer:
         contexts, choices, labels = self.data
         gold = choices[torch.arange(len(labels)), labels]
         return [Example(i, tuple(c.tolist()), (int(g),)) for i, (c, g) in enumerate(zip(contexts, gold))]
-
-
-def scored(folder: Path, name: str, masks, scores) -> tuple[str, list[str]]:
-    save_npy(folder / f"{name}.npy", masks)
-    write_table(folder / f"{name}.tsv", pd.DataFrame({"mask": np.arange(len(masks)), "score": scores}))
-    return str(folder / f"{name}.npy"), [str(folder / f"{name}.tsv")]
-
-
-def drive(method, scorer: Scorer, names: list[str], *, budget: int, seed: int, k: int, sparsity: float,
-          folder: Path) -> dict:
-    """The inputs rule recover_heads would read for ``method`` (see Plan.recovery_inputs)."""
-    n = len(names)
-    if method.kind == "masks":
-        if method.stages == 2:
-            from headloc.search.adaptive import refine, stage_sizes
-
-            stage1, stage2 = stage_sizes(budget)
-            masks = method.design(n, budget, sparsity, np.random.default_rng(seed))
-            y = scorer(masks)
-            plan = refine(masks, y, k=k, n_rows=stage2, alpha=0.001, random_state=seed)
-            inputs = dict(zip(("masks", "scores"), scored(folder, "stage1", masks, y)))
-            if len(plan.masks):
-                inputs.update(zip(("stage2_masks", "stage2_scores"),
-                                  scored(folder, "stage2", plan.masks, scorer(plan.masks))))
-            return inputs
-        masks = methods.make_masks(n, budget, method=method.name, sparsity=sparsity, random_state=seed)
-        return dict(zip(("masks", "scores"), scored(folder, "masks", masks, scorer(masks))))
-    if method.kind == "rounds":
-        from headloc.methods.greedy import choose_round
-        from headloc.search.greedy import round_masks
-
-        record, rounds = None, []
-        for r in range(1, k + 1):
-            chosen = [names.index(h) for h in (record or {"chosen": []})["chosen"]]
-            masks = round_masks(n, chosen)
-            record = choose_round(record, masks, scorer(masks), names)
-            write_json(folder / f"round{r}.json", record)
-            rounds.append(str(folder / f"round{r}.json"))
-        return {"rounds": rounds}
-    if method.kind == "gradient":
-        from headloc.engine.supervision import recovery_fields
-
-        torch.manual_seed(seed)
-        fields = recovery_fields(method.run(scorer.model, scorer.examples(), dict(method.defaults), seed, 256))
-        write_json(folder / "gradient.json", {"method": method.name, "n_docs": len(scorer.data[2]), **fields})
-        return {"gradient": str(folder / "gradient.json")}
-    return {"model": []}  # a draw
 
 
 def runs_of(method, budgets, seeds):
@@ -152,8 +104,8 @@ def benchmark(folder: Path, wanted: list[str], budgets, seeds, score: str, spars
             for budget, seed in runs_of(method, budgets, seeds):
                 start = time.perf_counter()
                 with tempfile.TemporaryDirectory() as tmp:
-                    inputs = drive(method, scorer, names, budget=budget or 0, seed=seed, k=k,
-                                   sparsity=sparsity, folder=Path(tmp))
+                    inputs = drive(method, scorer, names, Path(tmp), budget=budget or 0, seed=seed, k=k,
+                                   sparsity=sparsity, gradient=(model, scorer.examples(), {}))
                     params = types.SimpleNamespace(method=name, alpha=0.001, seed=seed, rows=None, top_k=k)
                     found = method.recover(inputs, names, params, LOG)
                 top = found["ranking"][:k]

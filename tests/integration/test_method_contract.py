@@ -16,14 +16,13 @@ import logging
 import types
 
 import numpy as np
-import pandas as pd
 import pytest
 import torch
 from planted import N_HEADS, N_LAYERS, PLANTED, planted_examples, planted_model, reference_score, weakened
 
 from headloc import methods
+from headloc.methods import driver
 from headloc.heads import HeadGeometry, format_head, head_name
-from headloc.io import save_npy, write_json, write_table
 from headloc.model.ablation import ablate_heads, masks_to_gate
 
 NAMES = [head_name(i, N_HEADS) for i in range(N_LAYERS * N_HEADS)]
@@ -65,39 +64,19 @@ def test_scores_agree_with_the_reference(model, examples):
     assert score(model, examples, masks) == pytest.approx(expected, abs=1e-5)
 
 
-def scored_design(folder, name, masks, y):
-    save_npy(folder / f"{name}.npy", masks)
-    write_table(folder / f"{name}.tsv", pd.DataFrame({"mask": np.arange(len(masks)), "score": y}))
-    return str(folder / f"{name}.npy"), [str(folder / f"{name}.tsv")]
-
-
 def drive(method, model, examples, folder) -> tuple[dict, int]:
-    """The files rule recover_heads would get for ``method``, and the evaluations spent making them."""
-    if method.kind == "masks":
-        masks = methods.make_masks(len(NAMES), N_MASKS, method=method.name, sparsity=SPARSITY, random_state=0)
-        inputs = dict(zip(("masks", "scores"), scored_design(folder, "masks", masks, score(model, examples, masks))))
-        return inputs, len(masks)
-    if method.kind == "rounds":
-        from headloc.methods.greedy import choose_round
-        from headloc.search.greedy import round_masks
+    """The files rule recover_heads would get for ``method`` (headloc.methods.driver, the workflow's
+    calls in one process), and the masks scored making them, counted here."""
+    spent = []
 
-        rounds, record = [], None
-        for r in range(1, TOP_K + 1):
-            chosen = [NAMES.index(h) for h in (record or {"chosen": []})["chosen"]]
-            masks = round_masks(len(NAMES), chosen)
-            record = choose_round(record, masks, score(model, examples, masks), NAMES)
-            write_json(folder / f"round{r}.json", record)
-            rounds.append(str(folder / f"round{r}.json"))
-        return {"rounds": rounds}, record["n_evals"]
-    if method.kind == "gradient":
-        from headloc.engine.supervision import recovery_fields
+    def counted(masks):
+        spent.append(len(masks))
+        return score(model, examples, masks)
 
-        options = {**method.defaults, **FAST_OPTIONS.get(method.options, {})}
-        torch.manual_seed(0)
-        fields = recovery_fields(method.run(model, examples, options, 0, 16))
-        write_json(folder / "gradient.json", {"method": method.name, "n_docs": len(examples), **fields})
-        return {"gradient": str(folder / "gradient.json")}, fields["n_evals"]
-    return {"model": []}, 0  # a draw evaluates nothing
+    options = FAST_OPTIONS.get(method.options, {})
+    inputs = driver.drive(method, counted, NAMES, folder, budget=N_MASKS, seed=0, k=TOP_K, sparsity=SPARSITY,
+                          gradient=(model, examples, options))
+    return inputs, sum(spent)
 
 
 @pytest.mark.parametrize("name", methods.names())

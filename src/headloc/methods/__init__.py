@@ -1,7 +1,7 @@
 """Search methods: one module each, and the registry that every consumer reads.
 
-Each module of this package (but :mod:`~headloc.methods.contract`, which defines the contract)
-declares its methods in a ``METHODS`` tuple of :class:`~headloc.methods.contract.Method`; the
+Each module of this package (but :mod:`~headloc.methods.contract`, which defines the contract, and
+:mod:`~headloc.methods.driver`, which runs any method in one process) declares its methods in a ``METHODS`` tuple of :class:`~headloc.methods.contract.Method`; the
 registry finds them the way scikit-learn's ``all_estimators()`` finds estimators, so adding a method
 is adding a module (docs/methods.md, "Adding a method"). The plan, the rules and scripts, the
 config schema's enums, the report and the benchmarks ask the registry, never a method's name.
@@ -35,7 +35,7 @@ def registry() -> dict[str, Method]:
     """Every method of every module of this package, by name, in module order."""
     if not _REGISTRY:
         for module in pkgutil.iter_modules(__path__):
-            if module.name == "contract":
+            if module.name in ("contract", "driver"):
                 continue
             for method in importlib.import_module(f"{__name__}.{module.name}").METHODS:
                 if method.name in _REGISTRY:
