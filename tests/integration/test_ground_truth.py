@@ -90,6 +90,7 @@ def parse(name):
     return int(layer), int(head)
 
 
+@pytest.mark.ground_truth
 def test_truth_matches_an_independent_computation(tiny):
     recipe, folder, truth = tiny
     model = load(folder)
@@ -137,6 +138,7 @@ def single_ablation_ranking(model, data, heads):
     return sorted(heads, key=lambda h: effect[h])
 
 
+@pytest.mark.ground_truth
 @pytest.mark.parametrize("task", ["copy1", "copy3"])
 def test_one_shot_ablation_recovers_the_planted_heads(tiny, task):
     """The 1-head task (its role head and the universal head) and the 3-head task (three role heads
@@ -152,6 +154,7 @@ def test_one_shot_ablation_recovers_the_planted_heads(tiny, task):
     assert set(ranking[: len(planted)]) == planted
 
 
+@pytest.mark.ground_truth
 def test_lasso_over_random_masks_recovers_the_one_head_task(tiny):
     """Compressed sensing as the paper does it: random sparse masks, a score per mask (here the gold
     answer's log-probability), sklearn's Lasso."""
@@ -205,14 +208,7 @@ def test_frozen_phase_moves_only_the_planted_heads(monkeypatch):
     assert moved > 0
 
 
-def gold_logprob(model, contexts, choices, labels) -> float:
-    """Mean log-probability of the gold answer among the choices (the benchmark's ``logprob`` score)."""
-    with torch.no_grad():
-        last = model(contexts).logits[:, -1]
-    logp = torch.log_softmax(last.gather(1, choices).double(), dim=-1)
-    return float(logp.gather(1, labels[:, None]).mean())
-
-
+@pytest.mark.ground_truth
 def test_the_benchmark_scores_a_method_against_the_truth(tiny, tmp_path):
     """benchmarks/ground_truth.py on copy3: one-shot greedy's top k are the k heads whose removal
     alone lowers the gold log-probability most (recomputed here by zeroing o_proj columns), its
