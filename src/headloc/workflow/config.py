@@ -35,6 +35,7 @@ from headloc import methods as search_methods
 from headloc.heads import HeadGeometry, parse_head
 from headloc.data import TASKS_DIR
 from headloc.model.loading import read_gguf_metadata, resolve_source, source_geometry
+from headloc.search.budget import suggested_masks
 
 
 
@@ -231,6 +232,7 @@ def check_config(config: dict, geometries: dict) -> None:
     """
     problems = []
     notes = []
+    budgets = {}  # n_masks -> the searched tasks whose mask designs spend it
 
     def problem(key, text):
         problems.append(f"config {key}: {text}")
@@ -382,6 +384,8 @@ def check_config(config: dict, geometries: dict) -> None:
         if name in localized and any(search_methods.get(m).budgeted for m in methods) and search["chunks"] > n_masks:
             problem("search.chunks", f"{search['chunks']} is larger than the {n_masks} masks of task {name}; "
                                      f"expected at most {n_masks} scoring jobs per search")
+        if name in localized and any(search_methods.get(m).budgeted for m in methods):
+            budgets.setdefault(n_masks, []).append(name)
 
     mirror = config.get("data", {}).get("mirror")
     if mirror and not Path(mirror).expanduser().is_dir():
@@ -405,6 +409,14 @@ def check_config(config: dict, geometries: dict) -> None:
             layer, index = parse_head(head)
             if layer >= geometry.n_layers or index >= geometry.n_heads:
                 problem(f"universal.heads.{model}[{i}]", f"head {head} is outside the model: {inside}")
+        for n_masks, searched in sorted(budgets.items()):
+            advised = suggested_masks(total, validation["top_k"])
+            if n_masks < advised:
+                notes.append(
+                    f"note: config search.n_masks: {n_masks} masks for {', '.join(searched)} on model {model} "
+                    f"({total} heads): on the planted-head models about {advised} found {validation['top_k']} "
+                    f"heads (validation.top_k) among {total} in 95 % of seeds; fewer can miss some "
+                    f"(docs/ground-truth.md, 'Budget advice')")
         for key, value in (("validation.top_k", validation["top_k"]),
                            ("universal.top_n", config.get("universal", {}).get("top_n")),
                            ("knowledge.top_n", knowledge.get("top_n"))):

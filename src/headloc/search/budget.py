@@ -1,0 +1,33 @@
+"""How many masks a compressed-sensing search needs to find k heads among N: the budget advice
+measured on the planted-head family (docs/ground-truth.md, "Budget advice").
+
+Compressed sensing needs on the order of k log(N / k) measurements to recover k of N
+coefficients. On the planted models (32, 270 and 1,024 heads; benchmarks/ground_truth.py, the
+gold answer's log-probability as the score) the smallest budget at which the best mask design
+found a task's planted heads in at least 95 % of seeds grew like that, and ``PER_K_LOG_N`` is the
+largest ratio measured, so that no planted task would have needed more than the advice.
+
+>>> suggested_masks(270, 5)
+152
+>>> suggested_masks(32, 5) < suggested_masks(270, 5) < suggested_masks(1024, 5)
+True
+"""
+
+from __future__ import annotations
+
+import math
+
+# masks / (k ln(N / k)) at 95 % recall, the largest over the planted tasks (docs/ground-truth.md)
+PER_K_LOG_N = 7.6
+
+
+def suggested_masks(n_heads: int, k: int) -> int:
+    """Masks for 95 % recall of ``k`` heads among ``n_heads`` on the planted family, rounded up.
+
+    ``k`` is clipped to 1..n_heads/2 (below 1 there is nothing to find; above N/2 the log term
+    would shrink while the task grows).
+    """
+    if n_heads < 2:
+        raise ValueError(f"n_heads must be at least 2, got {n_heads}")
+    k = min(max(k, 1), n_heads / 2)
+    return math.ceil(PER_K_LOG_N * k * math.log(n_heads / k))

@@ -1,0 +1,51 @@
+"""headloc.search.budget: the masks the planted-head family needed, and the note a config gets when
+its search spends fewer."""
+
+import math
+
+import pytest
+import yaml
+
+from conftest import REPO
+from headloc.heads import HeadGeometry
+from headloc.search.budget import PER_K_LOG_N, suggested_masks
+from headloc.workflow.config import check_config, validate_config
+
+# (heads, k, masks at which the best mask design found the task's planted heads in >= 95 % of
+# seeds): docs/ground-truth.md, "Budget advice" (benchmarks/ground_truth.py, log-probability score)
+MEASURED = [(32, 2, 25), (32, 4, 50), (32, 6, 50), (270, 2, 50), (270, 3, 100)]
+
+
+def test_the_advice_is_c_k_log_n_over_k():
+    assert suggested_masks(270, 5) == math.ceil(PER_K_LOG_N * 5 * math.log(54))
+    assert suggested_masks(1024, 1) == math.ceil(PER_K_LOG_N * math.log(1024))
+    assert suggested_masks(8, 100) == suggested_masks(8, 4)  # k clipped to N / 2
+    with pytest.raises(ValueError, match="n_heads must be at least 2, got 1"):
+        suggested_masks(1, 1)
+
+
+@pytest.mark.parametrize("n_heads,k,needed", MEASURED)
+def test_no_planted_task_needed_more_than_the_advice(n_heads, k, needed):
+    assert needed <= suggested_masks(n_heads, k)
+
+
+def demo(main="cs_stratified", **search):
+    config = yaml.safe_load((REPO / "config/demo.yaml").read_text())
+    config["search"].update(search)
+    config["validation"]["method"] = main
+    validate_config(config, REPO / "config/schema.yaml")
+    return config
+
+
+def test_a_search_below_the_advice_gets_a_note(capsys):
+    advised = suggested_masks(270, 5)  # SmolLM2: 30 layers x 9 heads; the demo's top_k is 5
+    check_config(demo(n_masks=advised - 1), {"smollm2-135m": HeadGeometry(30, 9)})
+    err = capsys.readouterr().err
+    assert (f"note: config search.n_masks: {advised - 1} masks for ioi, capitals, induction on model "
+            f"smollm2-135m (270 heads): on the planted-head models about {advised} found 5 heads") in err
+    check_config(demo(n_masks=advised), {"smollm2-135m": HeadGeometry(30, 9)})
+    assert "search.n_masks" not in capsys.readouterr().err
+    check_config(demo("greedy1s", n_masks=advised - 1, methods=["greedy1s"]), {"smollm2-135m": HeadGeometry(30, 9)})
+    assert "search.n_masks" not in capsys.readouterr().err  # no mask design spends n_masks
+    check_config(demo(n_masks=advised - 1), {"smollm2-135m": None})  # geometry unknown offline: no advice
+    assert "search.n_masks" not in capsys.readouterr().err
