@@ -80,11 +80,22 @@ def test_readme_documents_no_key_the_schema_lacks():
     assert sorted(set(README_ROWS) - set(KEYS)) == []
 
 
-CONFIGS = sorted(path.name for path in (REPO / "config").glob("*.yaml") if path.name != "schema.yaml")
+# the workflow's configs; ground_truth.yaml is the planted models' recipe (rules/ground_truth.smk)
+CONFIGS = sorted(path.name for path in (REPO / "config").glob("*.yaml")
+                 if path.name not in ("schema.yaml", "ground_truth.yaml"))
 
 
 def test_every_shipped_config_is_checked():
     assert {"config.yaml", "demo.yaml", "methods.yaml"} <= set(CONFIGS)
+
+
+def test_the_ground_truth_config_makes_a_recipe_of_every_model():
+    """config/ground_truth.yaml is checked by the recipe it feeds (its design's rules, each model's keys)."""
+    from headloc.groundtruth.recipe import load_config, recipe_from_config
+
+    config = load_config(REPO / "config/ground_truth.yaml")
+    recipes = [recipe_from_config(config, name) for name in config["models"]]
+    assert [r.name for r in recipes] == ["tiny", "smol", "large"] and set(config["build"]) <= set(config["models"])
 
 
 @pytest.mark.parametrize("config", CONFIGS)
