@@ -40,18 +40,9 @@ PLANTED_CODE = hashlib.sha256(
     )
 ).hexdigest()[:12]
 
-
-def planted_config(wildcards):
-    """The part of the config that model ``wildcards.planted`` depends on (its cache key)."""
-    return {
-        "design": GROUND_TRUTH["design"],
-        "training": GROUND_TRUTH.get("training", {}),
-        "models": {wildcards.planted: GROUND_TRUTH["models"][wildcards.planted]},
-    }
-
-
-def planted_names():
-    return "|".join(sorted(PLANTED)) or "(?!)"
+PLANTED_NAMES = (
+    "|".join(sorted(PLANTED)) or "(?!)"
+)  # (?!): no name matches when there is none
 
 
 rule planted_all:
@@ -70,10 +61,17 @@ rule planted_model:
     log:
         "results/logs/ground_truth/{planted}.build.log",
     wildcard_constraints:
-        planted=planted_names(),
+        planted=PLANTED_NAMES,
+    conda:
+        "../envs/headloc.yaml"
     threads: 1
     params:
-        config=planted_config,
+        # the part of the config this model depends on (its cache key)
+        config=lambda wildcards: {
+            "design": GROUND_TRUTH["design"],
+            "training": GROUND_TRUTH.get("training", {}),
+            "models": {wildcards.planted: GROUND_TRUTH["models"][wildcards.planted]},
+        },
         digest=lambda wildcards: PLANTED[wildcards.planted].digest(),
         builder=PLANTED_CODE,
     script:
@@ -90,7 +88,9 @@ rule planted_truth:
     log:
         "results/logs/ground_truth/{planted}.truth.log",
     wildcard_constraints:
-        planted=planted_names(),
+        planted=PLANTED_NAMES,
+    conda:
+        "../envs/headloc.yaml"
     threads: 1
     params:
         digest=lambda wildcards: PLANTED[wildcards.planted].digest(),

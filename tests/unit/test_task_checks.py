@@ -73,6 +73,7 @@ def demo_with(tmp_path, **ioi) -> dict:
     (tmp_path / "tasks").mkdir(exist_ok=True)
     config["include_path"] = [str(tmp_path / "tasks")]
     config["tasks"]["ioi"] = {**config["tasks"]["ioi"], **ioi}
+    config["search"]["n_masks"] = 200  # above the budget advice for 270 heads: stderr holds only the task notes
     return config
 
 
@@ -201,13 +202,15 @@ def test_shipped_configs_pass_unchanged(monkeypatch, capsys):
     """Every config/*.yaml passes, and no metric of theirs is rewritten."""
     monkeypatch.chdir(REPO)
     for path in sorted((REPO / "config").glob("*.yaml")):
-        if path.name == "schema.yaml":
+        if path.name in ("schema.yaml", "ground_truth.yaml"):  # not workflow configs
             continue
         config = yaml.safe_load(path.read_text())
         given = {name: (spec.get("metric", "acc"), spec.get("id_metric")) for name, spec in config["tasks"].items()}
         check_workflow_config(config, SCHEMA)
         assert {name: (spec["metric"], spec["id_metric"]) for name, spec in config["tasks"].items()} == given, path
-    assert capsys.readouterr().err == ""
+    # the only notes: budget advice where a config spends fewer masks than advised (the demo's 100)
+    notes = capsys.readouterr().err.splitlines()
+    assert [note for note in notes if not note.startswith("note: config search.n_masks: ")] == []
 
 
 # ---------------------------------------------------------------- Jinja templates
