@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import tempfile
 import time
 import types
@@ -130,7 +131,7 @@ def summarise(table: pd.DataFrame, goal: float) -> tuple[pd.DataFrame, pd.DataFr
              .groupby(keys, as_index=False)
              .agg(n_evals=("n_evals", "mean"), recall=("recall", "mean"), recall_sd=("recall", "std"),
                   recall_effective=("recall_effective", "mean"), pair_found=("pair_found", "mean"),
-                  seeds=("seed", "nunique")))
+                  k=("k", "first"), seeds=("seed", "nunique")))
     per_budget = means.groupby(["model", "n_heads", "method", "budget"], as_index=False).agg(
         n_evals=("n_evals", "mean"), recall=("recall", "mean"), recall_effective=("recall_effective", "mean"))
     greedy = per_budget[per_budget["method"] == methods.REFERENCE].set_index("model")["n_evals"]
@@ -144,6 +145,22 @@ def summarise(table: pd.DataFrame, goal: float) -> tuple[pd.DataFrame, pd.DataFr
                         f"ratio_to_greedy_{column}": evals / greedy.get(model, float("nan"))})
         reached.append(row)
     return means, pd.DataFrame(reached)
+
+
+def task_budgets(means: pd.DataFrame, goal: float) -> pd.DataFrame:
+    """Per (model, task), the fewest masks at which a budgeted mask design's mean recall of the
+    planted set reached ``goal``, the best design's, and that budget over k ln(N / k): the data of
+    the budget advice (headloc.search.budget). Tasks no design reached are listed with NaN."""
+    budgeted = means[means["method"].map(lambda name: methods.get(name).budgeted)]
+    rows = []
+    for (model, n, task), group in budgeted.groupby(["model", "n_heads", "task"]):
+        k = int(round(group["k"].iloc[0])) if "k" in group else None
+        hit = group[group["recall"] >= goal].sort_values(["n_evals", "method"])
+        masks = float(hit["n_evals"].iloc[0]) if len(hit) else float("nan")
+        rows.append({"model": model, "n_heads": n, "task": task, "k": k,
+                     "method": hit["method"].iloc[0] if len(hit) else "-", "masks_at_goal": masks,
+                     "per_k_log_n": masks / (k * math.log(n / k))})
+    return pd.DataFrame(rows)
 
 
 def plot(means: pd.DataFrame, path: Path) -> None:
@@ -205,7 +222,9 @@ def main(argv=None) -> None:
     text = (f"# Recall of the planted heads ({args.score} score, sparsity {args.sparsity:g}, "
             f"{args.seeds} seeds)\n\n" + means.round(3).to_markdown(index=False) +
             f"\n\n## Smallest budget whose mean recall over the tasks reaches {args.goal:.0%}\n\n" +
-            reached.round(4).to_markdown(index=False) + "\n")
+            reached.round(4).to_markdown(index=False) +
+            f"\n\n## Per task: the fewest masks whose mean recall reaches {args.goal:.0%} (budget advice)\n\n" +
+            task_budgets(means, args.goal).round(2).to_markdown(index=False) + "\n")
     (args.out / "summary.md").write_text(text)
     plot(means, args.out / "recall.png")
     print(text)
