@@ -42,7 +42,8 @@ def test_a_search_below_the_advice_gets_a_note(capsys):
     check_config(demo(n_masks=advised - 1), {"smollm2-135m": HeadGeometry(30, 9)})
     err = capsys.readouterr().err
     assert (f"note: config search.n_masks: {advised - 1} masks for ioi, capitals, induction on model "
-            f"smollm2-135m (270 heads): on the planted-head models about {advised} found 5 heads") in err
+            f"smollm2-135m (270 heads): on the planted-head models about {advised} masks put 95 % of 5 heads "
+            f"(validation.top_k) among 270 in the top 5; fewer can miss some") in err
     check_config(demo(n_masks=advised), {"smollm2-135m": HeadGeometry(30, 9)})
     assert "search.n_masks" not in capsys.readouterr().err
     check_config(demo("greedy1s", n_masks=advised - 1, methods=["greedy1s"]), {"smollm2-135m": HeadGeometry(30, 9)})

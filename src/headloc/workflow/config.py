@@ -414,8 +414,9 @@ def check_config(config: dict, geometries: dict) -> None:
             if n_masks < advised:
                 notes.append(
                     f"note: config search.n_masks: {n_masks} masks for {', '.join(searched)} on model {model} "
-                    f"({total} heads): on the planted-head models about {advised} found {validation['top_k']} "
-                    f"heads (validation.top_k) among {total} in 95 % of seeds; fewer can miss some "
+                    f"({total} heads): on the planted-head models about {advised} masks put 95 % of "
+                    f"{validation['top_k']} heads (validation.top_k) among {total} in the top "
+                    f"{validation['top_k']}; fewer can miss some "
                     f"(docs/ground-truth.md, 'Budget advice')")
         for key, value in (("validation.top_k", validation["top_k"]),
                            ("universal.top_n", config.get("universal", {}).get("top_n")),
