@@ -106,7 +106,8 @@ def benchmark(folder: Path, wanted: list[str], budgets, seeds, score: str, spars
                 start = time.perf_counter()
                 with tempfile.TemporaryDirectory() as tmp:
                     inputs = drive(method, scorer, names, Path(tmp), budget=budget or 0, seed=seed, k=k,
-                                   sparsity=sparsity, gradient=(model, scorer.examples(), {}))
+                                   sparsity=sparsity,
+                                   gradient=(model, scorer.examples(), {}) if method.kind == "gradient" else None)
                     params = types.SimpleNamespace(method=name, alpha=0.001, seed=seed, rows=None, top_k=k)
                     found = method.recover(inputs, names, params, LOG)
                 top = found["ranking"][:k]
@@ -154,7 +155,7 @@ def task_budgets(means: pd.DataFrame, goal: float) -> pd.DataFrame:
     budgeted = means[means["method"].map(lambda name: methods.get(name).budgeted)]
     rows = []
     for (model, n, task), group in budgeted.groupby(["model", "n_heads", "task"]):
-        k = int(round(group["k"].iloc[0])) if "k" in group else None
+        k = int(group["k"].iloc[0])
         hit = group[group["recall"] >= goal].sort_values(["n_evals", "method"])
         masks = float(hit["n_evals"].iloc[0]) if len(hit) else float("nan")
         rows.append({"model": model, "n_heads": n, "task": task, "k": k,

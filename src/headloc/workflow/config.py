@@ -378,13 +378,14 @@ def check_config(config: dict, geometries: dict) -> None:
             problem(mkey, f"{methods} lacks validation.method {validation['method']!r}, whose heads every "
                           f"table uses; expected the methods of task {name} to include it")
         too_big = [b for b in search.get("budgets", []) if b >= n_masks]
-        if name in localized and any(search_methods.get(m).budgeted for m in methods) and too_big:
+        spends_masks = name in localized and any(search_methods.get(m).budgeted for m in methods)
+        if spends_masks and too_big:
             problem("search.budgets", f"{too_big} not below the {n_masks} masks of task {name}; expected budgets "
                                       f"smaller than n_masks (each is cut from the first rows of that design)")
-        if name in localized and any(search_methods.get(m).budgeted for m in methods) and search["chunks"] > n_masks:
+        if spends_masks and search["chunks"] > n_masks:
             problem("search.chunks", f"{search['chunks']} is larger than the {n_masks} masks of task {name}; "
                                      f"expected at most {n_masks} scoring jobs per search")
-        if name in localized and any(search_methods.get(m).budgeted for m in methods):
+        if spends_masks:
             budgets.setdefault(n_masks, []).append(name)
 
     mirror = config.get("data", {}).get("mirror")
@@ -409,8 +410,8 @@ def check_config(config: dict, geometries: dict) -> None:
             layer, index = parse_head(head)
             if layer >= geometry.n_layers or index >= geometry.n_heads:
                 problem(f"universal.heads.{model}[{i}]", f"head {head} is outside the model: {inside}")
+        advised = suggested_masks(total, validation["top_k"])
         for n_masks, searched in sorted(budgets.items()):
-            advised = suggested_masks(total, validation["top_k"])
             if n_masks < advised:
                 notes.append(
                     f"note: config search.n_masks: {n_masks} masks for {', '.join(searched)} on model {model} "
