@@ -54,6 +54,22 @@ def pytest_sessionstart(session):
         raise pytest.UsageError(f"HEADLOC_REQUIRE_DATA=1 but the offline data mirror {SHARED_DATA} is missing")
 
 
+def accuracy_demo() -> dict:
+    """config/demo.yaml with one stratified compressed-sensing search scored by each task's own
+    metric (what the demo ran until cs_adaptive on continuous scores became its default). The unit
+    tests of the plan and config checks start from it: they pin search ids and messages of that
+    shape, which do not depend on the demo's choice; tests/unit/test_config.py checks the demo as is."""
+    import yaml
+
+    config = yaml.safe_load((REPO / "config/demo.yaml").read_text())
+    config["search"]["methods"] = ["cs_stratified"]
+    config["validation"].pop("method", None)
+    for task in config["tasks"].values():
+        task.pop("id_task", None)
+        task.pop("id_metric", None)
+    return config
+
+
 def module_of(item) -> str:
     return item.nodeid.split("::")[0]
 

@@ -4,9 +4,8 @@ its search spends fewer."""
 import math
 
 import pytest
-import yaml
 
-from conftest import REPO
+from conftest import REPO, accuracy_demo
 from headloc.heads import HeadGeometry
 from headloc.search.budget import PER_K_LOG_N, suggested_masks
 from headloc.workflow.config import check_config, validate_config
@@ -30,7 +29,7 @@ def test_no_planted_task_needed_more_than_the_advice(n_heads, k, needed):
 
 
 def demo(main="cs_stratified", **search):
-    config = yaml.safe_load((REPO / "config/demo.yaml").read_text())
+    config = accuracy_demo()
     config["search"].update(search)
     config["validation"]["method"] = main
     validate_config(config, REPO / "config/schema.yaml")

@@ -7,7 +7,7 @@ import json
 import pytest
 import yaml
 
-from conftest import REPO
+from conftest import REPO, accuracy_demo
 from headloc.search.chg import chg
 from headloc.workflow.config import TASKS_DIR, check_config, validate_config
 from headloc.data.datasets import build_docs, read_jsonl_numbered
@@ -42,7 +42,7 @@ def test_paper_grid_searches(paper):
 
 
 def test_gradient_methods_search_ids():
-    config = validated("config/demo.yaml")
+    config = validated(accuracy_demo())
     config["search"]["methods"] = ["cs_stratified", "attribution", "chg"]
     config["tasks"]["capitals"]["id_docs"] = 12
     plan = Plan(config)
@@ -92,7 +92,7 @@ def test_each_collection_needs_only_its_searches(paper):
 
 
 def test_head_sets_of_a_collection():
-    config = validated("config/demo.yaml")
+    config = validated(accuracy_demo())
     config["search"]["methods"] = ["cs_stratified", "greedy1s"]
     config["validation"]["top_k"] = 2
     config["validation"]["headsets"] = ["L9H9+L0H1"]
@@ -144,7 +144,7 @@ def test_selections_in_a_collection():
     ("data file", lambda c: c["tasks"]["ioi"].update(data_file="other.jsonl")),
 ])
 def test_every_config_change_moves_the_collected_tables(change):
-    config = validated("config/demo.yaml")
+    config = validated(accuracy_demo())
     before = Plan(config)
     changed = copy.deepcopy(config)
     change[1](changed)
@@ -156,7 +156,7 @@ def test_every_config_change_moves_the_collected_tables(change):
 
 
 def test_report_options_and_tuning_choice():
-    plan = Plan(validated("config/demo.yaml"))
+    plan = Plan(validated(accuracy_demo()))
     assert plan.report_options() == {
         "top_k": 5, "gen_tasks": None, "method": "cs_stratified",
         "capabilities": {"ioi": "ioi", "capitals": "capitals", "induction": "induction"},
@@ -226,7 +226,7 @@ def test_docs_target_table_is_the_registry():
 
 
 def test_budgets_repeats_and_shared_rows():
-    config = validated("config/demo.yaml")
+    config = validated(accuracy_demo())
     config["search"].update(methods=["cs_stratified", "cs_bernoulli", "greedy1s", "greedy"], n_masks=200,
                             budgets=[50, 25], repeats=2)
     plan = Plan(config)
@@ -254,14 +254,14 @@ def test_budgets_repeats_and_shared_rows():
 
 
 def test_budgets_must_be_below_n_masks():
-    config = validated("config/demo.yaml")
+    config = validated(accuracy_demo())
     config["search"]["budgets"] = [50, 100]
     with pytest.raises(ValueError, match=r"search.budgets: \[100\] not below the 100 masks of task ioi"):
         check_config(config, {})
 
 
 def test_continuous_search_scores_key_the_mask_searches():
-    config = validated("config/demo.yaml")
+    config = validated(accuracy_demo())
     config["search"]["methods"] = ["cs_stratified", "greedy", "attribution"]
     config["tasks"]["ioi"].update(id_task="headloc_ioi_margin", id_metric="margin")
     plan = Plan(config)

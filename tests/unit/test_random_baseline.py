@@ -4,10 +4,9 @@ import logging
 import types
 
 import numpy as np
-import yaml
 from scipy.stats import chisquare
 
-from conftest import REPO
+from conftest import REPO, accuracy_demo
 from headloc import methods
 from headloc.workflow.config import check_workflow_config
 from headloc.workflow.plan import Plan
@@ -38,7 +37,7 @@ def test_every_head_is_equally_likely_in_the_top_k():
 
 
 def test_the_workflow_plans_one_draw_per_repeat_and_reads_only_the_model():
-    config = yaml.safe_load((REPO / "config/demo.yaml").read_text())
+    config = accuracy_demo()
     config["search"].update(methods=["cs_stratified", "random"], repeats=3)
     check_workflow_config(config, REPO / "config/schema.yaml")  # the schema's enum is the registry's
     plan = Plan(config)

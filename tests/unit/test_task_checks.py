@@ -12,13 +12,13 @@ import textwrap
 import pytest
 import yaml
 
-from conftest import REPO, snakemake
+from conftest import REPO, accuracy_demo, snakemake
 from headloc.workflow.config import check_metric, check_workflow_config
 from headloc.data.documents import load_task_yaml, reported_filters, reported_metrics, template_errors
 from headloc.engine.evaluation import TaskSpec
 from headloc.workflow.plan import Plan
 
-DEMO = yaml.safe_load((REPO / "config/demo.yaml").read_text())
+DEMO = accuracy_demo()
 SCHEMA = REPO / "config/schema.yaml"
 OWN = REPO / "src/headloc/tasks"
 GSM8K = OWN / "headloc_gsm8k.yaml"
