@@ -13,12 +13,11 @@ digest of the builder's code, so a changed seed, size, design or builder re-runs
 it concerns.
 """
 
-import hashlib
 import os
-from pathlib import Path
 
 from headloc.groundtruth.recipe import load_config as load_ground_truth_config
 from headloc.groundtruth.recipe import recipe_from_config as planted_recipe
+from headloc.groundtruth.recipe import code_digest as planted_code_digest
 
 GROUND_TRUTH = config.get("ground_truth") or load_ground_truth_config(
     os.path.join(
@@ -26,19 +25,7 @@ GROUND_TRUTH = config.get("ground_truth") or load_ground_truth_config(
     )
 )
 PLANTED = {name: planted_recipe(GROUND_TRUTH, name) for name in GROUND_TRUTH["models"]}
-PLANTED_CODE = hashlib.sha256(
-    b"".join(
-        path.read_bytes()
-        for path in sorted(
-            (
-                Path(workflow.current_basedir).parent
-                / "src"
-                / "headloc"
-                / "groundtruth"
-            ).glob("*.py")
-        )
-    )
-).hexdigest()[:12]
+PLANTED_CODE = planted_code_digest()
 
 PLANTED_NAMES = (
     "|".join(sorted(PLANTED)) or "(?!)"

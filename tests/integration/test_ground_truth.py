@@ -11,7 +11,6 @@ token gets the highest logit at the last position.
 from __future__ import annotations
 
 import copy
-import hashlib
 import dataclasses
 import json
 from pathlib import Path
@@ -21,14 +20,13 @@ import pytest
 import torch
 
 from headloc.groundtruth.build import build
-from headloc.groundtruth.recipe import load_config, recipe_from_config
+from headloc.groundtruth.recipe import code_digest, load_config, recipe_from_config
 from headloc.groundtruth.truth import measure
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "config" / "ground_truth.yaml"
 
 
-BUILDER = REPO / "src" / "headloc" / "groundtruth"
 CACHE = REPO / "results" / "test-cache" / "planted"  # ignored by git, like conftest's SmolLM2 cache
 
 
@@ -37,8 +35,7 @@ def tiny(tmp_path_factory):
     """The tiny model of the current recipe, built once per recipe and builder code (its training takes
     minutes on 2 cores, more than a test should repeat), and its truth measured afresh."""
     recipe = recipe_from_config(load_config(CONFIG), "tiny")
-    code = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(BUILDER.glob("*.py")))).hexdigest()[:12]
-    folder = CACHE / f"tiny-{recipe.digest()}-{code}" / "model"
+    folder = CACHE / f"tiny-{recipe.digest()}-{code_digest()}" / "model"
     if not (folder / "planted.json").exists():
         build(recipe, folder, threads=1, log=lambda *a: None)
     assert json.loads((folder / "planted.json").read_text())["digest"] == recipe.digest()

@@ -5,7 +5,6 @@ import json
 import struct
 
 import pytest
-import yaml
 
 from conftest import REPO, accuracy_demo
 from headloc.workflow.config import check_config, expected, lm_eval_tasks, model_geometries, validate_config

@@ -3,7 +3,6 @@
 import logging
 import types
 
-import numpy as np
 from scipy.stats import chisquare
 
 from conftest import REPO, accuracy_demo

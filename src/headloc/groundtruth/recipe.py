@@ -101,7 +101,8 @@ class Design:
         if self.distractors not in ("pool", "gap"):
             raise ValueError(f"distractors must be pool or gap, not {self.distractors!r}")
         if self.distractors == "gap" and (self.gap < self.choices - 1 or self.words // self.content <= self.gap):
-            raise ValueError(f"distractors: gap needs gap >= choices - 1 and more than gap + 1 words per position")
+            raise ValueError(f"distractors gap: gap {self.gap} needs gap >= choices - 1 ({self.choices - 1}) and more "
+                             f"than gap + 1 words per position ({self.words // self.content})")
         unknown = set(self.redundant) - set(roles)
         if unknown:
             raise ValueError(f"redundant roles {sorted(unknown)} are not roles of any task")
@@ -193,3 +194,11 @@ def recipe_from_config(config: dict, name: str) -> Recipe:
 
 def load_recipe(path, name: str) -> Recipe:
     return recipe_from_config(load_config(Path(path)), name)
+
+
+def code_digest() -> str:
+    """The builder code's identity: the first 12 hex digits of the sha256 of this package's modules
+    (sorted by name), read from where Python imports them, i.e. the code that builds and measures.
+    A model built by other code is another build (the rules' params, the tests' cache folder)."""
+    modules = sorted(Path(__file__).parent.glob("*.py"))
+    return hashlib.sha256(b"".join(path.read_bytes() for path in modules)).hexdigest()[:12]
