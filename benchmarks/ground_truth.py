@@ -199,6 +199,8 @@ def main(argv=None) -> None:
     parser.add_argument("--methods", nargs="+", default=methods.names(), choices=methods.names())
     parser.add_argument("--budgets", nargs="+", type=int, default=list(DEFAULT_BUDGETS))
     parser.add_argument("--seeds", type=int, default=5, help="seeds per random method and budget")
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="the first seed (more seeds for an earlier run: --merge both recall.csv files)")
     parser.add_argument("--score", choices=("acc", "logprob"), default="acc")
     parser.add_argument("--sparsity", type=float, default=0.05, help="share of heads a random mask ablates")
     parser.add_argument("--docs", type=int, help="score the first N documents of each task (default: all)")
@@ -209,7 +211,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     torch.set_num_threads(args.threads)
-    seeds = list(range(args.seeds))
+    seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     if args.merge:
         table = pd.concat([pd.read_csv(path) for path in args.merge])
     elif args.models:
@@ -221,7 +223,7 @@ def main(argv=None) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     table.to_csv(args.out / "recall.csv", index=False)
     text = (f"# Recall of the planted heads ({args.score} score, sparsity {args.sparsity:g}, "
-            f"{args.seeds} seeds)\n\n" + means.round(3).to_markdown(index=False) +
+            f"{table['seed'].nunique()} seeds)\n\n" + means.round(3).to_markdown(index=False) +
             f"\n\n## Smallest budget whose mean recall over the tasks reaches {args.goal:.0%}\n\n" +
             reached.round(4).to_markdown(index=False) +
             f"\n\n## Per task: the fewest masks whose mean recall reaches {args.goal:.0%} (budget advice)\n\n" +
