@@ -16,6 +16,7 @@ from conftest import REPO, accuracy_demo, snakemake
 from headloc.workflow.config import check_metric, check_workflow_config
 from headloc.data.documents import load_task_yaml, reported_filters, reported_metrics, template_errors
 from headloc.engine.evaluation import TaskSpec
+from headloc.search.budget import suggested_masks
 from headloc.workflow.plan import Plan
 
 DEMO = accuracy_demo()
@@ -73,7 +74,8 @@ def demo_with(tmp_path, **ioi) -> dict:
     (tmp_path / "tasks").mkdir(exist_ok=True)
     config["include_path"] = [str(tmp_path / "tasks")]
     config["tasks"]["ioi"] = {**config["tasks"]["ioi"], **ioi}
-    config["search"]["n_masks"] = 200  # above the budget advice for 270 heads: stderr holds only the task notes
+    # the budget advice for SmolLM2's 270 heads: stderr holds only the task notes
+    config["search"]["n_masks"] = suggested_masks(270, config["validation"]["top_k"])
     return config
 
 
