@@ -171,6 +171,7 @@ def plot(means: pd.DataFrame, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     models = list(dict.fromkeys(means.sort_values("n_heads")["model"]))  # smallest model first
+    colours = {name: f"C{i}" for i, name in enumerate(sorted(means["method"].unique()))}  # one per method in every panel
     fig, axes = plt.subplots(1, len(models), figsize=(5 * len(models), 4), squeeze=False)
     for ax, model in zip(axes[0], models):
         mine = means[means["model"] == model].groupby(["method", "budget"], as_index=False).agg(
@@ -180,12 +181,16 @@ def plot(means: pd.DataFrame, path: Path) -> None:
             if (group["n_evals"] <= 0).all():  # a draw: no evaluations, a level line
                 ax.axhline(group["recall"].mean(), ls=":", color="gray", label=method)
                 continue
-            ax.plot(group["n_evals"].clip(lower=1), group["recall"], marker=methods.get(method).marker, label=method)
+            ax.plot(group["n_evals"].clip(lower=1), group["recall"], marker=methods.get(method).marker,
+                    color=colours[method], label=method)
         n_heads = int(means.loc[means["model"] == model, "n_heads"].iloc[0])
         ax.set(xscale="log", ylim=(0, 1.05), xlabel="evaluations (masked forward passes of the task)",
                ylabel="recall of the planted heads in the top k", title=f"{model} ({n_heads} heads)")
         ax.grid(alpha=0.3)
-    axes[0][-1].legend(fontsize=8)
+    handles = {}  # every method of any panel, once (a panel may lack some)
+    for ax in axes[0]:
+        handles.update(zip(*reversed(ax.get_legend_handles_labels())))
+    axes[0][-1].legend(handles.values(), handles.keys(), fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
