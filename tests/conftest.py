@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
@@ -58,9 +59,8 @@ def accuracy_demo() -> dict:
     """config/demo.yaml with one stratified compressed-sensing search scored by each task's own
     metric (what the demo ran until cs_adaptive on continuous scores became its default). The unit
     tests of the plan and config checks start from it: they pin search ids and messages of that
-    shape, which do not depend on the demo's choice; tests/unit/test_config.py checks the demo as is."""
-    import yaml
-
+    shape, which do not depend on the demo's choice; the demo itself goes through the workflow's checks in
+    tests/unit/test_config_docs.py and test_task_checks.py."""
     config = yaml.safe_load((REPO / "config/demo.yaml").read_text())
     config["search"]["methods"] = ["cs_stratified"]
     config["validation"].pop("method", None)
