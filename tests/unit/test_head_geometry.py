@@ -62,3 +62,23 @@ def test_composite_or_silent_configs_go_through_autoconfig(saved_configs, tmp_pa
     assert head_geometry(str(tmp_path)) == HeadGeometry(7, 3)  # no head count: transformers' default
     assert head_geometry("org/hub-model") == HeadGeometry(7, 3)  # a hub id
     assert calls == [str(saved_configs["llava"]), str(tmp_path), "org/hub-model"]
+
+
+@pytest.mark.parametrize("name", ["llama", "gpt2", "gpt_neox", "qwen2", "phi", "llava"])
+def test_geometry_record_is_what_transformers_reads(saved_configs, name):
+    """Rule model_geometry's record (Table 1), recomputed here from transformers' own config."""
+    config = load_config(str(saved_configs[name]))
+    text = config.get_text_config()
+    expected_kv = getattr(text, "num_key_value_heads", None) or text.num_attention_heads
+    assert models.geometry_record(str(saved_configs[name])) == {
+        "model_type": config.model_type, "n_layers": text.num_hidden_layers,
+        "n_heads": text.num_attention_heads, "n_kv_heads": expected_kv,
+        "total": text.num_hidden_layers * text.num_attention_heads}
+
+
+@pytest.mark.parametrize("name", ["llama", "qwen2"])
+def test_a_plain_folder_naming_its_kv_heads_records_without_torch(saved_configs, name):
+    code = ("import sys; from headloc.model.loading import geometry_record; "
+            f"print(geometry_record({str(saved_configs[name])!r})['n_kv_heads']); print('torch' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split("\n")[:2] == ["2", "False"]

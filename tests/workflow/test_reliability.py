@@ -27,6 +27,8 @@ TARGET = f"results/{SEARCH}/recovery.json"
 TABLES = [f"results/tables/{table}.{ext}" for table in ("table2", "table10") for ext in ("md", "csv")]
 FIGURE = "results/figures/fig2.png"
 SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGKILL]
+# scoring chunks of the search: a kill lands while the second is scored, after the first is recorded
+CHUNKS = 2
 
 
 def small_config(model_dir):
@@ -34,7 +36,7 @@ def small_config(model_dir):
         "models": {"tiny": {"source": str(model_dir), "batch_size": 8}},
         "tasks": {"ioi": {"lm_eval_task": "headloc_ioi", "n_docs": 10}},
         "search": {"methods": ["cs_stratified"], "n_masks": 6, "sparsity": 0.25, "id_docs": 4,
-                   "chunks": 3, "alpha": 0.001, "seed": 3},
+                   "chunks": CHUNKS, "alpha": 0.001, "seed": 3},
         "validation": {"top_k": 2},
     }
 
@@ -163,10 +165,10 @@ def test_killed_mid_chunk_resumes_without_redoing_finished_chunks(interrupted, r
     run = interrupted[sig.name]
     work, kept = run.work, run.kept
     assert run.returncode != 0
-    assert 0 < len(run.finished) < 3, "killed while a chunk was being scored"
+    assert 0 < len(run.finished) < CHUNKS, "killed while a chunk was being scored"
     if sig == signal.SIGINT:  # Ctrl-C: the killed job keeps an incomplete marker (docs/pitfalls.md)
         scores = work / "results" / SEARCH / "scores"
-        running = [incomplete_marker(work, scores / f"{chunk}.tsv") for chunk in range(3)]
+        running = [incomplete_marker(work, scores / f"{chunk}.tsv") for chunk in range(CHUNKS)]
         assert set(run.incomplete_markers) & set(running), "Ctrl-C left no incomplete marker"
         assert not run.locks, "Ctrl-C left the lock"
     if sig == signal.SIGKILL:
@@ -176,7 +178,7 @@ def test_killed_mid_chunk_resumes_without_redoing_finished_chunks(interrupted, r
         name: stat for name, stat in kept.items() if name.endswith(".tsv")}, "finished chunks are not redone"
     assert stats([work / "results" / SEARCH / "masks.npy"]) == {"masks.npy": kept["masks.npy"]}
     out = run.resumed.stdout + run.resumed.stderr
-    assert out.count("rule score_masks:") == 3 - len(run.finished)
+    assert out.count("rule score_masks:") == CHUNKS - len(run.finished)
     for path in chunk_files(reference) + [reference / TARGET]:
         relative = path.relative_to(reference)
         assert (work / relative).read_bytes() == path.read_bytes(), relative

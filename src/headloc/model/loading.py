@@ -177,6 +177,33 @@ def head_geometry(location: str) -> HeadGeometry:
     return HeadGeometry.of(load_config(location))
 
 
+def geometry_record(location: str) -> dict:
+    """What rule model_geometry records of a model (paper Table 1): its ``model_type``, layers,
+    query heads per layer, key/value heads per layer and heads in all.
+
+    Read from a plain config.json (as :func:`head_geometry`) when it names the model type and the
+    key/value heads too, so the job needs no torch; otherwise from transformers' AutoConfig, whose
+    class defaults fill in what the file leaves out.
+    """
+    config_file = Path(location) / "config.json"
+    if config_file.is_file():
+        config = json.loads(config_file.read_text())
+        plain = not any(isinstance(value, dict) and "model_type" in value for value in config.values())
+        found = geometry_of(config) if plain else None
+        kv_heads, model_type = config.get("num_key_value_heads"), config.get("model_type")
+        if found and isinstance(kv_heads, int) and isinstance(model_type, str):
+            return _record(model_type, HeadGeometry(*found), kv_heads)
+    config = load_config(location)
+    geometry = HeadGeometry.of(config)
+    text = getattr(config, "get_text_config", lambda: config)()
+    return _record(config.model_type, geometry, getattr(text, "num_key_value_heads", None) or geometry.n_heads)
+
+
+def _record(model_type: str, geometry: HeadGeometry, kv_heads: int) -> dict:
+    return {"model_type": model_type, "n_layers": geometry.n_layers, "n_heads": geometry.n_heads,
+            "n_kv_heads": int(kv_heads), "total": geometry.total}
+
+
 def source_geometry(source: ModelSource) -> tuple[int, int] | None:
     """(layers, heads per layer) of a model, read offline and cheaply (no torch, no weights).
 
