@@ -4,7 +4,7 @@ from headloc.io import log_to_file, write_json
 from headloc.model.loading import geometry_record
 
 log = log_to_file(snakemake.log[0])
-record = {"model": snakemake.wildcards.model, "source": snakemake.params.source,
-          **geometry_record(snakemake.params.location)}
+geometry = geometry_record(snakemake.params.location)
+record = {"model": snakemake.wildcards.model, "source": snakemake.params.source, **geometry}
 log.info("%s", record)
 write_json(snakemake.output[0], record)

@@ -1,7 +1,8 @@
 """Shared fixtures: the embedded SmolLM2 model (converted once) and tiny random models.
 
-Everything runs offline. The converted SmolLM2 folder is cached under results/test-cache/ (ignored
-by git), so only the first test session pays the ~40 s GGUF conversion. Every Snakemake run of the
+Everything runs offline. SmolLM2's tokenizer and the converted SmolLM2 folder are cached under
+results/test-cache/ (ignored by git), so only the first test session pays the GGUF conversions
+(~7 s for the tokenizer, ~24 s for the whole model). Every Snakemake run of the
 suite works in a temporary directory (:func:`snakemake` refuses the checkout), so what `make demo`
 left in the checkout's results/ changes no test.
 
@@ -80,26 +81,45 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: rank.get(module_of(item), len(rank)))  # stable: collection order otherwise
 
 
-@pytest.fixture(scope="session")
-def smollm2_dir() -> Path:
-    """The embedded SmolLM2-135M-Instruct as an ordinary checkpoint folder."""
-    from headloc.model.loading import convert_gguf, resolve_source
-
-    out = CACHE / "smollm2-135m-instruct"
+def cached(name: str, make) -> Path:
+    """``CACHE/name``, made by ``make(folder)`` on first use: pytest-xdist workers take a lock, one
+    makes it, the others wait and read it."""
+    out = CACHE / name
     CACHE.mkdir(parents=True, exist_ok=True)
-    with open(CACHE / ".smollm2.lock", "w") as lock:  # pytest-xdist workers: one converts, the rest wait
+    with open(CACHE / f".{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (out / "config.json").is_file():
-            convert_gguf(resolve_source("smollm2-135m-instruct").location, str(out))
+        if not (out / "done").is_file():
+            make(out)
+            (out / "done").touch()
     return out
 
 
+def smollm2_gguf() -> Path:
+    from headloc.model.loading import resolve_source
+
+    return Path(resolve_source("smollm2-135m-instruct").location)
+
+
 @pytest.fixture(scope="session")
-def tokenizer(smollm2_dir):
-    """SmolLM2's tokenizer (with its chat template), shared by the tiny test models."""
+def smollm2_dir() -> Path:
+    """The embedded SmolLM2-135M-Instruct as an ordinary checkpoint folder."""
+    from headloc.model.loading import convert_gguf
+
+    return cached("smollm2-135m-instruct", lambda out: convert_gguf(str(smollm2_gguf()), str(out)))
+
+
+@pytest.fixture(scope="session")
+def tokenizer():
+    """SmolLM2's tokenizer (with its chat template), shared by the tiny test models. Read from the
+    GGUF on its own (~7 s the first time, cached): the model's conversion (~17 s more) waits for the
+    tests that load SmolLM2, so that a clean clone's two workers do not both wait for it at the start."""
     from transformers import AutoTokenizer
 
-    return AutoTokenizer.from_pretrained(smollm2_dir)
+    def save(out):
+        gguf = smollm2_gguf()
+        AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name).save_pretrained(out)
+
+    return AutoTokenizer.from_pretrained(cached("smollm2-tokenizer", save))
 
 
 def tiny_llama(vocab_size: int, seed: int = 0):
