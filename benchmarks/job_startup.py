@@ -14,8 +14,8 @@ unpickles the job's ``snakemake`` object (``snakemake.iocontainers.Snakemake``) 
 a small ``params``; the pickle's size barely matters, the modules it imports do), appends the
 script's top-level imports (the ``import`` statements at module level, found with ``ast``, plus
 top-level ``if``/``try`` blocks holding only imports) and its module-level reads of the model's
-config (assignments calling ``load_config``, ``head_geometry`` or ``geometry_record``, and the ``p = snakemake.params``
-aliases they use: they import transformers when they use AutoConfig; ``location`` is a folder
+config (assignments calling ``load_config``, ``head_geometry`` or ``geometry_record``, and the
+``p = snakemake.params`` aliases they use: they import transformers when they use AutoConfig; ``location`` is a folder
 holding SmolLM2-135M's config.json), writes that to a temporary file and times
 ``<python> <file>`` from outside: interpreter start, ``site``, the preamble and the imports, i.e.
 everything a job pays before its script does work. A second figure adds the script's imports
@@ -130,7 +130,8 @@ def nested_imports(source: str) -> str:
     return "\n".join(seen)
 
 
-CONFIG_READERS = {"load_config", "head_geometry", "geometry_record"}  # headloc.model.loading: a model's config, no weights
+# headloc.model.loading: a model's config, no weights
+CONFIG_READERS = {"load_config", "head_geometry", "geometry_record"}
 
 
 def config_reads(source: str) -> str:

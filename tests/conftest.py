@@ -2,7 +2,7 @@
 
 Everything runs offline. SmolLM2's tokenizer and the converted SmolLM2 folder are cached under
 results/test-cache/ (ignored by git), so only the first test session pays the GGUF conversions
-(~7 s for the tokenizer, ~24 s for the whole model). Every Snakemake run of the
+(~6.5 s for the tokenizer, ~21 s for the whole model, each in a fresh process). Every Snakemake run of the
 suite works in a temporary directory (:func:`snakemake` refuses the checkout), so what `make demo`
 left in the checkout's results/ changes no test.
 
@@ -35,6 +35,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = (REPO / ".." / "shared" / "data").resolve()
 CACHE = REPO / "results" / "test-cache"
+SMOLLM2 = "smollm2-135m-instruct"  # the embedded model (headloc.model.loading.EMBEDDED)
 PROFANITY_CSV = SHARED_DATA / "profanity" / "profanity_en.csv"
 # Each Snakemake run of a test uses its worker's share of the cores: 2 xdist workers on 2 cores, 1 each.
 WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
@@ -83,7 +84,8 @@ def pytest_collection_modifyitems(config, items):
 
 def cached(name: str, make) -> Path:
     """``CACHE/name``, made by ``make(folder)`` on first use: pytest-xdist workers take a lock, one
-    makes it, the others wait and read it."""
+    makes it, the others wait and read it. ``done``, written last, marks it whole (a tokenizer's
+    ``save_pretrained`` writes file by file; ``convert_gguf`` renames a finished folder into place)."""
     out = CACHE / name
     CACHE.mkdir(parents=True, exist_ok=True)
     with open(CACHE / f".{name}.lock", "w") as lock:
@@ -97,7 +99,7 @@ def cached(name: str, make) -> Path:
 def smollm2_gguf() -> Path:
     from headloc.model.loading import resolve_source
 
-    return Path(resolve_source("smollm2-135m-instruct").location)
+    return Path(resolve_source(SMOLLM2).location)
 
 
 @pytest.fixture(scope="session")
@@ -105,21 +107,20 @@ def smollm2_dir() -> Path:
     """The embedded SmolLM2-135M-Instruct as an ordinary checkpoint folder."""
     from headloc.model.loading import convert_gguf
 
-    return cached("smollm2-135m-instruct", lambda out: convert_gguf(str(smollm2_gguf()), str(out)))
+    return cached(SMOLLM2, lambda out: convert_gguf(str(smollm2_gguf()), str(out)))
 
 
 @pytest.fixture(scope="session")
 def tokenizer():
     """SmolLM2's tokenizer (with its chat template), shared by the tiny test models. Read from the
-    GGUF on its own (~7 s the first time, cached): the model's conversion (~17 s more) waits for the
+    GGUF on its own (~6.5 s the first time, cached): the model's conversion (~21 s) waits for the
     tests that load SmolLM2, so that a clean clone's two workers do not both wait for it at the start."""
     from transformers import AutoTokenizer
 
-    def save(out):
-        gguf = smollm2_gguf()
-        AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name).save_pretrained(out)
+    from headloc.model.loading import gguf_tokenizer
 
-    return AutoTokenizer.from_pretrained(cached("smollm2-tokenizer", save))
+    folder = cached("smollm2-tokenizer", lambda out: gguf_tokenizer(smollm2_gguf()).save_pretrained(out))
+    return AutoTokenizer.from_pretrained(folder)
 
 
 def tiny_llama(vocab_size: int, seed: int = 0):

@@ -85,6 +85,14 @@ def check_checkpoint_dir(path: Path) -> None:
         )
 
 
+def gguf_tokenizer(gguf_path):
+    """The tokenizer stored in a GGUF file (with its chat template), read without the weights."""
+    from transformers import AutoTokenizer
+
+    gguf = Path(gguf_path)
+    return AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+
+
 def convert_gguf(gguf_path: str, out_dir: str) -> Path:
     """Convert a GGUF file into a safetensors checkpoint folder (model, tokenizer, config).
 
@@ -92,13 +100,13 @@ def convert_gguf(gguf_path: str, out_dir: str) -> Path:
     the folder loads as an ordinary checkpoint. The folder appears atomically: it is written
     beside ``out_dir`` and renamed into place only once complete.
     """
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
     gguf = Path(gguf_path)
     check_gguf(gguf)
     out = Path(out_dir)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    tokenizer = gguf_tokenizer(gguf)
     model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
     # transformers already dequantized the weights to float32; forget the GGUF quantizer so the
     # model saves (and later loads) as a plain checkpoint.
@@ -167,14 +175,19 @@ def head_geometry(location: str) -> HeadGeometry:
     config (e.g. a vision-language model's, whose text config transformers may fill in from its
     class defaults) goes through transformers' AutoConfig, which imports torch (~4 s CPU per job).
     """
+    found = geometry_of(_plain_config(location))
+    return HeadGeometry(*found) if found else HeadGeometry.of(load_config(location))
+
+
+def _plain_config(location: str) -> dict:
+    """The config.json of a local checkpoint folder when it is plain (no sub-config: no dict with
+    its own ``model_type``); {} for a hub id, a GGUF file or a composite config."""
     config_file = Path(location) / "config.json"
-    if config_file.is_file():
-        config = json.loads(config_file.read_text())
-        plain = not any(isinstance(value, dict) and "model_type" in value for value in config.values())
-        found = geometry_of(config) if plain else None
-        if found:
-            return HeadGeometry(*found)
-    return HeadGeometry.of(load_config(location))
+    if not config_file.is_file():
+        return {}
+    config = json.loads(config_file.read_text())
+    composite = any(isinstance(value, dict) and "model_type" in value for value in config.values())
+    return {} if composite else config
 
 
 def geometry_record(location: str) -> dict:
@@ -185,14 +198,11 @@ def geometry_record(location: str) -> dict:
     key/value heads too, so the job needs no torch; otherwise from transformers' AutoConfig, whose
     class defaults fill in what the file leaves out.
     """
-    config_file = Path(location) / "config.json"
-    if config_file.is_file():
-        config = json.loads(config_file.read_text())
-        plain = not any(isinstance(value, dict) and "model_type" in value for value in config.values())
-        found = geometry_of(config) if plain else None
-        kv_heads, model_type = config.get("num_key_value_heads"), config.get("model_type")
-        if found and isinstance(kv_heads, int) and isinstance(model_type, str):
-            return _record(model_type, HeadGeometry(*found), kv_heads)
+    config = _plain_config(location)
+    found = geometry_of(config)
+    kv_heads, model_type = config.get("num_key_value_heads"), config.get("model_type")
+    if found and isinstance(kv_heads, int) and isinstance(model_type, str):
+        return _record(model_type, HeadGeometry(*found), kv_heads)
     config = load_config(location)
     geometry = HeadGeometry.of(config)
     text = getattr(config, "get_text_config", lambda: config)()
