@@ -123,9 +123,12 @@ class HeadAblation(contextlib.AbstractContextManager):
                     module = self.model.get_submodule(path)
                 except AttributeError as error:
                     raise ValueError(f"cannot resolve hook point {hook_point(layer)} at {path}") from error
-                # Move the gate once, here, so the hook's .to() is a no-op on the hot path.
+                # Move the gate once, here, so the hook's .to() is a no-op on the hot path; not
+                # for weights accelerate offloaded (device "meta" until their forward pass):
+                # the hook moves the gate to whatever device the layer's input is on.
                 weight = module.weight
-                layer_gate = layer_gate.to(device=weight.device, dtype=weight.dtype)
+                if weight.device.type != "meta":
+                    layer_gate = layer_gate.to(device=weight.device, dtype=weight.dtype)
                 hook = _gate_hook(layer_gate, self.geometry.n_heads)
                 self.handles.append(module.register_forward_pre_hook(hook, with_kwargs=True))
                 self.hooked.append(hook_point(layer))
