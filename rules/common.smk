@@ -8,6 +8,7 @@ headloc.workflow.paths; the functions here only hand their answers to the rules.
 import json
 import os
 import re
+import sys
 
 from headloc import methods
 from headloc.heads import HEADSET_PATTERN
@@ -15,6 +16,7 @@ from headloc.report import FIGURES, TABLES
 from headloc.workflow import paths
 from headloc.workflow.config import check_workflow_config
 from headloc.workflow.facts import ModelFacts, TaskFacts
+from headloc.workflow.gpu_plan import plan_warnings
 from headloc.workflow.plan import COLLECTIONS, Plan
 from headloc.workflow.portable import files_digest
 
@@ -28,6 +30,9 @@ SEARCH = config["search"]
 MODEL_FACTS = ModelFacts(config)
 TASK_FACTS = TaskFacts(config, PLAN)
 RUN_CONFIG = paths.RUN_CONFIG.format(digest=PLAN.digest)
+# GPU models whose passes may not fit their GPU: a warning each (headloc.workflow.gpu_plan)
+for _warning in plan_warnings(config, TASK_FACTS.yamls):
+    print(f"headloc: warning: {_warning}", file=sys.stderr)
 
 
 def alternatives(names):

@@ -19,21 +19,17 @@ Without the caps a retry may ask for more than any node has; sbatch then refuses
 ("Requested node configuration is not available") and the retry is lost.
 """
 
-import json
 import math
 import os
-import re
-from pathlib import Path
 
 from headloc.model.loading import resolve_source
+from headloc.model.memory import DTYPE_BYTES, source_parameters
 
 EVAL_RUNTIME = 120  # minutes of the first attempt
 BASE_MEM_MB = 4000  # host memory without the model
 WEIGHT_FACTOR = 1.5  # host memory per byte of weights while loading
 # a model of unknown size: enough for 8B parameters in bf16
 UNKNOWN_MODEL_MEM_MB = 32000
-DTYPE_BYTES = {"float32": 4, "float64": 8, "bfloat16": 2, "float16": 2}
-HUB_SIZE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)([BM])(?![A-Za-z])")
 
 
 def positive_int_env(name):
@@ -48,43 +44,6 @@ def positive_int_env(name):
     return int(value)
 
 
-def config_parameters(cfg):
-    """Parameters of a decoder-only transformer from its config.json (None if it lacks a size)."""
-    cfg = cfg.get("text_config") or cfg
-    try:
-        hidden, layers = cfg["hidden_size"], cfg["num_hidden_layers"]
-        vocab, inner = cfg["vocab_size"], cfg["intermediate_size"]
-    except KeyError:
-        return None
-    heads = cfg.get("num_attention_heads") or 1
-    kv_heads = cfg.get("num_key_value_heads") or heads
-    head_dim = cfg.get("head_dim") or hidden // heads
-    attention = 2 * hidden * heads * head_dim + 2 * hidden * kv_heads * head_dim
-    mlp = 3 * hidden * inner  # gated MLP (Llama, Qwen, SmolLM)
-    embeddings = vocab * hidden * (1 if cfg.get("tie_word_embeddings") else 2)
-    return layers * (attention + mlp + 2 * hidden) + embeddings
-
-
-def model_parameters(source):
-    """Parameter count of a model source, read offline; None when it cannot be known."""
-    if source.kind == "gguf":
-        return 2 * Path(source.location).stat().st_size  # at most 4 bits per weight
-    config_file = None
-    if source.kind == "directory":
-        config_file = Path(source.location) / "config.json"
-    else:
-        from huggingface_hub import try_to_load_from_cache
-
-        cached = try_to_load_from_cache(source.location, "config.json")
-        config_file = Path(cached) if isinstance(cached, str) else None
-    if config_file is not None and config_file.is_file():
-        return config_parameters(json.loads(config_file.read_text()))
-    match = HUB_SIZE.search(source.location.rsplit("/", 1)[-1])
-    if match:
-        return int(float(match.group(1)) * (1e9 if match.group(2) == "B" else 1e6))
-    return None
-
-
 _MODEL_MEM_MB = {}
 
 
@@ -92,7 +51,7 @@ def model_mem_mb(name):
     """First-attempt host memory in MB for a model of the config (rounded up to 1000)."""
     if name not in _MODEL_MEM_MB:
         spec = config.get("models", {}).get(name) if name else None
-        parameters = model_parameters(resolve_source(spec["source"])) if spec else None
+        parameters = source_parameters(resolve_source(spec["source"])) if spec else None
         if parameters is None:
             _MODEL_MEM_MB[name] = UNKNOWN_MODEL_MEM_MB
         else:

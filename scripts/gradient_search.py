@@ -13,17 +13,23 @@ import torch
 from headloc import methods
 from headloc.engine.evaluation import TaskSpec
 from headloc.io import log_to_file, write_json
+from headloc.model.gpus import claim_gpu
 from headloc.model.loading import load_model
+from headloc.model.memory import CPU_ROWS
 from headloc.workflow.portable import include_path, located
 from headloc.engine.supervision import recovery_fields, task_examples
 
 log = log_to_file(snakemake.log[0])
+claim_gpu(log)  # before CUDA starts: this job's own GPU on a machine of several (headloc.model.gpus)
 torch.set_num_threads(snakemake.threads)
 p = snakemake.params
-model, tokenizer = load_model(p.location, dtype=p.model["dtype"], device=p.model["device"])
+model, tokenizer = load_model(p.location, dtype=p.model["dtype"], device=p.model["device"],
+                              device_map=p.model.get("device_map"))
 task = TaskSpec(**located(p.task, snakemake.config)).with_documents(snakemake.input.docs)
 examples = task_examples(tokenizer, task, include_path=include_path(snakemake.config))
-rows = p.model["batch_size"]  # rows per forward pass: memory only, the result does not depend on it
+# rows per forward pass: memory only, the result does not depend on it. No out-of-memory back-off
+# for gradients yet, so `auto` is the safe default here, on any device.
+rows = CPU_ROWS if p.model["batch_size"] == "auto" else p.model["batch_size"]
 log.info("%s on %s: %d documents, %d tokens per masked evaluation", p.method, task.lm_eval_task, len(examples),
          sum(e.n_tokens for e in examples))
 

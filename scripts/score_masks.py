@@ -9,8 +9,10 @@ import torch
 from headloc.engine.evaluation import TaskSpec, load_evaluator
 from headloc.workflow.portable import include_path, located
 from headloc.io import log_to_file, write_table, write_text
+from headloc.model.gpus import claim_gpu
 
 log = log_to_file(snakemake.log[0])
+claim_gpu(log)  # before CUDA starts: this job's own GPU on a machine of several (headloc.model.gpus)
 torch.set_num_threads(snakemake.threads)
 masks = np.load(snakemake.input.masks)
 rows = np.array_split(np.arange(len(masks)), snakemake.params.chunks)[int(snakemake.wildcards.chunk)]
@@ -20,7 +22,7 @@ if len(rows) == 0:  # an empty chunk (cs_adaptive's stage 2 after a settled stag
 else:
     task = TaskSpec(**located(snakemake.params.task, snakemake.config)).with_documents(snakemake.input.docs)
     evaluator = load_evaluator(snakemake.params.location, task, include_path=include_path(snakemake.config),
-                               **snakemake.params.model)
+                               log=log, **snakemake.params.model)
     log.info("scoring masks %d..%d of %d on %s", rows[0], rows[-1], len(masks), task.lm_eval_task)
     results = evaluator.evaluate_masks(masks[rows], desc=f"chunk {snakemake.wildcards.chunk}")
 

@@ -7,14 +7,16 @@ from headloc.engine.evaluation import TaskSpec, load_evaluator
 from headloc.heads import HeadGeometry, headset_mask
 from headloc.workflow.portable import include_path, located
 from headloc.io import log_to_file, read_json, write_json
+from headloc.model.gpus import claim_gpu
 from headloc.workflow.results import display_score
 
 log = log_to_file(snakemake.log[0])
+claim_gpu(log)  # before CUDA starts: this job's own GPU on a machine of several (headloc.model.gpus)
 torch.set_num_threads(snakemake.threads)
 recovery = read_json(snakemake.input.recovery)
 task = TaskSpec(**located(snakemake.params.task, snakemake.config)).with_documents(snakemake.input.docs)
 evaluator = load_evaluator(snakemake.params.location, task, include_path=include_path(snakemake.config),
-                           **snakemake.params.model)
+                           log=log, **snakemake.params.model)
 geometry = HeadGeometry.of(evaluator.lm.model.config)
 mask = headset_mask(recovery["top_heads"], geometry.n_layers, geometry.n_heads)
 baseline, ablated = (r.score for r in evaluator.evaluate_masks([np.zeros_like(mask), mask], progress=False))

@@ -5,13 +5,16 @@ import torch
 from headloc.engine.evaluation import MaskEvaluator, TaskSpec
 from headloc.heads import HeadGeometry, headset_mask, parse_headset
 from headloc.io import log_to_file, write_json
+from headloc.model.gpus import claim_gpu
 from headloc.model.loading import load_model
 from headloc.workflow.portable import include_path, located
 
 log = log_to_file(snakemake.log[0])
+claim_gpu(log)  # before CUDA starts: this job's own GPU on a machine of several (headloc.model.gpus)
 torch.set_num_threads(snakemake.threads)
-model, tokenizer = load_model(snakemake.params.location, dtype=snakemake.params.model["dtype"],
-                              device=snakemake.params.model["device"])
+options = snakemake.params.model
+model, tokenizer = load_model(snakemake.params.location, dtype=options["dtype"], device=options["device"],
+                              device_map=options.get("device_map"))
 geometry = HeadGeometry.of(model.config)
 heads = parse_headset(snakemake.wildcards.headset)
 mask = headset_mask(heads, geometry.n_layers, geometry.n_heads)
@@ -20,8 +23,8 @@ p = snakemake.params
 folders = include_path(snakemake.config)  # this checkout's task folders (not a param)
 for name, options, docs, output in zip(p.names, p.tasks, snakemake.input.docs, snakemake.output):
     task = TaskSpec(**located(options, snakemake.config)).with_documents(docs)
-    evaluator = MaskEvaluator(model, tokenizer, task, batch_size=snakemake.params.model["batch_size"],
-                              include_path=folders)
+    evaluator = MaskEvaluator(model, tokenizer, task, batch_size=options["batch_size"], include_path=folders,
+                              log=log)
     result = evaluator.evaluate_mask(mask)
     log.info("%s with %s ablated: %s = %.4f on %d documents",
              task.lm_eval_task, snakemake.wildcards.headset, task.metric, result.score, len(result.samples))

@@ -149,13 +149,75 @@ def test_a_lone_unablated_mask_equals_the_plain_model(model, tokenizer, data, re
     (4, 0, "masks_per_pass must be a positive integer, got 0"),
     (4, 2.0, "masks_per_pass must be a positive integer, got 2.0"),
     (3, 4, "batch_size 3 cannot hold one group of masks_per_pass=4 masks"),
-    ("auto", 2, "batch_size 'auto' cannot hold one group of masks_per_pass=2 masks"),
+    ("auto", 32, "batch_size 16 cannot hold one group of masks_per_pass=32 masks"),  # auto is 16 on a CPU
 ])
 def test_bad_grouping_is_refused_before_loading(model, tokenizer, data, batch_size, masks_per_pass, message):
     with pytest.raises(ValueError, match=message):
         MaskEvaluator(model, tokenizer, spec("ioi", data), batch_size=batch_size, masks_per_pass=masks_per_pass)
     with pytest.raises(ValueError, match=message):
         load_evaluator("/nonexistent/model", spec("ioi", data), batch_size=batch_size, masks_per_pass=masks_per_pass)
+
+
+# --------------------------------------------------------------------------- out-of-memory back-off
+
+
+@contextlib.contextmanager
+def memory_limit(model, rows: int):
+    """CUDA's out-of-memory error for every forward pass of more than ``rows`` rows (no GPU here):
+    raised in the embedding layer, as a real one would be somewhere in the pass. Yields the refused
+    passes' row counts."""
+    refused = []
+
+    def hook(module, args):
+        if args[0].shape[0] > rows:
+            refused.append(args[0].shape[0])
+            raise torch.OutOfMemoryError(f"CUDA out of memory. Tried to allocate {args[0].shape[0]} rows (injected)")
+
+    handle = model.get_input_embeddings().register_forward_pre_hook(hook)
+    try:
+        yield refused
+    finally:
+        handle.remove()
+
+
+@pytest.mark.parametrize("task, masks_per_pass, limit, working, per_pass", [
+    ("ioi", 1, 5, 4, 1),           # 16 -> 8 -> 4 rows, one mask at a time (the plain path)
+    ("ioi", 4, 5, 4, 4),           # 16 -> 8 -> 4 rows, still 4 masks per pass
+    ("ioi", 4, 3, 2, 2),           # 16 -> ... -> 2 rows: the groups split into 2 masks per pass
+    ("induction", 4, 3, 2, 2),     # generation: the grouped greedy loop and its prompt pass
+])
+def test_out_of_memory_halves_the_rows_and_keeps_the_scores(model, tokenizer, data, reference, caplog, task,
+                                                            masks_per_pass, limit, working, per_pass):
+    masks = tiny_masks(model)
+    evaluator = MaskEvaluator(model, tokenizer, spec(task, data), batch_size=16, masks_per_pass=masks_per_pass)
+    with caplog.at_level("WARNING", logger="headloc"), memory_limit(model, limit) as refused:
+        results, rows = score(evaluator, masks)
+    assert refused and evaluator.budget.rows == working and max(rows) <= limit
+    assert "out of memory at 16 rows per pass" in caplog.text and f"with {working} rows per pass" in caplog.text
+    # the same answers as an evaluator that never ran out: at the working size, exactly ...
+    uninterrupted = MaskEvaluator(model, tokenizer, spec(task, data), batch_size=working, masks_per_pass=per_pass)
+    assert_same(results, score(uninterrupted, masks)[0], atol=0)
+    # ... and as the zeroed-copy reference
+    assert_same(results, reference[task], atol=1e-5)
+
+
+def test_out_of_memory_at_one_row_and_other_errors_are_raised(model, tokenizer, data):
+    evaluator = MaskEvaluator(model, tokenizer, spec("ioi", data), batch_size=4, masks_per_pass=2)
+    with memory_limit(model, 0), pytest.raises(torch.OutOfMemoryError, match="injected"):
+        evaluator.evaluate_masks(tiny_masks(model)[:2], progress=False)
+    assert evaluator.budget.rows == 1
+
+    def broken(module, args):
+        raise RuntimeError("a bug, not memory")
+
+    evaluator = MaskEvaluator(model, tokenizer, spec("ioi", data), batch_size=4, masks_per_pass=2)
+    handle = model.get_input_embeddings().register_forward_pre_hook(broken)
+    try:
+        with pytest.raises(RuntimeError, match="a bug, not memory"):
+            evaluator.evaluate_masks(tiny_masks(model)[:2], progress=False)
+    finally:
+        handle.remove()
+    assert evaluator.budget.rows == 4, "only out-of-memory errors shrink the passes"
 
 
 # --------------------------------------------------------------------------- the engine's fallback

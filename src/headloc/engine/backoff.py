@@ -7,9 +7,8 @@ a job finds the size that fits instead of crashing, and keeps that size for ever
 A step must be a pure function of its inputs and ``rows`` (nothing half-written survives a retry):
 the evaluation engine retries a whole mask group, whose answers are computed afresh.
 
-``batch_size: auto`` starts at :data:`AUTO_ROWS` rows on an accelerator and halves down from there
-(the largest power-of-two fraction of it that fits); on a CPU, where running out of memory is not an
-error but a killed process, it means :data:`CPU_ROWS`.
+``batch_size: auto`` (:func:`headloc.model.memory.resolve_rows`) starts at 512 rows on an
+accelerator and halves down from there, to the largest power-of-two fraction of it that fits.
 
 Torch only (no lm-eval), so benchmarks/gpu_check.py runs the same code on a GPU machine.
 """
@@ -20,9 +19,6 @@ import gc
 import logging
 
 import torch
-
-AUTO_ROWS = 512  # where `batch_size: auto` starts on an accelerator
-CPU_ROWS = 16  # what `batch_size: auto` means on a CPU (the config's default batch_size)
 
 _log = logging.getLogger("headloc")
 
@@ -41,16 +37,6 @@ def free_cached_memory() -> None:
     gc.collect()
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
-
-
-def resolve_rows(batch_size, device: str) -> int:
-    """The first rows per pass for a configured ``batch_size``: an integer as it is, ``"auto"``
-    :data:`AUTO_ROWS` on an accelerator and :data:`CPU_ROWS` on a CPU."""
-    if batch_size == "auto":
-        return CPU_ROWS if str(device).startswith("cpu") else AUTO_ROWS
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive integer or 'auto', got {batch_size!r}")
-    return batch_size
 
 
 class RowBudget:

@@ -29,9 +29,11 @@ from lm_eval.evaluator import evaluate
 from lm_eval.tasks import TaskManager
 from tqdm.auto import tqdm
 
+from headloc.engine.backoff import RowBudget
 from headloc.engine.lm import AblatedLM
 from headloc.model.ablation import HeadGeometry, masks_to_gate
 from headloc.model.loading import load_model
+from headloc.model.memory import resolve_rows
 from headloc.data import TASKS_DIR
 
 FEWSHOT_SEED = 1234  # lm-eval's simple_evaluate default
@@ -118,8 +120,11 @@ def require_chat_template(tokenizer, task: TaskSpec) -> None:
         )
 
 
-def check_grouping(batch_size, masks_per_pass) -> None:
-    """Raise ValueError unless ``batch_size`` rows can hold a group of ``masks_per_pass`` masks."""
+def check_grouping(batch_size, masks_per_pass, device: str = "cpu") -> None:
+    """Raise ValueError unless ``batch_size`` rows (``"auto"``: what it starts at on ``device``) can
+    hold a group of ``masks_per_pass`` masks."""
+    if batch_size == "auto":
+        batch_size = resolve_rows(batch_size, device)
     if isinstance(masks_per_pass, bool) or not isinstance(masks_per_pass, (int, np.integer)) \
             or masks_per_pass < 1:
         raise ValueError(f"masks_per_pass must be a positive integer, got {masks_per_pass!r}")
@@ -139,12 +144,16 @@ class MaskEvaluator:
     task : the task and metric to score.
     batch_size : rows per forward pass. With one mask per pass a row is a document; with
         ``masks_per_pass = M`` a row is a (document, mask) pair, so a pass holds
-        ``batch_size // M`` documents times M masks.
+        ``batch_size // M`` documents times M masks. ``"auto"``: start large on an accelerator
+        (:data:`headloc.engine.backoff.AUTO_ROWS`), 16 on a CPU. Either way a pass that runs out of
+        accelerator memory is retried with half the rows (:class:`~headloc.engine.backoff.RowBudget`),
+        then fewer masks per pass if the rows no longer hold a group, and the working size is kept.
     masks_per_pass : masks that share each forward pass in :meth:`evaluate_masks` (1 = one mask
         after another, through lm-eval's own batching; more: :mod:`headloc.engine.grouped`, which falls
         back to 1 with a warning where the installed lm-eval or transformers are not the versions
         it was checked with).
     include_path : folder(s) of task YAMLs (headloc's own tasks by default).
+    log : where the out-of-memory back-off says what it did (the ``headloc`` logger by default).
 
     Memory is bounded by ``batch_size``: a forward pass never holds more than ``batch_size`` rows,
     whatever ``masks_per_pass`` is (activations and logits grow with rows x sequence length, and
@@ -152,9 +161,10 @@ class MaskEvaluator:
     one small answer (a log-likelihood or a generated string) per request and mask.
     """
 
-    def __init__(self, model, tokenizer, task: TaskSpec, *, batch_size: int = 16,
-                 masks_per_pass: int = 1, include_path=TASKS_DIR):
-        check_grouping(batch_size, masks_per_pass)
+    def __init__(self, model, tokenizer, task: TaskSpec, *, batch_size: int | str = 16,
+                 masks_per_pass: int = 1, include_path=TASKS_DIR, log=None):
+        rows = resolve_rows(batch_size, str(model.device))
+        check_grouping(rows, masks_per_pass)
         require_chat_template(tokenizer, task)
         self.task = task
         self.masks_per_pass = int(masks_per_pass)
@@ -170,17 +180,33 @@ class MaskEvaluator:
                 warnings.warn(f"{problem}; scoring one mask at a time instead of "
                               f"masks_per_pass={self.masks_per_pass}", stacklevel=2)
                 self.masks_per_pass = 1
-        self.lm = lm_class(pretrained=model, tokenizer=tokenizer, batch_size=int(batch_size),
-                           device=str(model.device))
+        self.lm = lm_class(pretrained=model, tokenizer=tokenizer, batch_size=rows, device=str(model.device))
+        self.budget = RowBudget(rows, log=log)
         self.task_dict = load_task(task, include_path)
+
+    def _at(self, rows: int):
+        """The LM set to ``rows`` rows per forward pass (HFLM's attribute behind its batch_size)."""
+        self.lm.batch_size_per_gpu = rows
+        return self.lm
 
     def evaluate(self, gate=None) -> MaskResult:
         """Score the task with ``gate`` ([layers, heads], 1 keeps a head) or unablated."""
         self.lm.gate = gate
         try:
-            return self._run()
+            return self.budget.run(lambda rows: (self._at(rows), self._run())[1])
         finally:
             self.lm.gate = None
+
+    def _score_group(self, group, rows: int) -> list[MaskResult]:
+        """One lm-eval evaluation per mask of ``group``, as many masks sharing each pass as ``rows``
+        rows hold (all of them, unless an out-of-memory back-off left fewer rows than masks)."""
+        self._at(rows)
+        size = min(len(group), rows)
+        results = []
+        for start in range(0, len(group), size):
+            gate = masks_to_gate(group[start:start + size], self.geometry)
+            results.extend(self.lm.run_group(gate, self._run))
+        return results
 
     def _run(self) -> MaskResult:
         """One lm-eval evaluation with whatever gate or mask group the LM holds.
@@ -223,8 +249,9 @@ class MaskEvaluator:
                 group = masks[start:start + self.masks_per_pass]
                 if self.masks_per_pass == 1:
                     results.append(self.evaluate_mask(group[0]))
-                else:  # one lm-eval evaluation per mask, sharing the group's forward passes
-                    results.extend(self.lm.run_group(masks_to_gate(group, self.geometry), self._run))
+                else:  # one lm-eval evaluation per mask, sharing the group's forward passes; the
+                    # whole group again after an out-of-memory error (its answers are computed afresh)
+                    results.extend(self.budget.run(lambda rows, group=group: self._score_group(group, rows)))
                 bar.update(len(group))
         return results
 
@@ -239,10 +266,11 @@ def compact_sample(sample: dict, metric: str) -> dict:
             name: sample.get(name)}
 
 
-def load_evaluator(location: str, task: TaskSpec, *, dtype="float32", device="cpu",
-                   batch_size=16, masks_per_pass=1, include_path=TASKS_DIR) -> MaskEvaluator:
-    """Load the model at ``location`` once and build an evaluator for ``task``."""
-    check_grouping(batch_size, masks_per_pass)
-    model, tokenizer = load_model(location, dtype=dtype, device=device)
+def load_evaluator(location: str, task: TaskSpec, *, dtype="float32", device="cpu", device_map=None,
+                   batch_size=16, masks_per_pass=1, include_path=TASKS_DIR, log=None) -> MaskEvaluator:
+    """Load the model at ``location`` once and build an evaluator for ``task`` (arguments: see
+    :func:`~headloc.model.loading.load_model` and :class:`MaskEvaluator`)."""
+    check_grouping(batch_size, masks_per_pass, device)
+    model, tokenizer = load_model(location, dtype=dtype, device=device, device_map=device_map)
     return MaskEvaluator(model, tokenizer, task, batch_size=batch_size,
-                         masks_per_pass=masks_per_pass, include_path=include_path)
+                         masks_per_pass=masks_per_pass, include_path=include_path, log=log)

@@ -131,13 +131,21 @@ def convert_gguf(gguf_path: str, out_dir: str) -> Path:
     return out
 
 
-def load_model(location: str, *, dtype: str = "float32", device: str = "cpu"):
-    """Load a causal LM and its tokenizer from a checkpoint folder or hub id, in eval mode."""
+def load_model(location: str, *, dtype: str = "float32", device: str = "cpu", device_map: str | None = None):
+    """Load a causal LM and its tokenizer from a checkpoint folder or hub id, in eval mode.
+
+    ``device_map`` (e.g. ``"auto"``) hands the placement to accelerate, which spreads a model too
+    large for one GPU over every visible GPU (and the CPU); ``device`` is then not used. Head
+    ablation follows each layer to its device (:mod:`headloc.model.ablation`).
+    """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     torch_dtype = getattr(torch, dtype)
     tokenizer = AutoTokenizer.from_pretrained(location)
+    if device_map is not None:
+        model = AutoModelForCausalLM.from_pretrained(location, dtype=torch_dtype, device_map=device_map)
+        return model.eval(), tokenizer
     model = AutoModelForCausalLM.from_pretrained(location, dtype=torch_dtype)
     model.to(device).eval()
     return model, tokenizer

@@ -17,18 +17,67 @@ check (benchmarks/gpu_check.py) compares it with ``torch.cuda.max_memory_allocat
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
+from pathlib import Path
 
 DTYPE_BYTES = {"float32": 4, "float64": 8, "bfloat16": 2, "float16": 2}
 GIB = 1024**3
+AUTO_ROWS = 512  # where `batch_size: auto` starts on an accelerator (then halved on out-of-memory)
+CPU_ROWS = 16  # what `batch_size: auto` means on a CPU (the config's default batch_size)
+
+
+def resolve_rows(batch_size, device: str) -> int:
+    """The first rows per pass for a configured ``batch_size``: an integer as it is; ``"auto"``
+    :data:`AUTO_ROWS` on an accelerator (headloc.engine.backoff halves it until a pass fits) and
+    :data:`CPU_ROWS` on a CPU, where running out of memory is no error to recover from but a
+    killed process."""
+    if batch_size == "auto":
+        return CPU_ROWS if str(device).startswith("cpu") else AUTO_ROWS
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer or 'auto', got {batch_size!r}")
+    return batch_size
+
+
+HUB_SIZE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)([BM])(?![A-Za-z])")  # "...-8B-...", "...-135M"
 
 
 def config_parameters(cfg: dict) -> int | None:
     """Parameters of a decoder-only transformer from its config.json (None if it lacks a size)."""
     shape = Shape.of(cfg)
     return shape.parameters if shape else None
+
+
+def offline_config(source) -> dict | None:
+    """The config.json of a model source (:class:`headloc.model.loading.ModelSource`) read offline:
+    a checkpoint folder's, or a hub model's in the local Hugging Face cache; None otherwise."""
+    if source.kind == "directory":
+        config_file = Path(source.location) / "config.json"
+    elif source.kind == "hub":
+        from huggingface_hub import try_to_load_from_cache
+
+        cached = try_to_load_from_cache(source.location, "config.json")
+        config_file = Path(cached) if isinstance(cached, str) else None
+    else:
+        return None
+    return json.loads(config_file.read_text()) if config_file is not None and config_file.is_file() else None
+
+
+def source_parameters(source) -> int | None:
+    """Parameter count of a model source, read offline: its config.json, a GGUF file's size (at
+    most 4 bits a weight), or a hub id's name ("...-8B-..."); None when it cannot be known."""
+    if source.kind == "gguf":
+        return 2 * Path(source.location).stat().st_size
+    cfg = offline_config(source)
+    if cfg is not None:
+        return config_parameters(cfg)
+    match = HUB_SIZE.search(source.location.rsplit("/", 1)[-1]) if source.kind == "hub" else None
+    if match:
+        return int(float(match.group(1)) * (1e9 if match.group(2) == "B" else 1e6))
+    return None
 
 
 @dataclass(frozen=True)
@@ -64,7 +113,7 @@ class Shape:
         attention = 2 * self.hidden * self.heads * self.head_dim + 2 * self.hidden * self.kv_heads * self.head_dim
         mlp = 3 * self.hidden * self.intermediate  # gated MLP (Llama, Qwen, SmolLM)
         embeddings = self.vocab * self.hidden * (1 if self.tied else 2)
-        return self.layers * (attention + mlp + 2 * self.hidden) + embeddings
+        return self.layers * (attention + mlp + 2 * self.hidden) + self.hidden + embeddings  # + the final norm
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from headloc.data.documents import (
 from headloc import methods as search_methods
 from headloc.heads import HeadGeometry, parse_head
 from headloc.data import TASKS_DIR
+from headloc.model.memory import resolve_rows
 from headloc.model.loading import read_gguf_metadata, resolve_source, source_geometry
 from headloc.search.budget import suggested_masks
 
@@ -264,7 +265,7 @@ def check_config(config: dict, geometries: dict) -> None:
                                        f"knowledge.tasks; expected 1..{len(knowledge.get('tasks') or [])} or null")
 
     for name, spec in models.items():
-        per_pass, rows = spec.get("masks_per_pass", 1), spec.get("batch_size", 16)
+        per_pass, rows = spec.get("masks_per_pass", 1), resolve_rows(spec.get("batch_size", 16), spec.get("device", "cpu"))
         if per_pass > rows:
             problem(f"models.{name}.masks_per_pass", f"{per_pass} is larger than batch_size {rows}, the rows "
                                                     f"of one forward pass; expected 1..{rows}")

@@ -48,8 +48,11 @@ class ModelFacts:
         return paths.MODEL_DIR.format(model=model) if source.needs_preparation else checkout_relative(source.location)
 
     def options(self, model: str) -> dict:
+        """What an evaluating job is told of its model: ``device_map`` only when set, so that the
+        jobs of a config without it keep their params (and their results)."""
         spec = self.config["models"][model]
-        return {key: spec[key] for key in ("dtype", "device", "batch_size", "masks_per_pass")}
+        placement = {"device_map": spec["device_map"]} if spec.get("device_map") else {}
+        return {**{key: spec[key] for key in ("dtype", "device", "batch_size", "masks_per_pass")}, **placement}
 
 
 class TaskFacts:
