@@ -10,7 +10,7 @@ from headloc.model.loading import load_model
 from headloc.workflow.portable import include_path, located
 
 log = log_to_file(snakemake.log[0])
-claim_gpu(log)  # before CUDA starts: this job's own GPU on a machine of several (headloc.model.gpus)
+claim_gpu(log, spread=bool(snakemake.params.model.get("device_map")))  # before CUDA starts: its own GPU (headloc.model.gpus)
 torch.set_num_threads(snakemake.threads)
 options = snakemake.params.model
 model, tokenizer = load_model(snakemake.params.location, dtype=options["dtype"], device=options["device"],

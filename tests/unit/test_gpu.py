@@ -159,6 +159,7 @@ def test_slurm_and_machines_without_gpus_claim_nothing(tmp_path):
     assert gpus.claim_gpu(environ=environ) is None and environ["CUDA_VISIBLE_DEVICES"] == "1"
     assert gpus.claim_gpu(environ={"CUDA_VISIBLE_DEVICES": "", "HEADLOC_GPU_LOCKS": str(tmp_path)}) is None
     environ = {"CUDA_VISIBLE_DEVICES": "5", "HEADLOC_GPU_LOCKS": str(tmp_path)}
+    assert gpus.claim_gpu(spread=True, environ=environ) is None  # device_map: every visible GPU
     claim = gpus.claim_gpu(environ=environ)
     assert claim.gpu == "5" and environ["CUDA_VISIBLE_DEVICES"] == "5"
     claim.release()
@@ -217,4 +218,47 @@ def test_every_evaluating_rule_claims_its_gpu_first():
     for script in scripts:
         lines = (REPO / "scripts" / script).read_text().splitlines()
         opened = next(i for i, line in enumerate(lines) if line.startswith("log = log_to_file("))
-        assert lines[opened + 1].startswith("claim_gpu(log)"), script
+        assert lines[opened + 1].startswith("claim_gpu(log, spread="), script
+
+
+# --------------------------------------------------------------------------- device_map
+
+
+def test_gates_follow_layers_whose_weights_accelerate_offloaded(tmp_path):
+    """A layer offloaded to disk holds its weights on "meta" until its forward pass (as the CPU
+    layers of a model split over a GPU and the CPU do, seen on an H100): its gate must still act."""
+    from accelerate import dispatch_model
+
+    from headloc.model.ablation import ablate_heads
+
+    config = LlamaConfig(**SMALL)
+    torch.manual_seed(0)
+    whole = LlamaForCausalLM(config).eval()
+    split = LlamaForCausalLM(config)
+    split.load_state_dict(whole.state_dict())
+    placement = {"model.embed_tokens": "cpu", "model.rotary_emb": "cpu", "model.layers.0": "cpu",
+                 "model.layers.1": "disk", "model.layers.2": "disk", "model.norm": "cpu", "lm_head": "cpu"}
+    split = dispatch_model(split.eval(), device_map=placement, main_device="cpu", offload_dir=str(tmp_path))
+    assert split.model.layers[1].self_attn.o_proj.weight.device.type == "meta"
+    gate = torch.ones(3, 8)
+    gate[1, [2, 5]] = gate[2, 0] = 0
+    tokens = torch.randint(0, 320, (2, 9))
+    with torch.no_grad():
+        with ablate_heads(whole, gate):
+            expected = whole(tokens).logits
+        with ablate_heads(split, gate):
+            got = split(tokens).logits
+        assert not torch.allclose(split(tokens).logits, got, atol=1e-3), "the gate changes the output"
+    torch.testing.assert_close(got, expected, rtol=0, atol=1e-6)
+
+
+def test_load_model_with_device_map_auto(tiny_model_dir):
+    """accelerate places the model (here, with no GPU, all of it on the CPU), in eval mode."""
+    from headloc.model.loading import load_model
+
+    placed, _ = load_model(str(tiny_model_dir), device_map="auto")
+    plain, _ = load_model(str(tiny_model_dir))
+    assert not placed.training and {p.device.type for p in placed.parameters()} == {"cpu"}
+    tokens = torch.randint(0, 100, (2, 6))
+    with torch.no_grad():
+        torch.testing.assert_close(placed(tokens).logits, plain(tokens).logits, rtol=0, atol=0)

@@ -70,13 +70,19 @@ def lock_folder(environ=os.environ) -> Path:
     return Path(environ.get("HEADLOC_GPU_LOCKS") or Path(tempfile.gettempdir()) / "headloc-gpu-locks")
 
 
-def claim_gpu(log: logging.Logger | None = None, *, environ=os.environ, wait: float = WAIT_SECONDS) -> GpuClaim | None:
+def claim_gpu(log: logging.Logger | None = None, *, spread: bool = False, environ=os.environ,
+              wait: float = WAIT_SECONDS) -> GpuClaim | None:
     """Claim a free GPU for this process and make it the only one CUDA sees (see the module).
 
-    Returns None, claiming nothing, under Slurm or on a machine without GPUs. Waits, logging once,
+    Returns None, claiming nothing, under Slurm, on a machine without GPUs, or with ``spread`` (a
+    model placed by ``device_map``, which spreads over every GPU the job sees). Waits, logging once,
     while every GPU is held by another process. Must run before CUDA is initialised.
     """
     log = log or logging.getLogger("headloc")
+    if spread:
+        log.info("GPU: device_map spreads the model over every visible GPU (CUDA_VISIBLE_DEVICES=%s); "
+                 "none claimed", environ.get("CUDA_VISIBLE_DEVICES", "(unset: all)"))
+        return None
     if environ.get("SLURM_JOB_ID"):
         log.info("GPU: Slurm job %s, CUDA_VISIBLE_DEVICES=%s as Slurm set it", environ["SLURM_JOB_ID"],
                  environ.get("CUDA_VISIBLE_DEVICES", "(unset)"))
