@@ -23,9 +23,15 @@ src/ and runs, in order:
    must equal a run started at that size.
 6. **gpu slot**: :func:`headloc.model.gpus.claim_gpu` in a fresh process narrows
    CUDA_VISIBLE_DEVICES to one GPU, and a second process waits for it until the first exits.
+7. **engine** (only where lm-eval is installed, e.g. carried as wheels, and ``--tokenizer`` names a
+   tokenizer folder): headloc's own evaluator (:class:`headloc.engine.evaluation.MaskEvaluator`,
+   lm-eval inside) on the same random 1B and 8B models in bfloat16, ioi (log-likelihood) and
+   capitals (generation): one mask at a time, 8 masks sharing each pass, and ``batch_size: auto``;
+   their agreement and masks per second.
 
     python benchmarks/gpu_check.py --json gpu_check.json        # on the GPU machine
     python benchmarks/gpu_check.py --quick --device cpu         # a smoke run of the same code here
+    python benchmarks/gpu_check.py --skip planted throughput slot --tokenizer DIR   # the engine only
 
 Prints one line per figure; exits 1 if a check fails. A benchmark, not a test.
 """
@@ -43,6 +49,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TQDM_DISABLE", "1")  # lm-eval's progress bars would bury the figures
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -341,12 +350,70 @@ def slot_section() -> None:
           f"waited {waited:.1f} s for a 4-s holder")
 
 
+# --------------------------------------------------------------------------- 7: the lm-eval engine
+
+
+def engine_section(device: str, tokenizer_dir: Path, quick: bool) -> None:
+    try:
+        import lm_eval  # noqa: F401
+    except ImportError:
+        say("engine", "skipped", "lm-eval is not installed")
+        return
+    import tempfile
+
+    from transformers import AutoTokenizer
+
+    from headloc.data.datasets import build_docs, write_jsonl
+    from headloc.engine.evaluation import MaskEvaluator, TaskSpec
+    from headloc.engine.grouped import GroupedLM, version_problem
+
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    say("engine", "grouped engine's version check", version_problem() or "ok")
+    folder = Path(tempfile.mkdtemp())
+    n_docs = 8 if quick else 64
+    specs = {}
+    for task, docs in (("ioi", build_docs("ioi", n_docs=n_docs, seed=1)), ("capitals", build_docs("capitals")[:n_docs])):
+        write_jsonl(docs, folder / f"{task}.jsonl")
+        specs[task] = TaskSpec(f"headloc_{task}").with_data_file(folder / f"{task}.jsonl")
+    dtype = torch.float32 if device == "cpu" else torch.bfloat16
+    for geometry in (["quick"] if quick else ["1B", "8B"]):
+        GEOMETRIES[geometry]["vocab_size"] = max(GEOMETRIES[geometry]["vocab_size"], len(tokenizer))
+        model = random_model(geometry, device, dtype)
+        n = model.config.num_hidden_layers * model.config.num_attention_heads
+        masks = stratified_masks(n, 16, 0.05, np.random.default_rng(0))
+        for task, spec in specs.items():
+            runs = {}
+            for label, rows, per_pass in (("1 mask/pass, 64 rows", 64, 1), ("8 masks/pass, 128 rows", 128, 8),
+                                          ("8 masks/pass, auto", "auto", 8)):
+                evaluator = MaskEvaluator(model, tokenizer, spec, batch_size=rows, masks_per_pass=per_pass)
+                assert isinstance(evaluator.lm, GroupedLM) == (per_pass > 1)
+                synchronize(device)
+                start = time.perf_counter()
+                results = evaluator.evaluate_masks(masks, progress=False)
+                synchronize(device)
+                runs[label] = results
+                say("engine", f"{geometry} {task}: masks/s, {label}", len(masks) / (time.perf_counter() - start),
+                    f"rows kept {evaluator.budget.rows}, {evaluator.budget.halvings} halvings")
+            base = runs["1 mask/pass, 64 rows"]
+            for label in ("8 masks/pass, 128 rows", "8 masks/pass, auto"):
+                other = runs[label]
+                scores = float(np.abs(np.array([r.score for r in base]) - [r.score for r in other]).max())
+                same = np.mean([a["response"] == b["response"] for ra, rb in zip(base, other)
+                                for a, b in zip(ra.samples, rb.samples)]) if task == "capitals" else None
+                note = f"; identical generations {100 * same:.1f} %" if same is not None else ""
+                say("engine", f"{geometry} {task}: max |score diff| vs 1/pass, {label}", scores, note.lstrip("; "))
+        del model
+        if device != "cpu":
+            torch.cuda.empty_cache()
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--quick", action="store_true", help="small shapes only: a smoke run of the code")
     parser.add_argument("--json", type=Path, help="also write every figure to this JSON file")
-    parser.add_argument("--skip", nargs="*", default=[], choices=["planted", "throughput", "slot"])
+    parser.add_argument("--skip", nargs="*", default=[], choices=["planted", "throughput", "slot", "engine"])
+    parser.add_argument("--tokenizer", type=Path, help="a tokenizer folder for the engine section (SmolLM2's)")
     args = parser.parse_args(argv)
     name = torch.cuda.get_device_name() if args.device.startswith("cuda") else platform.processor() or "cpu"
     say("machine", "device", name)
@@ -360,6 +427,8 @@ def main(argv=None) -> int:
         throughput_section(args.device, args.quick)
     if "slot" not in args.skip and args.device.startswith("cuda"):
         slot_section()
+    if "engine" not in args.skip and args.tokenizer:
+        engine_section(args.device, args.tokenizer, args.quick)
     say("machine", "seconds in all", time.perf_counter() - start)
     if args.json:
         args.json.write_text(json.dumps({"figures": FIGURES, "failed": FAILED}, indent=2, default=str))
