@@ -298,7 +298,9 @@ class GroupedLM(AblatedLM):
     def _grouped_greedy_generate(self, context, max_length, stop, attention_mask):
         """Greedy tokens for ``context`` (rows of a mask group), in generate's output layout."""
         rows, width = context.shape
-        gate = self._row_gates(context)
+        # on the rows' device: finished rows leave the gate by indices living there (on a GPU the
+        # gate, built on the CPU, could not be indexed by them)
+        gate = self._row_gates(context).to(context.device)
         stop_rules = [self._row_stop_rule(stop, max_length - width) for _ in range(rows)]
         live = torch.arange(rows, device=context.device)  # the original row of each batch row
         tokens = [[] for _ in range(rows)]
