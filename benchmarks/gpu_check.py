@@ -353,7 +353,7 @@ def slot_section() -> None:
 # --------------------------------------------------------------------------- 7: the lm-eval engine
 
 
-def engine_section(device: str, tokenizer_dir: Path, quick: bool) -> None:
+def engine_section(device: str, tokenizer_dir: Path, quick: bool, dtype: str = "bfloat16") -> None:
     try:
         import lm_eval  # noqa: F401
     except ImportError:
@@ -375,7 +375,7 @@ def engine_section(device: str, tokenizer_dir: Path, quick: bool) -> None:
     for task, docs in (("ioi", build_docs("ioi", n_docs=n_docs, seed=1)), ("capitals", build_docs("capitals")[:n_docs])):
         write_jsonl(docs, folder / f"{task}.jsonl")
         specs[task] = TaskSpec(f"headloc_{task}").with_data_file(folder / f"{task}.jsonl")
-    dtype = torch.float32 if device == "cpu" else torch.bfloat16
+    dtype = torch.float32 if device == "cpu" else getattr(torch, dtype)
     for geometry in (["quick"] if quick else ["1B", "8B"]):
         GEOMETRIES[geometry]["vocab_size"] = max(GEOMETRIES[geometry]["vocab_size"], len(tokenizer))
         model = random_model(geometry, device, dtype)
@@ -414,6 +414,8 @@ def main(argv=None) -> int:
     parser.add_argument("--json", type=Path, help="also write every figure to this JSON file")
     parser.add_argument("--skip", nargs="*", default=[], choices=["planted", "throughput", "slot", "engine"])
     parser.add_argument("--tokenizer", type=Path, help="a tokenizer folder for the engine section (SmolLM2's)")
+    parser.add_argument("--engine-dtype", default="bfloat16", choices=["bfloat16", "float32"],
+                        help="the engine section's dtype on a GPU (default bfloat16)")
     args = parser.parse_args(argv)
     name = torch.cuda.get_device_name() if args.device.startswith("cuda") else platform.processor() or "cpu"
     say("machine", "device", name)
@@ -428,7 +430,7 @@ def main(argv=None) -> int:
     if "slot" not in args.skip and args.device.startswith("cuda"):
         slot_section()
     if "engine" not in args.skip and args.tokenizer:
-        engine_section(args.device, args.tokenizer, args.quick)
+        engine_section(args.device, args.tokenizer, args.quick, args.engine_dtype)
     say("machine", "seconds in all", time.perf_counter() - start)
     if args.json:
         args.json.write_text(json.dumps({"figures": FIGURES, "failed": FAILED}, indent=2, default=str))
