@@ -12,9 +12,9 @@ from headloc.workflow.portable import include_path, located
 log = log_to_file(snakemake.log[0])
 claim_gpu(log, spread=bool(snakemake.params.model.get("device_map")))  # before CUDA starts: its own GPU (headloc.model.gpus)
 torch.set_num_threads(snakemake.threads)
-options = snakemake.params.model
-model, tokenizer = load_model(snakemake.params.location, dtype=options["dtype"], device=options["device"],
-                              device_map=options.get("device_map"))
+placement = snakemake.params.model  # dtype, device, device_map, batch_size
+model, tokenizer = load_model(snakemake.params.location, dtype=placement["dtype"], device=placement["device"],
+                              device_map=placement.get("device_map"))
 geometry = HeadGeometry.of(model.config)
 heads = parse_headset(snakemake.wildcards.headset)
 mask = headset_mask(heads, geometry.n_layers, geometry.n_heads)
@@ -23,7 +23,7 @@ p = snakemake.params
 folders = include_path(snakemake.config)  # this checkout's task folders (not a param)
 for name, options, docs, output in zip(p.names, p.tasks, snakemake.input.docs, snakemake.output):
     task = TaskSpec(**located(options, snakemake.config)).with_documents(docs)
-    evaluator = MaskEvaluator(model, tokenizer, task, batch_size=options["batch_size"], include_path=folders,
+    evaluator = MaskEvaluator(model, tokenizer, task, batch_size=placement["batch_size"], include_path=folders,
                               log=log)
     result = evaluator.evaluate_mask(mask)
     log.info("%s with %s ablated: %s = %.4f on %d documents",
