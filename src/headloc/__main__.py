@@ -1,0 +1,5 @@
+"""``python -m headloc``: the command line (:mod:`headloc.api.cli`)."""
+
+from headloc.api.cli import main
+
+raise SystemExit(main())
