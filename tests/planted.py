@@ -38,10 +38,11 @@ def planted_model(steps: int = 150, seed: int = 0) -> LlamaForCausalLM:
 def planted_dir(steps: int = 150, seed: int = 0) -> Path:
     """The trained model as a checkpoint folder, trained once for every test process (~10-20 s on
     2 busy cores, which three modules paid each before) and cached under results/test-cache, keyed
-    on this file's text, so an edited recipe trains afresh."""
+    on this file's text and torch's version, so an edited recipe trains afresh."""
     from conftest import cached
 
-    key = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:12]
+    # the recipe's text and torch's version (another torch may train other weights from the same seed)
+    key = hashlib.sha256(Path(__file__).read_bytes() + torch.__version__.encode()).hexdigest()[:12]
     return cached(f"planted-{steps}-{seed}-{key}", lambda out: _train(steps, seed).save_pretrained(out))
 
 

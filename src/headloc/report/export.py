@@ -44,7 +44,7 @@ MIB_FILE = "importances.json"
 
 
 def _value(value) -> float:
-    return math.nan if value is None else float(value)
+    return math.nan if value is None else float(value) + 0.0  # + 0.0: the Lasso's -0.0 reads as 0.0
 
 
 def tidy_frame(records: Iterable[Mapping]):
@@ -99,7 +99,7 @@ def mib_graph(record: Mapping) -> dict:
             head = f"L{layer}H{index}"
             value = record["coef"].get(head)
             nodes[f"a{layer}.h{index}"] = {"in_graph": head in top,
-                                           "score": math.nan if value is None else sign * float(value)}
+                                           "score": _value(None if value is None else sign * float(value))}
         nodes[f"m{layer}"] = {"in_graph": True, "score": math.nan}
     nodes["logits"] = {"in_graph": True, "score": math.nan}
     cfg = {"n_layers": n_layers, "n_heads": n_heads, "parallel_attn_mlp": False}
