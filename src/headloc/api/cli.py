@@ -100,6 +100,7 @@ def summary(found, folder) -> str:
              f"value: {found.label}", f"{'rank':>4}  {'head':<8}{'value':>12}"]
     for rank, head in enumerate(found.top_heads, 1):
         value = found.values[head]
+        value = None if value is None else value + 0.0  # the Lasso's -0.0 prints as 0.0
         lines.append(f"{rank:>4}  {head:<8}{'-' if value is None else f'{value:12.4f}':>12}")
     lines.append(f"wrote {folder}")
     return "\n".join(lines)
