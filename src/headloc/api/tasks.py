@@ -72,12 +72,17 @@ def _folders(include_path) -> list[Path]:
 
 
 def default_metric(name: str, folders: Sequence[Path]) -> str:
-    """The first metric (and filter) the task's YAML reports, as lm-eval names it (``acc,none``)."""
+    """The first metric (and filter) the task's YAML reports, as lm-eval names it (``acc,none``);
+    for a ``process_results`` task, the first of its ``metric_list`` (the keys it aggregates)."""
     config = load_task_yaml(task_yaml(name, [*folders, lm_eval_tasks_dir()]))
     metrics, filters = reported_metrics(config), reported_filters(config)
+    listed = [entry.get("metric") for entry in config.get("metric_list") or [] if isinstance(entry, dict)]
+    if not metrics and "process_results" in config and listed and isinstance(listed[0], str):
+        metrics = listed
     if not metrics or not filters:
-        raise ValueError(f"task {name!r} does not say in its YAML which metric it reports "
-                         "(a process_results or a Python class); pass metric=, e.g. metric='acc'")
+        raise ValueError(f"task {name!r} does not say in its YAML which metric it reports (a Python "
+                         "class, or process_results without metric_list); pass metric= (--metric), "
+                         "e.g. metric='acc'")
     return f"{metrics[0]},{filters[0]}"
 
 
