@@ -156,3 +156,21 @@ def test_the_command_names_a_model_it_cannot_load(tmp_path, capsys):
 
     assert main(["locate", "--model", str(tmp_path / "nothing"), "--task", "headloc_ioi"]) == 2
     assert f"cannot load model {str(tmp_path / 'nothing')!r}" in capsys.readouterr().err
+
+
+def test_tasks_are_found_as_the_workflow_finds_them(tmp_path):
+    """A name in headloc's tasks or an include folder, or a YAML path (its folder searched too);
+    the default metric is the first the YAML reports (a process_results task: its metric_list)."""
+    from headloc.api.tasks import resolve_task
+    from headloc.data import TASKS_DIR
+
+    assert resolve_task("headloc_ioi").spec.metric_key == "acc,none"
+    by_path = resolve_task(str(TASKS_DIR / "headloc_ioi_margin.yaml"), documents=3)
+    assert (by_path.name, by_path.spec.metric_key, by_path.spec.doc_ids) == ("headloc_ioi_margin", "margin,none",
+                                                                            (0, 1, 2))
+    assert by_path.folders[:2] == [TASKS_DIR, TASKS_DIR.resolve()]
+    (tmp_path / "mine.yaml").write_text("task: my_copy\noutput_type: multiple_choice\ndataset_path: json\n"
+                                        "doc_to_text: text\ndoc_to_target: label\ndoc_to_choice: choices\n"
+                                        "metric_list:\n  - metric: acc_norm\n")
+    mine = resolve_task("my_copy", include_path=[tmp_path])
+    assert mine.spec.metric_key == "acc_norm,none" and mine.folders == [TASKS_DIR, tmp_path.resolve()]

@@ -495,3 +495,25 @@ def test_export_writes_every_search(results):
         if len(scored) > 1 and len({heads[h]["score"] for h in scored}) > 1:
             assert heads[scored[0]]["score"] == max(heads[h]["score"] for h in scored)
         assert graph["nodes"]["m0"] == {"in_graph": True, "score": pytest.approx(math.nan, nan_ok=True)}
+
+
+def test_locate_validates_as_the_workflow(results, tiny_model):
+    """Located.validate on the run's full documents gives the Delta Task and Delta Gen of the
+    workflow's evaluations of the same top k (results/<model>/evals: unablated and ablated)."""
+    import headloc
+    from headloc.heads import format_headset
+
+    model, tokenizer = tiny_model
+    data = results / "data"
+    found = headloc.locate(model, tokenizer, "headloc_ioi", method="greedy1s", top_k=TOP_K, batch_size=BATCH_SIZE,
+                           documents=data / "ioi" / f"id_{ID_DOCS}_seed0.jsonl", progress=False)
+    check = found.validate(tasks={"induction": "headloc_induction"}, progress=False,
+                           documents={"headloc_ioi": data / "ioi" / "test.jsonl",
+                                      "induction": data / "induction" / "test.jsonl"})
+    evals = results / "tiny" / "evals"
+    delta = {task: 100 * (read_json(evals / task / f"{format_headset(check.heads)}.json")["value"]
+                          - read_json(evals / task / "none.json")["value"]) for task in TASKS}
+    assert check.heads == found.ranking[:TOP_K]
+    assert check.delta_task == pytest.approx(delta["ioi"], abs=1e-9)
+    assert check.delta_gen == pytest.approx(delta["induction"], abs=1e-9)
+    assert check.scores["n_docs"].tolist() == [6, 6]

@@ -222,17 +222,23 @@ class Located:
         return folder
 
     def validate(self, tasks=(), *, k: int | None = None, documents=None, progress: bool = True) -> Validation:
-        """Ablate the top ``k`` heads and score the task on its full documents (or ``documents``)
-        and each of ``tasks`` (names or YAML paths; for a callable task, a dict name -> callable)."""
+        """Ablate the top ``k`` heads (default: the top k of the search) and score the searched task
+        on all its documents and each of ``tasks`` (lm-eval names or YAML paths, or a dict
+        name -> task; a callable task's are callables): Delta Task is the first, Delta Gen the
+        mean of the others. ``documents`` restricts the searched task's documents (as
+        :func:`locate`'s), or is a dict task name -> documents for any of them."""
         import pandas as pd
 
         k = len(self.top_heads) if k is None else k
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= len(self.ranking):
+            raise ValueError(f"k must be an integer from 1 to {len(self.ranking)} (the model's heads), got {k!r}")
+        chosen = documents if isinstance(documents, dict) else {self.task.name: documents}
         heads = self.ranking[:k]
-        geometry = HeadGeometry(self.record["n_layers"], self.record["n_heads"])
-        mask = headset_mask(heads, geometry.n_layers, geometry.n_heads)
-        rows = [self._score(self._full_task(documents), mask, progress)]
+        mask = headset_mask(heads, self.record["n_layers"], self.record["n_heads"])
+        rows = [self._score(self._full_task(chosen.get(self.task.name)), mask, progress)]
         for name, other in _named(tasks):
-            rows.append({**self._score(self._other_task(other), mask, progress), "task": name})
+            task = self._other_task(other, chosen.get(name))
+            rows.append({**self._score(task, mask, progress), "task": name})
         frame = pd.DataFrame(rows)
         frame["delta"] = 100.0 * (frame["ablated"] - frame["clean"])
         gen = frame["delta"].iloc[1:]
@@ -246,18 +252,18 @@ class Located:
 
         if self.task.callable:
             return self.task
-        spec = self.task.spec
+        spec = self.task.spec  # without the search's documents: all of the task's, or those asked for
         kwargs = {key: value for key, value in spec.dataset_kwargs.items() if key != "data_file"}
         full = replace(spec, doc_ids=None, dataset_kwargs=kwargs)
         return replace(self.task, spec=choose_documents(full, documents))
 
-    def _other_task(self, other) -> Task:
+    def _other_task(self, other, documents) -> Task:
         if callable(other):
             return resolve_task(other)
         if self.task.callable:
             raise ValueError(f"validate(tasks=...) of a callable task takes callables, got {other!r}")
-        return resolve_task(other, chat=self.task.spec.chat,
-                            include_path=[f for f in self.task.folders[1:]])
+        return resolve_task(other, chat=self.task.spec.chat, documents=documents,
+                            include_path=self.task.folders[1:])
 
     def _score(self, task: Task, mask, progress) -> dict:
         score = mask_scorer(task, self.model, self.tokenizer, batch_size=self.batch_size, masks_per_pass=1,
