@@ -2,4 +2,5 @@
 
 from headloc.api.cli import main
 
-raise SystemExit(main())
+if __name__ == "__main__":  # pytest's doctest collection imports this module too
+    raise SystemExit(main())

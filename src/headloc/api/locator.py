@@ -1,9 +1,10 @@
-"""``headloc.locate``: which heads of a loaded model carry a task, in one call.
+"""``headloc.locate``: which heads of a loaded model carry a task, in one call::
 
->>> import headloc                                                              # doctest: +SKIP
->>> found = headloc.locate(model, tokenizer, "headloc_ioi", method="cs_stratified", budget=100)
->>> found.ranking[:5], found.label, found.n_evals
->>> found.heatmap(); found.validate(tasks=["headloc_capitals"]); found.to_frame(); found.save("ioi-search")
+    import headloc
+
+    found = headloc.locate(model, tokenizer, "headloc_ioi", method="cs_stratified", budget=100)
+    found.ranking[:5], found.label, found.n_evals
+    found.heatmap(); found.validate(tasks=["headloc_capitals"]); found.to_frame(); found.save("ioi-search")
 
 The search is the workflow's: :func:`headloc.methods.driver.drive` makes the calls its rules make
 (mask design, scoring, refinement, greedy rounds, gradient job, draw) and the method's ``recover``
