@@ -10,6 +10,7 @@ heads.csv and the MIB files). Only ``locate`` imports torch and lm-eval, so ``--
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -61,7 +62,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--masks-per-pass", type=int, default=8, help="masks sharing one forward pass (default 8)")
     p.add_argument("--out", type=Path, metavar="DIR",
                    help="the result folder (default: headloc-results/<task>/<search id>)")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--quiet", action="store_true", help="no progress bars (headloc's nor lm-eval's)")
     return top
 
 
@@ -71,6 +72,8 @@ def main(argv=None) -> int:
 
 
 def locate_command(args) -> int:
+    if args.quiet:  # tqdm reads TQDM_* defaults from the environment: this silences lm-eval's bars too
+        os.environ["TQDM_DISABLE"] = "1"
     from headloc.api.locator import locate
     from headloc.model.loading import load_model
 
