@@ -31,6 +31,7 @@ include: "rules/search.smk"
 include: "rules/recover.smk"
 include: "rules/validate.smk"
 include: "rules/report.smk"
+include: "rules/export.smk"
 include: "rules/ground_truth.smk"
 
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
+from pathlib import Path
 
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
@@ -28,7 +30,23 @@ NOISE = 0.1
 
 @functools.lru_cache(maxsize=None)
 def planted_model(steps: int = 150, seed: int = 0) -> LlamaForCausalLM:
-    """Trained once per test session (cached); callers must not modify it."""
+    """Loaded once per process from :func:`planted_dir`; callers must not modify it."""
+    model = LlamaForCausalLM.from_pretrained(planted_dir(steps, seed), attn_implementation="eager")
+    return model.eval()
+
+
+def planted_dir(steps: int = 150, seed: int = 0) -> Path:
+    """The trained model as a checkpoint folder, trained once for every test process (~10-20 s on
+    2 busy cores, which three modules paid each before) and cached under results/test-cache, keyed
+    on this file's text and torch's version, so an edited recipe trains afresh."""
+    from conftest import cached
+
+    # the recipe's text and torch's version (another torch may train other weights from the same seed)
+    key = hashlib.sha256(Path(__file__).read_bytes() + torch.__version__.encode()).hexdigest()[:12]
+    return cached(f"planted-{steps}-{seed}-{key}", lambda out: _train(steps, seed).save_pretrained(out))
+
+
+def _train(steps: int, seed: int) -> LlamaForCausalLM:
     torch.manual_seed(seed)
     config = LlamaConfig(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=N_LAYERS,
                          num_attention_heads=N_HEADS, num_key_value_heads=N_HEADS, max_position_embeddings=64,

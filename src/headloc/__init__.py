@@ -34,4 +34,21 @@ test_layout.py checks this and that there is no import circle):
 ``groundtruth``
     Planted-head models whose capability heads are known (docs/ground-truth.md): their recipe,
     tasks, training and measured truth.
+``api``
+    The front door for a model already loaded: ``headloc.locate(model, tokenizer, task)`` runs
+    any registered search the way the workflow does and returns its ranking, heatmap, validation
+    and exports; ``python -m headloc locate`` is the same from a shell.
 """
+
+__all__ = ["locate"]
+
+
+def __getattr__(name):
+    """``headloc.locate`` without importing torch and lm-eval for ``import headloc`` (the Snakefile
+    reads the method registry at parse time)."""
+    if name == "locate":  # imported by name: the package itself is no layer (tests/unit/test_layout.py)
+        import importlib
+
+        return importlib.import_module("headloc.api").locate
+    raise AttributeError(f"module 'headloc' has no attribute {name!r}")
+

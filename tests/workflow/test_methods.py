@@ -91,7 +91,7 @@ def methods_run(tmp_path_factory, tiny_model_dir):
     work = tmp_path_factory.mktemp("methods")
     (work / "config.yaml").write_text(yaml.safe_dump(methods_config(tiny_model_dir)))
     common = ("--directory", str(work), "--configfile", str(work / "config.yaml"))
-    snakemake("all", "table4", "methods", "heatmaps", "--cores", CORES, *common)
+    snakemake("all", "table4", "methods", "heatmaps", "export", "--cores", CORES, *common)
     snakemake("all", "table4", "methods", "heatmaps", "--report", str(work / "report.html"), *common)
     return work
 
@@ -439,3 +439,81 @@ def test_heatmaps_match_their_records(methods_run):
         assert sizes[method] == (round(width * 120), round(height * 120))
         assert (methods_run / "results" / "logs" / "plot_heatmap" / "tiny" / task / f"{search}.log").is_file()
     assert sizes["chg"][0] > sizes["cs_stratified"][0]
+
+
+# ---------------------------------------------------------------- headloc.locate and the exports (issue 34)
+
+LOCATED = {"cs_stratified": {"budget": N_MASKS}, "cs_adaptive": {"budget": N_MASKS}, "greedy1s": {},
+           "attribution": {}, "chg": {"options": CHG}, "random": {}}
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tiny_model_dir):
+    from headloc.model.loading import load_model
+
+    return load_model(str(tiny_model_dir))
+
+
+@pytest.mark.parametrize("method", LOCATED)
+def test_locate_matches_the_workflow(method, results, tiny_model):
+    """headloc.locate on the loaded model, the run's ioi identification subset and its settings gives
+    the recovery the workflow wrote: the same search id, ranking, per-head values and evaluations."""
+    import headloc
+
+    model, tokenizer = tiny_model
+    found = headloc.locate(model, tokenizer, "headloc_ioi", method=method, top_k=TOP_K, sparsity=0.25,
+                           alpha=0.001, documents=results / "data" / "ioi" / f"id_{ID_DOCS}_seed0.jsonl",
+                           batch_size=BATCH_SIZE, model_name="tiny", progress=False, **LOCATED[method])
+    ids = [p.parent.name for p in (results / "tiny" / "ioi").glob(f"{method}_*/recovery.json")
+           if "_r" not in p.parent.name and "of" not in p.parent.name]
+    assert found.search in ids, (found.search, ids)
+    recovery = read_json(results / "tiny" / "ioi" / found.search / "recovery.json")
+    assert found.ranking == recovery["ranking"]
+    assert found.values == pytest.approx(recovery["coef"], abs=1e-6, nan_ok=True) if method != "random" \
+        else found.values == recovery["coef"]
+    assert found.n_evals == recovery["n_evals"]
+
+
+def test_export_writes_every_search(results):
+    """`snakemake export`: one tidy row per search and head, recomputed from every recovery.json,
+    and one MIB file per search whose top-ranked head scores highest."""
+    recoveries = sorted((results / "tiny").glob("*/*/recovery.json"))
+    table = pd.read_csv(results / "exports" / "heads.csv")
+    assert list(table.columns) == ["model", "task", "search", "head", "layer", "index", "value", "rank"]
+    assert len(table) == 8 * len(recoveries) and len(recoveries) > 10
+    for path in recoveries:
+        record = read_json(path)
+        rows = table[(table["task"] == record["task"]) & (table["search"] == record["search"])].set_index("head")
+        assert rows["rank"].to_dict() == {h: i + 1 for i, h in enumerate(record["ranking"])}
+        values = {h: np.nan if v is None else v for h, v in record["coef"].items()}
+        assert rows["value"].to_dict() == pytest.approx(values, nan_ok=True)
+        assert (rows["layer"] * 4 + rows["index"]).to_dict() == {h: HEADS.index(h) for h in HEADS}
+        graph = read_json(results / "exports" / "mib" / record["search"] / f"{record['task']}_tiny" / "importances.json")
+        heads = {f"L{n[1]}H{n[4]}": node for n, node in graph["nodes"].items() if n.startswith("a")}
+        assert {h for h, node in heads.items() if node["in_graph"]} == set(record["top_heads"])
+        scored = [h for h in record["ranking"] if not math.isnan(heads[h]["score"])]
+        if len(scored) > 1 and len({heads[h]["score"] for h in scored}) > 1:
+            assert heads[scored[0]]["score"] == max(heads[h]["score"] for h in scored)
+        assert graph["nodes"]["m0"] == {"in_graph": True, "score": pytest.approx(math.nan, nan_ok=True)}
+
+
+def test_locate_validates_as_the_workflow(results, tiny_model):
+    """Located.validate on the run's full documents gives the Delta Task and Delta Gen of the
+    workflow's evaluations of the same top k (results/<model>/evals: unablated and ablated)."""
+    import headloc
+    from headloc.heads import format_headset
+
+    model, tokenizer = tiny_model
+    data = results / "data"
+    found = headloc.locate(model, tokenizer, "headloc_ioi", method="greedy1s", top_k=TOP_K, batch_size=BATCH_SIZE,
+                           documents=data / "ioi" / f"id_{ID_DOCS}_seed0.jsonl", progress=False)
+    check = found.validate(tasks={"induction": "headloc_induction"}, progress=False,
+                           documents={"headloc_ioi": data / "ioi" / "test.jsonl",
+                                      "induction": data / "induction" / "test.jsonl"})
+    evals = results / "tiny" / "evals"
+    delta = {task: 100 * (read_json(evals / task / f"{format_headset(check.heads)}.json")["value"]
+                          - read_json(evals / task / "none.json")["value"]) for task in TASKS}
+    assert check.heads == found.ranking[:TOP_K]
+    assert check.delta_task == pytest.approx(delta["ioi"], abs=1e-9)
+    assert check.delta_gen == pytest.approx(delta["induction"], abs=1e-9)
+    assert check.scores["n_docs"].tolist() == [6, 6]

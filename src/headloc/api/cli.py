@@ -1,0 +1,109 @@
+"""``python -m headloc locate``: :func:`headloc.locate` from a shell, no config file.
+
+    python -m headloc locate --model DIR_OR_HUB_ID --task NAME_OR_YAML [--method M] [--budget N]
+
+loads the model, runs the search, prints the top k and writes the result folder
+(:meth:`headloc.api.Located.save`: recovery.json, heatmap.png, the search's masks and scores,
+heads.csv and the MIB files). Only ``locate`` imports torch and lm-eval, so ``--help`` is quick.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from headloc import methods
+
+
+def _alpha(text: str):
+    if text == "cv":
+        return "cv"
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid alpha {text!r}: expected 'cv' or a number >= 0") from None
+
+
+def _documents(text: str):
+    return int(text) if text.isdigit() else text
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="python -m headloc", description="headloc: find the attention heads that "
+                                  "carry a capability in an LLM by ablating heads (docs/library.md).")
+    commands = top.add_subparsers(dest="command", required=True)
+    p = commands.add_parser("locate", help="search one model for the heads of one task",
+                            description="Search one model for the heads that carry one task (headloc.locate) "
+                                        "and write the result folder.")
+    p.add_argument("--model", required=True, metavar="DIR_OR_HUB_ID",
+                   help="a transformers checkpoint folder or a Hugging Face hub id")
+    p.add_argument("--task", required=True, metavar="NAME_OR_YAML",
+                   help="an lm-eval task name (headloc's tasks, --include-path, lm-eval's registry) or a task YAML file")
+    p.add_argument("--method", default="cs_stratified", choices=methods.names(),
+                   help="the search method (default: cs_stratified)")
+    p.add_argument("--budget", type=int, metavar="M",
+                   help="masks a compressed-sensing method spends (default 100); no other method takes one")
+    p.add_argument("--top-k", type=int, default=5, metavar="K", help="heads to print (and greedy's rounds; default 5)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the mask design or draw (default 0)")
+    p.add_argument("--sparsity", type=float, default=0.05, help="share of heads a mask ablates (default 0.05)")
+    p.add_argument("--alpha", type=_alpha, default="cv", help="Lasso penalty, or 'cv' to cross-validate it (default)")
+    p.add_argument("--documents", type=_documents, metavar="N_OR_FILE",
+                   help="score the task's first N documents, or those of a .jsonl / doc_ids .json file "
+                        "(default: all of them)")
+    p.add_argument("--metric", help="the lm-eval metric to score (default: the task's first)")
+    p.add_argument("--chat", action="store_true", help="apply the tokenizer's chat template to prompts")
+    p.add_argument("--include-path", action="append", default=[], metavar="DIR",
+                   help="a folder of lm-eval task YAMLs (repeatable)")
+    p.add_argument("--dtype", default="float32", help="torch dtype to load the model in (default float32)")
+    p.add_argument("--device", default="cpu", help="device to load the model on, e.g. cuda (default cpu)")
+    p.add_argument("--batch-size", type=int, default=16, help="rows per forward pass (default 16)")
+    p.add_argument("--masks-per-pass", type=int, default=8, help="masks sharing one forward pass (default 8)")
+    p.add_argument("--out", type=Path, metavar="DIR",
+                   help="the result folder (default: headloc-results/<task>/<search id>)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars (headloc's nor lm-eval's)")
+    return top
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    return locate_command(args)
+
+
+def locate_command(args) -> int:
+    if args.quiet:  # tqdm reads TQDM_* defaults from the environment: this silences lm-eval's bars too
+        os.environ["TQDM_DISABLE"] = "1"
+    from headloc.api.locator import locate
+    from headloc.model.loading import load_model
+
+    try:
+        model, tokenizer = load_model(args.model, dtype=args.dtype, device=args.device)
+    except (OSError, ValueError) as error:
+        print(f"headloc locate: cannot load model {args.model!r} (a checkpoint folder or a hub id): {error}",
+              file=sys.stderr)
+        return 2
+    try:
+        found = locate(model, tokenizer, args.task, method=args.method, budget=args.budget, top_k=args.top_k,
+                       seed=args.seed, sparsity=args.sparsity, alpha=args.alpha, documents=args.documents,
+                       metric=args.metric, chat=args.chat, include_path=args.include_path,
+                       batch_size=args.batch_size, masks_per_pass=args.masks_per_pass,
+                       model_name=Path(args.model).name, progress=not args.quiet)
+    except ValueError as error:
+        print(f"headloc locate: {error}", file=sys.stderr)
+        return 2
+    folder = found.save(args.out or Path("headloc-results") / found.record["task"] / found.search)
+    print(summary(found, folder))
+    return 0
+
+
+def summary(found, folder) -> str:
+    """The top k as a small table, with what the values mean and where the files went."""
+    lines = [f"{found.search}: {found.record['method']} on {found.record['task']}, {found.n_evals} evaluations",
+             f"value: {found.label}", f"{'rank':>4}  {'head':<8}{'value':>12}"]
+    for rank, head in enumerate(found.top_heads, 1):
+        value = found.values[head]
+        value = None if value is None else value + 0.0  # the Lasso's -0.0 prints as 0.0
+        lines.append(f"{rank:>4}  {head:<8}{'-' if value is None else f'{value:12.4f}':>12}")
+    lines.append(f"wrote {folder}")
+    return "\n".join(lines)

@@ -1,0 +1,159 @@
+"""What :func:`headloc.locate` scores: an lm-eval task (a name or a YAML file, headloc's task
+folders and yours) or a callable, turned into ``score(masks) -> one score per mask``.
+
+An lm-eval task is scored by headloc's engine (:class:`headloc.engine.evaluation.MaskEvaluator`:
+one task build, masks sharing forward passes), the engine of the workflow's scoring jobs. A
+callable ``task(model) -> float`` is called once per mask with the mask's heads ablated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from headloc.data import TASKS_DIR
+from headloc.data.documents import load_task_yaml, lm_eval_tasks_dir, reported_filters, reported_metrics, task_yaml
+
+
+@dataclass
+class Task:
+    """A task as locate uses it: ``spec`` and ``folders`` for an lm-eval task, ``fn`` for a callable."""
+
+    name: str
+    spec: object = None  # headloc.engine.evaluation.TaskSpec (torch-free import deferred)
+    fn: Callable | None = None
+    folders: list = field(default_factory=list)
+
+    @property
+    def callable(self) -> bool:
+        return self.fn is not None
+
+
+def resolve_task(task, *, metric=None, chat=False, documents=None, include_path=(), dataset_kwargs=None) -> Task:
+    """``task`` (lm-eval task name, path of a task YAML, or a callable) as a :class:`Task`.
+
+    ``documents`` picks what the search scores: None (the task's own documents), an int N (its
+    first N), a sequence of document indices, or a file as the workflow writes it (a ``.jsonl`` of
+    documents, a ``.json`` record ``{"doc_ids": [...]}``).
+    """
+    if callable(task):
+        if documents is not None or metric is not None:
+            raise ValueError("documents= and metric= apply to an lm-eval task; a callable task scores "
+                             "its own documents and returns one number")
+        return Task(name=getattr(task, "__name__", "task").strip("<>") or "task", fn=task)
+    if not isinstance(task, (str, Path)):
+        raise TypeError(f"task must be an lm-eval task name, a task YAML path or a callable "
+                        f"model -> score, got {type(task).__name__}")
+    folders = [TASKS_DIR, *_folders(include_path)]
+    name = str(task)
+    if name.endswith((".yaml", ".yml")):
+        path = Path(name).expanduser()
+        if not path.is_file():
+            raise ValueError(f"task YAML {name!r} does not exist; expected an lm-eval task name or a task YAML file")
+        name = load_task_yaml(path).get("task")
+        if not isinstance(name, str):
+            raise ValueError(f"{path} has no 'task:' name; an lm-eval task YAML names its task")
+        folders.insert(1, path.resolve().parent)
+    from headloc.engine.evaluation import TaskSpec
+
+    spec = TaskSpec(name, metric or default_metric(name, folders), chat, dict(dataset_kwargs or {}))
+    return Task(name=name, spec=choose_documents(spec, documents), folders=folders)
+
+
+def _folders(include_path) -> list[Path]:
+    paths = [include_path] if isinstance(include_path, (str, Path)) else list(include_path or ())
+    for folder in paths:
+        if not Path(folder).expanduser().is_dir():
+            raise ValueError(f"include_path {str(folder)!r} is not a directory; expected a folder of lm-eval task YAMLs")
+    return [Path(folder).expanduser().resolve() for folder in paths]
+
+
+def default_metric(name: str, folders: Sequence[Path]) -> str:
+    """The first metric (and filter) the task's YAML reports, as lm-eval names it (``acc,none``);
+    for a ``process_results`` task, the first of its ``metric_list`` (the keys it aggregates)."""
+    config = load_task_yaml(task_yaml(name, [*folders, lm_eval_tasks_dir()]))
+    metrics, filters = reported_metrics(config), reported_filters(config)
+    listed = [entry.get("metric") for entry in config.get("metric_list") or [] if isinstance(entry, dict)]
+    if not metrics and "process_results" in config and listed and isinstance(listed[0], str):
+        metrics = listed
+    if not metrics or not filters:
+        raise ValueError(f"task {name!r} does not say in its YAML which metric it reports (a Python "
+                         "class, or process_results without metric_list); pass metric= (--metric), "
+                         "e.g. metric='acc'")
+    return f"{metrics[0]},{filters[0]}"
+
+
+def choose_documents(spec, documents):
+    """``spec`` restricted to ``documents`` (see :func:`resolve_task`)."""
+    from dataclasses import replace
+
+    if documents is None:
+        return spec
+    if isinstance(documents, (str, Path)):
+        if not Path(documents).is_file():
+            raise ValueError(f"documents file {str(documents)!r} does not exist; expected a .jsonl of "
+                             "documents or a .json record {\"doc_ids\": [...]}")
+        return spec.with_documents(documents)
+    if isinstance(documents, (int, np.integer)) and not isinstance(documents, bool):
+        if documents < 1:
+            raise ValueError(f"documents={documents}: expected a positive number of documents")
+        return replace(spec, doc_ids=tuple(range(int(documents))))
+    ids = tuple(documents)
+    if not ids or not all(isinstance(i, (int, np.integer)) and not isinstance(i, bool) and i >= 0 for i in ids):
+        raise ValueError(f"documents={documents!r}: expected None, a number, a file or non-negative document indices")
+    return replace(spec, doc_ids=tuple(int(i) for i in ids))
+
+
+def count_documents(task: Task) -> int | None:
+    """How many documents a search of ``task`` scores (None for a callable: only it knows)."""
+    if task.callable:
+        return None
+    spec = task.spec
+    if spec.doc_ids is not None:
+        return len(spec.doc_ids)
+    data_file = spec.dataset_kwargs.get("data_file")
+    if data_file:
+        return sum(1 for line in Path(data_file).read_text(encoding="utf-8").splitlines() if line.strip())
+    from headloc.engine.evaluation import count_documents as counted
+
+    return counted(spec, task.folders)
+
+
+def mask_scorer(task: Task, model, tokenizer, *, batch_size: int, masks_per_pass: int, progress: bool):
+    """``score(masks, desc) -> list of scores``: headloc's engine for an lm-eval task, else the callable."""
+    if task.callable:
+        return _callable_scorer(task.fn, model, progress)
+    from headloc.engine.evaluation import MaskEvaluator
+
+    if tokenizer is None:
+        raise ValueError(f"lm-eval task {task.name!r} needs the model's tokenizer; got tokenizer=None")
+    evaluator = MaskEvaluator(model, tokenizer, task.spec, batch_size=batch_size, masks_per_pass=masks_per_pass,
+                              include_path=task.folders)
+
+    def score(masks, desc="masks"):
+        return [result.score for result in evaluator.evaluate_masks(masks, progress=progress, desc=desc)]
+
+    return score
+
+
+def _callable_scorer(fn, model, progress: bool):
+    from tqdm.auto import tqdm
+
+    from headloc.heads import HeadGeometry
+    from headloc.model.ablation import ablate_heads, masks_to_gate
+
+    geometry = HeadGeometry.of(model.config)
+
+    def one(mask) -> float:
+        if not np.asarray(mask).any():  # as the engine: an empty mask runs the model untouched
+            return float(fn(model))
+        with ablate_heads(model, masks_to_gate(np.asarray(mask), geometry)):
+            return float(fn(model))
+
+    def score(masks, desc="masks"):
+        return [one(mask) for mask in tqdm(np.atleast_2d(masks), desc=desc, disable=not progress)]
+
+    return score
