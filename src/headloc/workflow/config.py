@@ -25,6 +25,7 @@ from headloc.data.documents import (
     defining_file,
     lm_eval_tasks_dir,
     load_task_yaml,
+    metric_direction,
     reads_own_documents,
     reported_filters,
     reported_metrics,
@@ -308,6 +309,15 @@ def check_config(config: dict, geometries: dict) -> None:
             problem(key, text)
         return resolved
 
+    def direction(key, value, task, path, task_config):
+        """Every ranking and table follows the metric's direction: refuse a metric without one."""
+        if metric_direction(task_config, value) is None:
+            name = value.split(",")[0]
+            problem(key, f"{value!r} of task {task} ({path}) has no declared direction: neither the task's "
+                         "metric_list nor lm-eval's metric registry says whether higher is better, and every "
+                         "ranking and table depends on it; expected a metric_list entry "
+                         f"'- metric: {name}' with 'higher_is_better: true' (or false)")
+
     for name, spec in tasks.items():
         task = spec["lm_eval_task"]
         kind = local.get(task) or registry.get(task)
@@ -350,6 +360,9 @@ def check_config(config: dict, geometries: dict) -> None:
             spec["id_metric"] = metric(f"tasks.{name}.id_metric", spec["id_metric"], *scorer)
         elif scorer and scorer[0] != task:  # id_metric null: id_task scores with metric
             metric(f"tasks.{name}.id_metric", scored, *scorer, complete=False, subject=f"null (metric {scored!r})")
+        direction(f"tasks.{name}.metric", scored, task, path, task_config)
+        if scorer and (scorer[0] != task or spec.get("id_metric")):
+            direction(f"tasks.{name}.id_metric", spec.get("id_metric") or scored, *scorer)
         if reads_own_documents(task_config):
             for option in ("data_file", "dataset_kwargs"):
                 if spec.get(option):
