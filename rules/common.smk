@@ -79,8 +79,11 @@ validation_task_options = per_task(
 task_options = per_task(
     TASK_FACTS.scoring_options
 )  # how searches score (id_task, id_metric)
+# Whether the task's metric (the searches' scoring metric) is higher-is-better, as the task declares.
+task_direction = per_task(TASK_FACTS.higher_is_better)
+scoring_direction = per_task(TASK_FACTS.scoring_higher_is_better)
 task_n_docs = per_task(lambda task: config["tasks"][task]["n_docs"])
-relative = per_task(lambda task: config["tasks"][task]["relative"])
+scoring_unit = per_task(lambda task: PLAN.unit(task, scoring=True))  # how tuning shows its scores
 
 
 def all_task_digests(wildcards):
