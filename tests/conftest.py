@@ -46,7 +46,7 @@ CORES = str(max(1, (os.cpu_count() or 1) // WORKERS))
 LONGEST_FIRST = (
     "tests/workflow/test_methods.py", "tests/workflow/test_workflow.py", "tests/workflow/test_reliability.py",
     "tests/workflow/test_staleness.py", "tests/workflow/test_portable.py", "tests/workflow/test_own_task.py",
-    "tests/workflow/test_smollm2.py",
+    "tests/workflow/test_lower_is_better.py", "tests/workflow/test_smollm2.py",
 )
 
 
