@@ -35,6 +35,7 @@ from headloc.data.documents import (
 from headloc import methods as search_methods
 from headloc.heads import HeadGeometry, parse_head
 from headloc.data import TASKS_DIR
+from headloc.model.architectures import ablation_problem
 from headloc.model.loading import read_gguf_metadata, resolve_source, source_geometry
 from headloc.search.budget import suggested_masks
 
@@ -188,8 +189,26 @@ def model_geometries(config: dict) -> dict:
             found = source_geometry(source)  # also checks that a GGUF file is complete
         except ValueError as error:
             raise ValueError(f"config models.{name}.source: {error}") from None
+        settings = model_settings(source)
+        problem = ablation_problem(settings) if settings is not None else None
+        if problem:
+            raise ValueError(f"config models.{name}.source: {spec['source']!r}: {problem}")
         geometries[name] = HeadGeometry(*found) if found else None
     return geometries
+
+
+def model_settings(source) -> dict | None:
+    """A checkpoint folder's config.json, or a hub model's from the local cache; None when it cannot
+    be read offline (an uncached hub id: its jobs check it when they load it) or for a GGUF file
+    (transformers converts only architectures it maps to decoders)."""
+    if source.kind == "directory":
+        return json.loads((Path(source.location) / "config.json").read_text())
+    if source.kind == "gguf":
+        return None
+    from huggingface_hub import try_to_load_from_cache
+
+    cached = try_to_load_from_cache(source.location, "config.json")
+    return json.loads(Path(cached).read_text()) if isinstance(cached, str) and Path(cached).is_file() else None
 
 
 def task_folders(config: dict) -> list[Path]:
