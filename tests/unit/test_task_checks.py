@@ -308,3 +308,24 @@ def test_dry_run_stops_on_a_jinja_syntax_error(tmp_path):
             "unexpected end of template, expected 'end of print statement' (line 1)") in out
     assert not (tmp_path / "results").exists(), "no job may run"
     assert "Job stats" not in out, "the DAG must not be built"
+
+
+def test_a_gradient_method_on_a_task_without_gold_continuation_is_refused(tmp_path):
+    """The output_type is read: loglikelihood_rolling (a perplexity) has no gold continuation for
+    attribution or CHG to differentiate, so a search that would fail in its job fails the check."""
+    path = write_task(tmp_path / "tasks", """\
+        task: mine
+        dataset_path: json
+        dataset_kwargs: {data_files: {test: docs.jsonl}}
+        test_split: test
+        output_type: loglikelihood_rolling
+        doc_to_text: ""
+        doc_to_target: "{{text}}"
+        """)
+    config = demo_with(tmp_path, lm_eval_task="mine", metric="word_perplexity", id_task=None, id_metric=None)
+    config["search"]["methods"] = ["cs_stratified", "attribution"]
+    out = config_error(config)
+    assert out.startswith(f"config search.methods: attribution differentiate a gold continuation's log-likelihood, "
+                          f"and task mine ({path}) has output_type loglikelihood_rolling")
+    config["search"]["methods"] = ["cs_stratified"]
+    check_workflow_config(config, SCHEMA)

@@ -131,7 +131,7 @@ class HeadAblation(contextlib.AbstractContextManager):
 
     Parameters
     ----------
-    model : a transformers causal LM of a type listed in ``HOOK_MODULES``.
+    model : a transformers causal LM whose output projections :func:`output_projections` finds.
     gate : tensor ``[layers, heads]`` or ``[batch, layers, heads]``; 1 keeps a head, 0 removes it.
         Values in between scale a head's output. A float32 gate that requires grad stays in the
         autograd graph (every layer is hooked then, even where the gate is all ones), so

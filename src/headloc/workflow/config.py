@@ -409,6 +409,12 @@ def check_config(config: dict, geometries: dict) -> None:
         if name in localized and "method" in validation and validation["method"] not in methods:
             problem(mkey, f"{methods} lacks validation.method {validation['method']!r}, whose heads every "
                           f"table uses; expected the methods of task {name} to include it")
+        gradient = [m for m in methods if search_methods.get(m).kind == "gradient"]
+        if name in localized and gradient and task_config.get("output_type") == "loglikelihood_rolling":
+            scored = [m for m in search_methods.names() if search_methods.get(m).scored]
+            problem(mkey, f"{', '.join(gradient)} differentiate a gold continuation's log-likelihood, and task "
+                          f"{task} ({path}) has output_type loglikelihood_rolling, which has no gold continuation; "
+                          f"expected methods that score masks for it: {', '.join(scored)}")
         too_big = [b for b in search.get("budgets", []) if b >= n_masks]
         spends_masks = name in localized and any(search_methods.get(m).budgeted for m in methods)
         if spends_masks and too_big:
