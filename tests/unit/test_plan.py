@@ -166,6 +166,7 @@ def test_report_options_and_tuning_choice():
     wiki = validated({**accuracy_demo(), "tasks": {"ioi": {"lm_eval_task": "headloc_ioi", "metric": "acc"},
                                                    "wiki": {"lm_eval_task": "wikitext", "metric": "word_perplexity"}}})
     assert Plan(wiki).units() == {"ioi": "points", "wiki": "own"}
+    assert Plan(wiki).report_options()["gen_tasks"] == ["ioi"]  # Delta Gen: changes in percent only
     points = [{"degradation": -10.0, "n_masks": 200, "sparsity": 0.05, "higher_is_better": True},
               {"degradation": -12.5, "n_masks": 400, "sparsity": 0.1, "higher_is_better": True},
               {"degradation": -12.5, "n_masks": 400, "sparsity": 0.05, "higher_is_better": True}]

@@ -329,3 +329,14 @@ def test_a_gradient_method_on_a_task_without_gold_continuation_is_refused(tmp_pa
                           f"and task mine ({path}) has output_type loglikelihood_rolling")
     config["search"]["methods"] = ["cs_stratified"]
     check_workflow_config(config, SCHEMA)
+
+
+def test_delta_gen_takes_no_task_in_its_own_unit(tmp_path):
+    """Delta Gen averages changes in percent: a perplexity among validation.gen_tasks is refused."""
+    config = demo_with(tmp_path)
+    config["tasks"]["wiki"] = {"lm_eval_task": "headloc_ioi", "metric": "acc", "localize": False}
+    config["validation"]["gen_tasks"] = ["wiki"]
+    check_workflow_config(copy.deepcopy(config), SCHEMA)
+    config["tasks"]["wiki"]["metric"] = "perplexity"
+    out = config_error(config)
+    assert out.startswith("config validation.gen_tasks[0]: 'wiki' is scored by 'perplexity', shown in its own unit")

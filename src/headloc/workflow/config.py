@@ -23,6 +23,7 @@ import yaml
 from headloc.data.documents import (
     defined_tasks,
     defining_file,
+    is_fraction,
     lm_eval_tasks_dir,
     load_task_yaml,
     metric_direction,
@@ -273,6 +274,13 @@ def check_config(config: dict, geometries: dict) -> None:
                 problem(f"{key}[{i}]", f"{name!r} is not {what}; valid: {', '.join(pool) or '(none)'}")
 
     task_names("validation.gen_tasks", validation.get("gen_tasks"), names, "a configured task")
+    for i, name in enumerate(validation.get("gen_tasks") or []):
+        spec = tasks.get(name, {})
+        if spec and not spec.get("relative") and not is_fraction(spec.get("metric") or "acc"):
+            problem(f"validation.gen_tasks[{i}]", f"{name!r} is scored by {spec['metric']!r}, shown in its own unit, "
+                                                  "but Delta Gen averages changes in percent; expected tasks whose "
+                                                  "metric is a fraction (FRACTION_METRICS in headloc.data.documents) "
+                                                  "or relative tasks")
     knowledge = config.get("knowledge", {})
     task_names("knowledge.tasks", knowledge.get("tasks"), localized, "a searched task (localize: true)")
     task_names("knowledge.eval_tasks", knowledge.get("eval_tasks"), names, "a configured task")

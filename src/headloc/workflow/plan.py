@@ -341,9 +341,13 @@ class Plan:
         """The fields of :class:`headloc.report.ReportOptions` for this run."""
         report, knowledge = self.config["report"], self.config["knowledge"]
         searched = [self.capabilities[task] for task in self.localized]
+        gen_tasks = self.config["validation"]["gen_tasks"]
+        if gen_tasks is None and any(self.unit(task) == "own" for task in self.tasks):
+            # Delta Gen averages changes in percent: a task in its own unit (a perplexity) stays out
+            gen_tasks = [task for task in self.tasks if self.unit(task) != "own"]
         return {
             "top_k": self.top_k,
-            "gen_tasks": self.config["validation"]["gen_tasks"],
+            "gen_tasks": gen_tasks,
             "method": self.main_method,
             "capabilities": self.capabilities,
             "knowledge_tasks": knowledge["tasks"],
