@@ -17,7 +17,6 @@ from collections.abc import Mapping
 
 from headloc.data.datasets import DATASETS
 from headloc.data.documents import (
-    is_fraction,
     lm_eval_tasks_dir,
     load_task_yaml,
     metric_direction,
@@ -124,13 +123,10 @@ class TaskFacts:
         return {"lm_eval_task": spec["lm_eval_task"], "metric": spec["metric"], "chat": spec["chat"],
                 "dataset_kwargs": loader}
 
-    def higher_is_better(self, task: str) -> bool:
-        """Whether the task's metric (tables, validation) is higher-is-better, as its YAML or lm-eval's
-        registry declares (the config check refused a metric that declares neither)."""
-        return self._direction(self.config["tasks"][task]["lm_eval_task"], self.config["tasks"][task]["metric"])
-
     def scoring_higher_is_better(self, task: str) -> bool:
-        """The same for the metric the searches score (id_task and id_metric when set)."""
+        """Whether the metric the searches score (id_task and id_metric when set, else the task's own)
+        is higher-is-better, as the task's YAML or lm-eval's registry declares (the config check
+        refused a metric that declares neither)."""
         return self._direction(*self.plan.id_scoring(task))
 
     def _direction(self, lm_eval_task: str, metric: str) -> bool:
@@ -140,13 +136,6 @@ class TaskFacts:
         if found is None:
             raise ValueError(f"metric {metric!r} of task {lm_eval_task} declares no direction")
         return found
-
-    def unit(self, task: str) -> str:
-        """How the tables show the task's scores: ``points`` (a fraction in [0, 1], shown in percent,
-        changes in percentage points), ``relative`` (percent of the unablated score: tasks.<name>.relative)
-        or ``own`` (any other metric, a perplexity: its own unit)."""
-        spec = self.config["tasks"][task]
-        return "relative" if spec["relative"] else "points" if is_fraction(spec["metric"]) else "own"
 
     def scoring_options(self, task: str) -> dict:
         """How the searches score masks on the identification subset: tasks.<name>.id_task and
