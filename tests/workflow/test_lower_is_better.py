@@ -84,4 +84,5 @@ def test_table2_shows_the_change_in_perplexity(run):
     assert table["delta_task"].item() == pytest.approx(ablated - evals["none"], abs=0.05)
     assert ablated > evals["none"], "the top heads, ablated together, raise perplexity"
     title = (run / "tables/table2.md").read_text().splitlines()[0]
+    assert "in the mean of no task (Delta Gen)" in title  # a perplexity is no part of Delta Gen
     assert title.endswith("not in percentage points: ppl in its own unit (word_perplexity)**"), title

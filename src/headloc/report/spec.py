@@ -104,10 +104,12 @@ class ReportOptions:
         {'k': 3, 'gen': 'the other tasks', 'main': 'method cs_stratified'}
         >>> ReportOptions(gen_tasks=["boolq", "mmlu"]).caption_fields()["gen"]
         'boolq, mmlu'
+        >>> ReportOptions(gen_tasks=[]).caption_fields()["gen"]  # e.g. every other task in its own unit
+        'no task'
         """
         return {
             "k": self.top_k,
-            "gen": "the other tasks" if self.gen_tasks is None else ", ".join(self.gen_tasks),
+            "gen": "the other tasks" if self.gen_tasks is None else ", ".join(self.gen_tasks) or "no task",
             "main": f"method {self.method}" if self.method else "every method",
         }
 
