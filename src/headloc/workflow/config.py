@@ -36,9 +36,9 @@ from headloc.data.documents import (
 from headloc import methods as search_methods
 from headloc.heads import HeadGeometry, parse_head
 from headloc.data import TASKS_DIR
-from headloc.model.architectures import ablation_problem
 from headloc.model.loading import read_gguf_metadata, resolve_source, source_geometry
 from headloc.search.budget import suggested_masks
+from headloc.model.architectures import ablation_problem
 
 
 
