@@ -84,8 +84,11 @@ validation_task_options = per_task(
 task_options = per_task(
     TASK_FACTS.scoring_options
 )  # how searches score (id_task, id_metric)
+# Whether the searches' scoring metric is higher-is-better, as the task declares it.
+scoring_direction = per_task(TASK_FACTS.scoring_higher_is_better)
 task_n_docs = per_task(lambda task: config["tasks"][task]["n_docs"])
-relative = per_task(lambda task: config["tasks"][task]["relative"])
+# how tuning shows its scores: percentage points, percent of the baseline or the metric's unit
+scoring_unit = per_task(lambda task: PLAN.unit(task, scoring=True))
 
 
 def all_task_digests(wildcards):

@@ -17,6 +17,7 @@ checkpoint recover_heads:
         seed=search_seed,
         rows=nested_rows,
         top_k=PLAN.top_k,
+        higher_is_better=scoring_direction,  # recorded: a scored method's coef is oriented by it
     script:
         "../scripts/recover_heads.py"
 
@@ -63,8 +64,9 @@ rule score_top_heads:
         location=model_location,
         model=model_options,
         task=task_options,
+        higher_is_better=scoring_direction,  # the grid point that degrades the task most
         spec=search_spec,
-        relative=relative,
+        unit=scoring_unit,
     script:
         "../scripts/score_top_heads.py"
 

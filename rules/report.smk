@@ -87,7 +87,7 @@ rule collect_evals:
         selection=PLAN.selection_options(),
         collection=lambda wildcards: wildcards.collection,
         main_method=PLAN.main_method,
-        relative=PLAN.relative_tasks(),
+        units=PLAN.units(),  # percentage points, percent of the baseline or the metric's own unit
     script:
         "../scripts/collect_evals.py"
 

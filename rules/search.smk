@@ -41,6 +41,7 @@ rule score_masks:
         location=model_location,
         model=model_options,
         task=task_options,
+        higher_is_better=scoring_direction,  # written beside the scores: every search reads it
         chunks=SEARCH["chunks"],
     script:
         "../scripts/score_masks.py"

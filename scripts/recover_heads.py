@@ -26,4 +26,8 @@ write_json(snakemake.output[0], {
     "n_heads": geometry.n_heads,
     **result,
     "top_heads": top,
+    # a scored method's coef and intercept are changes of the score made higher-is-better
+    # (negated for a lower-is-better metric: headloc.io.read_scores); a gradient method's are
+    # changes of the gold continuations' log-likelihood, higher-is-better by construction
+    "higher_is_better": p.higher_is_better if methods.get(p.method).scored else True,
 })

@@ -30,6 +30,8 @@ write_text(snakemake.output.samples, "".join(
     json.dumps({"mask": int(row), "score": result.score, "samples": result.samples}) + "\n"
     for row, result in zip(rows, results)
 ))
-write_table(snakemake.output.scores, pd.DataFrame({"mask": rows, "score": [r.score for r in results]}))
+# the task's declared direction travels with the raw scores; headloc.io.read_scores orients them
+write_table(snakemake.output.scores, pd.DataFrame({"mask": rows, "score": [r.score for r in results],
+                                                   "higher_is_better": snakemake.params.higher_is_better}))
 if results:
     log.info("mean score %.4f", np.mean([r.score for r in results]))

@@ -20,8 +20,8 @@ evaluator = load_evaluator(snakemake.params.location, task, include_path=include
 geometry = HeadGeometry.of(evaluator.lm.model.config)
 mask = headset_mask(recovery["top_heads"], geometry.n_layers, geometry.n_heads)
 baseline, ablated = (r.score for r in evaluator.evaluate_masks([np.zeros_like(mask), mask], progress=False))
-relative = snakemake.params.relative
-shown = {name: display_score(value, baseline, relative) for name, value in
+unit = snakemake.params.unit
+shown = {name: display_score(value, baseline, unit) for name, value in
          (("baseline", baseline), ("ablated", ablated))}
 log.info("%s: %.4f unablated, %.4f with %s ablated", snakemake.wildcards.search, baseline, ablated,
          ", ".join(recovery["top_heads"]))
@@ -30,4 +30,5 @@ write_json(snakemake.output[0], {
     "search": snakemake.wildcards.search, **snakemake.params.spec,
     "top_heads": recovery["top_heads"], **shown,
     "degradation": shown["ablated"] - shown["baseline"],
+    "higher_is_better": snakemake.params.higher_is_better,
 })

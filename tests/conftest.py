@@ -46,7 +46,7 @@ CORES = str(max(1, (os.cpu_count() or 1) // WORKERS))
 LONGEST_FIRST = (
     "tests/workflow/test_methods.py", "tests/workflow/test_workflow.py", "tests/workflow/test_reliability.py",
     "tests/workflow/test_staleness.py", "tests/workflow/test_portable.py", "tests/workflow/test_own_task.py",
-    "tests/workflow/test_smollm2.py",
+    "tests/workflow/test_lower_is_better.py", "tests/workflow/test_smollm2.py",
 )
 
 
@@ -148,7 +148,7 @@ def zeroed_copy(model, mask):
     n_heads = model.config.num_attention_heads
     for index in np.flatnonzero(mask):
         layer, head = divmod(int(index), n_heads)
-        # the tiny models are Llamas: their output projection, named here, not through HOOK_MODULES
+        # the tiny models are Llamas: their output projection, named here, not found by output_projections
         weight = reference.get_submodule(f"model.layers.{layer}.self_attn.o_proj").weight.data
         width = weight.shape[1] // n_heads
         weight[:, head * width:(head + 1) * width] = 0

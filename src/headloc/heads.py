@@ -84,6 +84,6 @@ class HeadGeometry:
 
     @classmethod
     def of(cls, config) -> "HeadGeometry":
-        """From a transformers config (works for every architecture in HOOK_MODULES)."""
+        """From a transformers config (every architecture headloc ablates: headloc.model.architectures)."""
         config = getattr(config, "get_text_config", lambda: config)()
         return cls(int(config.num_hidden_layers), int(config.num_attention_heads))

@@ -101,7 +101,27 @@ def log_to_file(path) -> logging.Logger:
 
 
 def read_scores(paths):
-    """The chunk score tables of one design (``mask``, ``score``), joined and in mask order."""
+    """The chunk score tables of one design, joined and in mask order, with ``score`` higher-is-better.
+
+    This is the searches' one sign convention: a table says whether its metric is higher-is-better
+    (column ``higher_is_better``, written by the scoring job from the task's declaration), and a
+    lower-is-better metric's scores (a perplexity) are negated here, so that every ranking, greedy
+    choice and stability estimate downstream takes "lower score" to mean "the task got worse".
+    The raw scores stay in the files (and in ``raw``)."""
     import pandas as pd
 
-    return pd.concat(pd.read_csv(path, sep="\t") for path in paths).sort_values("mask")
+    frame = pd.concat(pd.read_csv(path, sep="\t") for path in paths).sort_values("mask")
+    if "higher_is_better" not in frame or frame["higher_is_better"].isna().any():
+        raise ValueError(f"the score tables {', '.join(map(str, paths))} do not say whether their metric is "
+                         "higher-is-better (column higher_is_better): written by an older headloc? "
+                         "delete them to score again")
+    if frame["higher_is_better"].nunique() > 1:
+        raise ValueError(f"the score tables {', '.join(map(str, paths))} mix metrics of both directions")
+    frame["raw"] = frame["score"]
+    frame["score"] = oriented(frame["raw"], bool(frame["higher_is_better"].iloc[0]))
+    return frame
+
+
+def oriented(scores, higher_is_better: bool):
+    """``scores`` as higher-is-better: negated for a lower-is-better metric (see :func:`read_scores`)."""
+    return scores if higher_is_better else -scores

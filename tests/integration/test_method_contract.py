@@ -126,3 +126,23 @@ def test_markers_tell_the_methods_apart():
 def test_an_unknown_method_is_named_with_the_known_ones():
     with pytest.raises(ValueError, match=r"unknown search method 'lasso'; known: .*cs_stratified"):
         methods.get("lasso")
+
+
+@pytest.mark.parametrize("name", [name for name in methods.names() if methods.get(name).scored])
+def test_a_lower_is_better_score_ranks_the_same_heads(name, model, examples, tmp_path):
+    """Scored on a loss (the gold continuation's negative log-likelihood: lower is better, as a
+    perplexity is) and told so, every scored method (mask designs, greedy's rounds) still ranks
+    PLANTED first; told the opposite direction, it ranks PLANTED last among the heads it ranks by
+    effect: the direction, not the raw score's sign, decides which heads carry the task."""
+    method = methods.get(name)
+    params = types.SimpleNamespace(method=name, alpha=0.001, seed=0, rows=None, top_k=TOP_K)
+    planted = format_head(*PLANTED)
+    for higher_is_better, folder in ((False, tmp_path / "told"), (True, tmp_path / "wrong")):
+        inputs = driver.drive(method, lambda masks: -score(model, examples, masks), NAMES, folder, budget=N_MASKS,
+                              seed=0, k=TOP_K, sparsity=SPARSITY, higher_is_better=higher_is_better)
+        found = method.recover(inputs, NAMES, params, LOG)
+        if higher_is_better:
+            assert found["ranking"][0] != planted and planted not in found["ranking"][:TOP_K], found["ranking"]
+        else:
+            assert found["ranking"][0] == planted, found["ranking"]
+            assert found["coef"][planted] < 0, "oriented: ablating it makes the task worse"

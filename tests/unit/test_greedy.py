@@ -105,3 +105,20 @@ def test_round_one_scores_an_excluded_head_but_never_chooses_it():
     head, by_head = greedy.choose(masks, np.array([1.0, 0.9, 0.8, 0.1, 0.7]), [], exclude=[2])
     assert head == 3  # head 2 alone scores lowest (0.1) but is excluded; head 3 is next (0.7)
     assert np.isnan(by_head[2]) and by_head[3] == 0.7
+
+
+def test_round_one_records_each_excluded_heads_own_one_shot_score():
+    """choose_round keeps an excluded (universal) head's round-1 score: row 1 + its index of the
+    one-shot matrix, which greedy's recovery reports as the head's effect. Every row scores
+    differently here, so a record read one row off shows."""
+    from headloc.methods.greedy import choose_round
+    from headloc.search.recovery import greedy_recovery
+
+    names = ["L0H0", "L0H1", "L1H0", "L1H1"]
+    masks = greedy.round_masks(4, [])
+    scores = np.array([1.0, 0.9, 0.6, 0.2, 0.7])  # unablated, then each head alone
+    record = choose_round(None, masks, scores, names, universal=["L0H1", "L1H0"])
+    assert record["excluded_scores"] == {"L0H1": 0.6, "L1H0": 0.2}
+    assert record["chosen"] == ["L1H1"]  # the lowest non-excluded head (0.7 beats 0.9)
+    found = greedy_recovery([record], names, exclude=record["excluded"])
+    assert found["coef"]["L0H1"] == pytest.approx(-0.4) and found["coef"]["L1H0"] == pytest.approx(-0.8)

@@ -97,6 +97,13 @@ def test_title_and_labels_name_what_is_shown():
     assert bar.get_ylabel() == value_label("greedy") == "score change when added (greedy round)"
 
 
+def test_a_lower_is_better_searchs_label_says_the_sign_is_flipped():
+    assert panels(record())[0].label == value_label("cs_stratified")
+    (panel,) = panels(record(higher_is_better=False))
+    assert panel.label == value_label("cs_stratified") + (" (sign flipped: the metric is lower-is-better, red "
+                                                          "still hurts the task)")
+
+
 def test_top_k_probability_of_each_outlined_head_in_the_title():
     probability = {name: 0.0 for name in record()["coef"]} | {"L2H1": 0.97, "L0H0": 0.415}
     title = heatmap_figure(record(top_k_probability=probability)).get_suptitle()

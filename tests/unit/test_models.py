@@ -62,3 +62,36 @@ def test_a_truncated_gguf_is_named_before_any_job(tmp_path):
     cut.write_bytes(data[:1000])  # cut inside the header
     with pytest.raises(ValueError, match=f"{cut} is not a complete GGUF file: it ends inside its header"):
         check_gguf(cut)
+
+
+@pytest.mark.parametrize("model_type, why", [
+    ("bert", "is an encoder (bidirectional attention), not a causal decoder"),
+    ("mamba", "is not an architecture whose attention output projections headloc has checked"),
+])
+def test_a_model_headloc_cannot_ablate_is_refused_at_parse(tmp_path, model_type, why):
+    """A checkpoint folder (config.json and weights, built with transformers) of an encoder or of a
+    decoder without per-head attention output fails the config check, before any job, naming the
+    model types that would work."""
+    from architectures import tiny_decoder
+
+    from headloc.model.architectures import SUPPORTED_MODEL_TYPES
+    from headloc.workflow.config import model_geometries
+
+    tiny_decoder(model_type).save_pretrained(tmp_path)
+    with pytest.raises(ValueError) as error:
+        model_geometries({"models": {"m": {"source": str(tmp_path)}}})
+    message = str(error.value)
+    assert message.startswith(f"config models.m.source: '{tmp_path}': model_type '{model_type}' {why}")
+    assert "headloc ablates the heads of decoder-only models" in message
+    assert message.endswith(f"supported model types: {', '.join(sorted(SUPPORTED_MODEL_TYPES))}")
+
+
+def test_a_supported_decoder_passes_the_parse(tmp_path):
+    from architectures import tiny_decoder
+
+    from headloc.workflow.config import model_geometries
+
+    tiny_decoder("olmo2").save_pretrained(tmp_path)  # not in the old hand list of ten
+    from headloc.heads import HeadGeometry
+
+    assert model_geometries({"models": {"m": {"source": str(tmp_path)}}})["m"] == HeadGeometry(2, 4)

@@ -161,11 +161,19 @@ def test_report_options_and_tuning_choice():
         "top_k": 5, "gen_tasks": None, "method": "cs_stratified",
         "capabilities": {"ioi": "ioi", "capitals": "capitals", "induction": "induction"},
         "knowledge_tasks": [], "knowledge_eval_tasks": [], "figure_model": "smollm2-135m",
-        "figure_capability": "ioi"}
-    points = [{"degradation": -10.0, "n_masks": 200, "sparsity": 0.05},
-              {"degradation": -12.5, "n_masks": 400, "sparsity": 0.1},
-              {"degradation": -12.5, "n_masks": 400, "sparsity": 0.05}]
+        "figure_capability": "ioi",
+        "units": {"ioi": ["points", "acc"], "capitals": ["points", "acc"], "induction": ["points", "acc"]}}
+    wiki = validated({**accuracy_demo(), "tasks": {"ioi": {"lm_eval_task": "headloc_ioi", "metric": "acc"},
+                                                   "wiki": {"lm_eval_task": "wikitext", "metric": "word_perplexity"}}})
+    assert Plan(wiki).units() == {"ioi": "points", "wiki": "own"}
+    assert Plan(wiki).report_options()["gen_tasks"] == ["ioi"]  # Delta Gen: changes in percent only
+    points = [{"degradation": -10.0, "n_masks": 200, "sparsity": 0.05, "higher_is_better": True},
+              {"degradation": -12.5, "n_masks": 400, "sparsity": 0.1, "higher_is_better": True},
+              {"degradation": -12.5, "n_masks": 400, "sparsity": 0.05, "higher_is_better": True}]
     assert choose_tuning_point(points) is points[2]  # most degradation, then the cheaper sparsity
+    # a lower-is-better metric (a perplexity) degrades most where it rises most
+    flipped = [{**point, "higher_is_better": False} for point in points]
+    assert choose_tuning_point(flipped) is flipped[0]
 
 
 # ------------------------------------------------------------------ task files and documents

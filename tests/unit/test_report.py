@@ -696,7 +696,8 @@ TITLES = {  # with OPTIONS, then with ReportOptions() where the title depends on
     "table10": "Table 10. Top 5 heads per model and task (method cs_stratified, most damaging "
                "first)",
     "tuning": "Hyperparameter search (appendix A.1): degradation on the identification subset "
-              "per number of masks and sparsity; chosen = largest degradation",
+              "per number of masks and sparsity, in the scoring metric's unit (percentage points for a "
+              "fraction); chosen = largest degradation in the metric's direction",
     "fig1": "Figure 1", "fig2": "Figure 2", "fig3": "Figure 3", "fig4": "Figure 4",
     "methods": "Methods: Delta Task of the top 5 against evaluations used",
 }

@@ -139,8 +139,8 @@ def test_a_task_without_metric_list_reports_lm_eval_defaults(tmp_path):
 
 def test_python_metrics_are_checked_only_for_their_filter(tmp_path, capsys):
     """process_results (headloc's generation tasks) names its metrics only when it runs: any metric
-    name passes, under a filter the task has."""
-    check_workflow_config(demo_with(tmp_path, lm_eval_task="headloc_swear", metric="anything"), SCHEMA)
+    name its metric_list declares a direction for passes, under a filter the task has."""
+    check_workflow_config(demo_with(tmp_path, lm_eval_task="headloc_swear", metric="profane_words"), SCHEMA)
     config = demo_with(tmp_path, lm_eval_task="headloc_humaneval", metric="pass_at_1")
     check_workflow_config(config, SCHEMA)
     assert config["tasks"]["ioi"]["metric"] == "pass_at_1,create_test"
@@ -151,10 +151,36 @@ def test_python_metrics_are_checked_only_for_their_filter(tmp_path, capsys):
                    "its metric names are known only when it runs)")
 
 
-def test_a_generation_metric_outside_lm_evals_registry_passes(tmp_path):
-    """Hugging Face evaluate's metrics (and !function ones) name their own keys: only a run can tell."""
-    write_task(tmp_path / "tasks", FIRST_NUMBER.replace("metric: exact_match", "metric: rouge"))
+def test_a_generation_metric_outside_lm_evals_registry_passes_with_its_direction(tmp_path):
+    """Hugging Face evaluate's metrics (and !function ones) name their own keys: only a run can tell
+    the name, but its direction must be declared (here in the task's metric_list)."""
+    path = write_task(tmp_path / "tasks", FIRST_NUMBER.replace("metric: exact_match", "metric: rouge"))
+    out = config_error(demo_with(tmp_path, lm_eval_task="mine", metric="rouge1,first-number"))
+    assert out.startswith(f"config tasks.ioi.metric: 'rouge1,first-number' of task mine ({path}) has no declared "
+                          "direction") and out.endswith("expected a metric_list entry '- metric: rouge1' with "
+                                                        "'higher_is_better: true' (or false)")
+    write_task(tmp_path / "tasks", FIRST_NUMBER.replace("metric: exact_match", "metric: rouge1"))
     check_workflow_config(demo_with(tmp_path, lm_eval_task="mine", metric="rouge1,first-number"), SCHEMA)
+
+
+def test_a_metrics_direction_is_read_from_the_task_then_lm_eval(tmp_path):
+    """metric_list's higher_is_better first (it may differ from lm-eval's registry), then the registry
+    (a loglikelihood_rolling task's perplexities are lower-is-better); a metric neither declares is refused."""
+    from headloc.data.documents import metric_direction
+
+    assert metric_direction({"metric_list": [{"metric": "acc", "higher_is_better": False}]}, "acc,none") is False
+    assert metric_direction({"output_type": "loglikelihood_rolling"}, "word_perplexity,none") is False
+    assert metric_direction({}, "bits_per_byte") is False and metric_direction({}, "acc_norm") is True
+    assert metric_direction({"metric_list": [{"metric": "margin"}]}, "margin") is None
+    path = write_task(tmp_path / "tasks", MULTIPLE_CHOICE + """\
+        metric_list:
+          - metric: acc
+          - metric: margin
+        """)
+    out = config_error(demo_with(tmp_path, lm_eval_task="mine", metric="margin"))
+    assert out.startswith(f"config tasks.ioi.metric: 'margin' of task mine ({path}) has no declared direction")
+    out = config_error(demo_with(tmp_path, id_task="mine", id_metric="margin"))
+    assert out.startswith(f"config tasks.ioi.id_metric: 'margin' of task mine ({path}) has no declared direction")
 
 
 def test_id_metric_is_checked_against_id_task(tmp_path, capsys):
@@ -282,3 +308,35 @@ def test_dry_run_stops_on_a_jinja_syntax_error(tmp_path):
             "unexpected end of template, expected 'end of print statement' (line 1)") in out
     assert not (tmp_path / "results").exists(), "no job may run"
     assert "Job stats" not in out, "the DAG must not be built"
+
+
+def test_a_gradient_method_on_a_task_without_gold_continuation_is_refused(tmp_path):
+    """The output_type is read: loglikelihood_rolling (a perplexity) has no gold continuation for
+    attribution or CHG to differentiate, so a search that would fail in its job fails the check."""
+    path = write_task(tmp_path / "tasks", """\
+        task: mine
+        dataset_path: json
+        dataset_kwargs: {data_files: {test: docs.jsonl}}
+        test_split: test
+        output_type: loglikelihood_rolling
+        doc_to_text: ""
+        doc_to_target: "{{text}}"
+        """)
+    config = demo_with(tmp_path, lm_eval_task="mine", metric="word_perplexity", id_task=None, id_metric=None)
+    config["search"]["methods"] = ["cs_stratified", "attribution"]
+    out = config_error(config)
+    assert out.startswith(f"config search.methods: attribution differentiate a gold continuation's log-likelihood, "
+                          f"and task mine ({path}) has output_type loglikelihood_rolling")
+    config["search"]["methods"] = ["cs_stratified"]
+    check_workflow_config(config, SCHEMA)
+
+
+def test_delta_gen_takes_no_task_in_its_own_unit(tmp_path):
+    """Delta Gen averages changes in percent: a perplexity among validation.gen_tasks is refused."""
+    config = demo_with(tmp_path)
+    config["tasks"]["wiki"] = {"lm_eval_task": "headloc_ioi", "metric": "acc", "localize": False}
+    config["validation"]["gen_tasks"] = ["wiki"]
+    check_workflow_config(copy.deepcopy(config), SCHEMA)
+    config["tasks"]["wiki"]["metric"] = "perplexity"
+    out = config_error(config)
+    assert out.startswith("config validation.gen_tasks[0]: 'wiki' is scored by 'perplexity', shown in its own unit")

@@ -85,6 +85,20 @@ def test_dry_run_stops_on_a_head_outside_the_model(tmp_path):
     assert config_error(change) in out
 
 
+def test_dry_run_stops_on_an_encoder_checkpoint(tmp_path):
+    """A BERT folder (config.json and weights, built with transformers) is no model headloc can
+    ablate: refused at parse, naming the supported model types."""
+    from architectures import tiny_decoder
+
+    tiny_decoder("bert").save_pretrained(tmp_path / "bert")
+    change = set_key("models", "smollm2-135m", "source", value=str(tmp_path / "bert"))
+    out = dry_run_error(tmp_path, change)
+    assert (f"config models.smollm2-135m.source: '{tmp_path / 'bert'}': model_type 'bert' is an encoder "
+            "(bidirectional attention), not a causal decoder; headloc ablates the heads of decoder-only models; "
+            "supported model types: afmoe, apertus,") in out
+    assert config_error(change) in out
+
+
 # ---------------------------------------------------------------- the schema
 
 

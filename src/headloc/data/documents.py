@@ -253,6 +253,38 @@ def reported_metrics(task_config: dict) -> list[str] | None:
     return list(dict.fromkeys(names))
 
 
+def metric_direction(task_config: dict, metric: str) -> bool | None:
+    """Whether a higher ``metric`` (a name, or ``name,filter``) is better, as lm-eval decides it: the
+    ``higher_is_better`` of the task YAML's ``metric_list`` entry for it, else lm-eval's metric
+    registry (``lm_eval.api.registry.is_higher_better``); None when neither declares it.
+
+    >>> metric_direction({"metric_list": [{"metric": "margin", "higher_is_better": True}]}, "margin,none")
+    True
+    >>> metric_direction({"output_type": "loglikelihood_rolling"}, "word_perplexity")
+    False
+    """
+    name = metric.split(",")[0]
+    for entry in task_config.get("metric_list") or []:
+        if isinstance(entry, dict) and entry.get("metric") == name and entry.get("higher_is_better") is not None:
+            return bool(entry["higher_is_better"])
+    import lm_eval.api.metrics  # noqa: F401  (registers lm-eval's metrics and their directions)
+    from lm_eval.api.registry import higher_is_better_registry
+
+    return bool(higher_is_better_registry.get(name)) if name in higher_is_better_registry else None
+
+
+# lm-eval's metrics that are a share of documents (a mean of 0/1 outcomes) or a proportion:
+# their values lie in [0, 1], so a change is shown in percentage points. Any other metric
+# (perplexity, bits per byte, BLEU on 0-100, a log-likelihood, a margin) is shown in its own unit.
+FRACTION_METRICS = frozenset({"acc", "acc_norm", "acc_mutual_info", "acc_bytes", "exact_match", "pass_at_1",
+                              "pass@1", "f1"})
+
+
+def is_fraction(metric: str) -> bool:
+    """Whether ``metric`` (``name`` or ``name,filter``) is one of :data:`FRACTION_METRICS`."""
+    return metric.split(",")[0] in FRACTION_METRICS
+
+
 def _template_fields(value) -> set[str]:
     if not isinstance(value, str):
         return set()  # a list of literal choices, a number, or a !function

@@ -19,19 +19,12 @@ import torch
 
 from headloc.heads import HeadGeometry  # re-exported: callers import it from here too
 
-# model_type -> output projection of layer {layer}, as a module path (a pre-hook goes there).
-HOOK_MODULES = {
-    "llama": "model.layers.{layer}.self_attn.o_proj",
-    "qwen2": "model.layers.{layer}.self_attn.o_proj",
-    "qwen3": "model.layers.{layer}.self_attn.o_proj",
-    "mistral": "model.layers.{layer}.self_attn.o_proj",
-    "gemma": "model.layers.{layer}.self_attn.o_proj",
-    "gemma2": "model.layers.{layer}.self_attn.o_proj",
-    "phi3": "model.layers.{layer}.self_attn.o_proj",
-    "phi": "model.layers.{layer}.self_attn.dense",
-    "gpt2": "transformer.h.{layer}.attn.c_proj",
-    "gpt_neox": "gpt_neox.layers.{layer}.attention.dense",
-}
+# Where each decoder layer's attention output projection sits: a module named one of
+# OUTPUT_NAMES, child of a module named one of ATTENTION_NAMES, child of the layer (an entry of the
+# model's one stack of decoder layers). Cross-attention (``encoder_attn``, ``crossattention``) is
+# never one of them.
+ATTENTION_NAMES = ("self_attn", "attn", "attention", "self_attention")
+OUTPUT_NAMES = ("o_proj", "out_proj", "dense", "c_proj", "wo")
 
 
 def hook_point(layer: int) -> str:
@@ -39,15 +32,67 @@ def hook_point(layer: int) -> str:
     return f"blocks.{layer}.attn.hook_z"
 
 
+def output_projections(model) -> list[str]:
+    """The module path of each layer's attention output projection, found in the model's modules.
+
+    One projection per layer is required: exactly one module per layer index that is a linear map
+    (``nn.Linear``, or GPT-2's ``Conv1D``) named one of :data:`OUTPUT_NAMES` directly inside a module
+    named one of :data:`ATTENTION_NAMES` (or two such, nested) directly inside entry ``i`` of a stack of layers, every layer
+    its own module, its input as wide as a whole number of values per head. Anything else (an
+    encoder-decoder's two stacks, a hybrid whose layers are not all attention, a shared layer) is
+    refused: a hook on the wrong module would ablate nothing and say nothing. The architectures
+    checked against an independent computation are listed in
+    :data:`headloc.model.architectures.SUPPORTED_MODEL_TYPES`.
+    """
+    geometry = HeadGeometry.of(model.config)
+    found: dict[int, list[str]] = {}
+    for path, module in model.named_modules():
+        parts = path.split(".")
+        inner = len(parts) - 2  # the attention module, maybe wrapped (GPT-Neo: attn.attention)
+        while inner > 0 and parts[inner] in ATTENTION_NAMES and parts[inner - 1] in ATTENTION_NAMES:
+            inner -= 1
+        if len(parts) < 4 or parts[-1] not in OUTPUT_NAMES or parts[-2] not in ATTENTION_NAMES \
+                or not parts[inner - 1].isdigit() or _input_width(module) is None:
+            continue
+        found.setdefault(int(parts[inner - 1]), []).append(path)
+    paths = [found.get(layer, []) for layer in range(geometry.n_layers)]
+    problem = None
+    if sorted(found) != list(range(geometry.n_layers)) or any(len(p) != 1 for p in paths):
+        problem = (f"expected one per layer 0..{geometry.n_layers - 1}, found "
+                   f"{', '.join(f'layer {i}: {p}' for i, p in sorted(found.items())) or 'none'}")
+    elif len({path[0].split(f".{layer}.")[0] for layer, path in enumerate(paths)}) != 1:
+        problem = f"the projections sit in more than one stack of layers: {[p[0] for p in paths]}"
+    else:
+        modules = [model.get_submodule(p[0]) for p in paths]
+        if len({id(m) for m in modules}) != len(modules):
+            problem = "layers share one projection module"
+        elif any(_input_width(m) % geometry.n_heads for m in modules):
+            problem = f"a projection's input width is not a multiple of the {geometry.n_heads} heads"
+    if problem:
+        raise ValueError(f"cannot locate the attention output projections of model_type "
+                         f"{model.config.model_type!r} ({type(model).__name__}): {problem}; headloc ablates "
+                         "the heads of decoder-only models whose layers each have one self-attention with "
+                         f"an output projection named {'/'.join(OUTPUT_NAMES)}")
+    return [p[0] for p in paths]
+
+
+def _input_width(module) -> int | None:
+    """The input width of a linear map (``nn.Linear``: in_features; GPT-2's Conv1D: nx), else None."""
+    if isinstance(module, torch.nn.Linear):
+        return module.in_features
+    if type(module).__name__ == "Conv1D" and getattr(module, "weight", None) is not None:
+        return int(module.weight.shape[0])  # Conv1D stores its weight as (in, out)
+    return None
+
+
 def hook_module_path(model, layer: int) -> str:
-    """HF module path of layer ``layer``'s output projection; raises for unsupported models."""
-    model_type = model.config.model_type
-    if model_type not in HOOK_MODULES:
-        raise ValueError(
-            f"head ablation does not support model_type {model_type!r}; "
-            f"supported: {', '.join(sorted(HOOK_MODULES))}"
-        )
-    return HOOK_MODULES[model_type].format(layer=layer)
+    """HF module path of layer ``layer``'s output projection (:func:`output_projections`, found
+    once per model); raises ValueError for a model where it cannot be located safely."""
+    paths = getattr(model, "_headloc_projections", None)
+    if paths is None:
+        paths = output_projections(model)
+        model._headloc_projections = paths  # a plain attribute: nn.Module keeps it out of state_dict
+    return paths[layer]
 
 
 def masks_to_gate(masks, geometry: HeadGeometry) -> torch.Tensor:
@@ -86,7 +131,7 @@ class HeadAblation(contextlib.AbstractContextManager):
 
     Parameters
     ----------
-    model : a transformers causal LM of a type listed in ``HOOK_MODULES``.
+    model : a transformers causal LM whose output projections :func:`output_projections` finds.
     gate : tensor ``[layers, heads]`` or ``[batch, layers, heads]``; 1 keeps a head, 0 removes it.
         Values in between scale a head's output. A float32 gate that requires grad stays in the
         autograd graph (every layer is hooked then, even where the gate is all ones), so

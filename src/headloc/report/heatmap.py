@@ -98,7 +98,9 @@ def panels(record: Mapping) -> list[Panel]:
     """The panels a record is drawn as: CHG's G- and G+ when it carries them, else ``coef``."""
     if all(field in record for field, _ in GATE_PANELS):
         return [Panel(field, label, gate=True) for field, label in GATE_PANELS]
-    return [Panel("coef", value_label(record.get("method")))]
+    flipped = " (sign flipped: the metric is lower-is-better, red still hurts the task)"
+    return [Panel("coef", value_label(record.get("method")) + (flipped if record.get("higher_is_better") is False
+                                                                else ""))]
 
 
 def value_label(method: str) -> str:

@@ -14,7 +14,7 @@ one scope (``"evals_main"``, ``"evals_methods"``, ``"evals_universal"``, ``"eval
 from __future__ import annotations
 
 import numbers
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -66,6 +66,7 @@ class ReportOptions:
     knowledge_eval_tasks: tuple[str, ...] = ()
     figure_model: str | None = None
     figure_capability: str | None = None
+    units: Mapping[str, Sequence[str]] = field(default_factory=dict)  # task -> (unit, metric), Plan.report_options
 
     def __post_init__(self):
         top_k = self.top_k
@@ -82,6 +83,18 @@ class ReportOptions:
             object.__setattr__(self, name, value)
         object.__setattr__(self, "capabilities", dict(self.capabilities or {}))
 
+    def unit_note(self) -> str:
+        """What a caption adds for tasks not shown in percent (:func:`headloc.workflow.results.display_score`).
+
+        >>> ReportOptions(units={"ioi": ["points", "acc"], "wiki": ["own", "word_perplexity,none"],
+        ...                      "swear": ["relative", "profane_words"]}).unit_note()
+        '; not in percentage points: wiki in its own unit (word_perplexity,none), swear in percent of its unablated score'
+        """
+        words = {"own": "in its own unit ({metric})", "relative": "in percent of its unablated score"}
+        other = [f"{task} {words[unit].format(metric=metric)}" for task, (unit, metric) in self.units.items()
+                 if unit != "points"]
+        return f"; not in percentage points: {', '.join(other)}" if other else ""
+
     def caption_fields(self) -> dict[str, object]:
         """The values a caption template may name: ``{k}``, ``{gen}`` and ``{main}``.
 
@@ -91,10 +104,12 @@ class ReportOptions:
         {'k': 3, 'gen': 'the other tasks', 'main': 'method cs_stratified'}
         >>> ReportOptions(gen_tasks=["boolq", "mmlu"]).caption_fields()["gen"]
         'boolq, mmlu'
+        >>> ReportOptions(gen_tasks=[]).caption_fields()["gen"]  # e.g. every other task in its own unit
+        'no task'
         """
         return {
             "k": self.top_k,
-            "gen": "the other tasks" if self.gen_tasks is None else ", ".join(self.gen_tasks),
+            "gen": "the other tasks" if self.gen_tasks is None else ", ".join(self.gen_tasks) or "no task",
             "main": f"method {self.method}" if self.method else "every method",
         }
 
@@ -152,8 +167,9 @@ class TableSpec:
         _check_inputs(self.name, self.inputs)
 
     def title(self, options: ReportOptions) -> str:
-        """The caption for this run (Markdown title line, LaTeX caption)."""
-        return self.caption.format(**options.caption_fields())
+        """The caption for this run (Markdown title line, LaTeX caption), saying which tasks' scores
+        are not in percent."""
+        return self.caption.format(**options.caption_fields()) + options.unit_note()
 
     def build(self, frames: Mapping[str, pd.DataFrame], options: ReportOptions) -> pd.DataFrame:
         """The table from the collected frames keyed by input name (others are ignored).
@@ -184,8 +200,8 @@ class FigureSpec:
         _check_inputs(self.name, self.inputs)
 
     def title(self, options: ReportOptions) -> str:
-        """The figure's title for this run."""
-        return self.caption.format(**options.caption_fields())
+        """The figure's title for this run, saying which tasks' scores are not in percent."""
+        return self.caption.format(**options.caption_fields()) + options.unit_note()
 
     def build(
         self,

@@ -847,6 +847,7 @@ _add(TableSpec(
     columns=TUNING_TABLE_COLUMNS,
     empty_note=NO_TUNING,
     caption="Hyperparameter search (appendix A.1): degradation on the identification subset "
-            "per number of masks and sparsity; chosen = largest degradation",
+            "per number of masks and sparsity, in the scoring metric's unit (percentage points for a "
+            "fraction); chosen = largest degradation in the metric's direction",
     builder=lambda tuning, options: tuning_table(tuning),
 ))

@@ -23,8 +23,10 @@ import yaml
 from headloc.data.documents import (
     defined_tasks,
     defining_file,
+    is_fraction,
     lm_eval_tasks_dir,
     load_task_yaml,
+    metric_direction,
     reads_own_documents,
     reported_filters,
     reported_metrics,
@@ -37,6 +39,7 @@ from headloc.data import TASKS_DIR
 from headloc.model.memory import resolve_rows
 from headloc.model.loading import read_gguf_metadata, resolve_source, source_geometry
 from headloc.search.budget import suggested_masks
+from headloc.model.architectures import ablation_problem
 
 
 
@@ -188,8 +191,26 @@ def model_geometries(config: dict) -> dict:
             found = source_geometry(source)  # also checks that a GGUF file is complete
         except ValueError as error:
             raise ValueError(f"config models.{name}.source: {error}") from None
+        settings = model_settings(source)
+        problem = ablation_problem(settings) if settings is not None else None
+        if problem:
+            raise ValueError(f"config models.{name}.source: {spec['source']!r}: {problem}")
         geometries[name] = HeadGeometry(*found) if found else None
     return geometries
+
+
+def model_settings(source) -> dict | None:
+    """A checkpoint folder's config.json, or a hub model's from the local cache; None when it cannot
+    be read offline (an uncached hub id: its jobs check it when they load it) or for a GGUF file
+    (transformers converts only architectures it maps to decoders)."""
+    if source.kind == "directory":
+        return json.loads((Path(source.location) / "config.json").read_text())
+    if source.kind == "gguf":
+        return None
+    from huggingface_hub import try_to_load_from_cache
+
+    cached = try_to_load_from_cache(source.location, "config.json")
+    return json.loads(Path(cached).read_text()) if isinstance(cached, str) and Path(cached).is_file() else None
 
 
 def task_folders(config: dict) -> list[Path]:
@@ -254,6 +275,13 @@ def check_config(config: dict, geometries: dict) -> None:
                 problem(f"{key}[{i}]", f"{name!r} is not {what}; valid: {', '.join(pool) or '(none)'}")
 
     task_names("validation.gen_tasks", validation.get("gen_tasks"), names, "a configured task")
+    for i, name in enumerate(validation.get("gen_tasks") or []):
+        spec = tasks.get(name, {})
+        if spec and not spec.get("relative") and not is_fraction(spec.get("metric") or "acc"):
+            problem(f"validation.gen_tasks[{i}]", f"{name!r} is scored by {spec['metric']!r}, shown in its own unit, "
+                                                  "but Delta Gen averages changes in percent; expected tasks whose "
+                                                  "metric is a fraction (FRACTION_METRICS in headloc.data.documents) "
+                                                  "or relative tasks")
     knowledge = config.get("knowledge", {})
     task_names("knowledge.tasks", knowledge.get("tasks"), localized, "a searched task (localize: true)")
     task_names("knowledge.eval_tasks", knowledge.get("eval_tasks"), names, "a configured task")
@@ -309,6 +337,15 @@ def check_config(config: dict, geometries: dict) -> None:
             problem(key, text)
         return resolved
 
+    def direction(key, value, task, path, task_config):
+        """Every ranking and table follows the metric's direction: refuse a metric without one."""
+        if metric_direction(task_config, value) is None:
+            name = value.split(",")[0]
+            problem(key, f"{value!r} of task {task} ({path}) has no declared direction: neither the task's "
+                         "metric_list nor lm-eval's metric registry says whether higher is better, and every "
+                         "ranking and table depends on it; expected a metric_list entry "
+                         f"'- metric: {name}' with 'higher_is_better: true' (or false)")
+
     for name, spec in tasks.items():
         task = spec["lm_eval_task"]
         kind = local.get(task) or registry.get(task)
@@ -351,6 +388,9 @@ def check_config(config: dict, geometries: dict) -> None:
             spec["id_metric"] = metric(f"tasks.{name}.id_metric", spec["id_metric"], *scorer)
         elif scorer and scorer[0] != task:  # id_metric null: id_task scores with metric
             metric(f"tasks.{name}.id_metric", scored, *scorer, complete=False, subject=f"null (metric {scored!r})")
+        direction(f"tasks.{name}.metric", scored, task, path, task_config)
+        if scorer and (scorer[0] != task or spec.get("id_metric")):
+            direction(f"tasks.{name}.id_metric", spec.get("id_metric") or scored, *scorer)
         if reads_own_documents(task_config):
             for option in ("data_file", "dataset_kwargs"):
                 if spec.get(option):
@@ -378,6 +418,12 @@ def check_config(config: dict, geometries: dict) -> None:
         if name in localized and "method" in validation and validation["method"] not in methods:
             problem(mkey, f"{methods} lacks validation.method {validation['method']!r}, whose heads every "
                           f"table uses; expected the methods of task {name} to include it")
+        gradient = [m for m in methods if search_methods.get(m).kind == "gradient"]
+        if name in localized and gradient and task_config.get("output_type") == "loglikelihood_rolling":
+            scored = [m for m in search_methods.names() if search_methods.get(m).scored]
+            problem(mkey, f"{', '.join(gradient)} differentiate a gold continuation's log-likelihood, and task "
+                          f"{task} ({path}) has output_type loglikelihood_rolling, which has no gold continuation; "
+                          f"expected methods that score masks for it: {', '.join(scored)}")
         too_big = [b for b in search.get("budgets", []) if b >= n_masks]
         spends_masks = name in localized and any(search_methods.get(m).budgeted for m in methods)
         if spends_masks and too_big:

@@ -16,7 +16,14 @@ import os
 from collections.abc import Mapping
 
 from headloc.data.datasets import DATASETS
-from headloc.data.documents import lm_eval_tasks_dir, load_task_yaml, reads_own_documents, task_files, task_yaml
+from headloc.data.documents import (
+    lm_eval_tasks_dir,
+    load_task_yaml,
+    metric_direction,
+    reads_own_documents,
+    task_files,
+    task_yaml,
+)
 from headloc.data.paper_data import mirror_files
 from headloc.model.loading import resolve_source
 from headloc.workflow import paths
@@ -66,6 +73,7 @@ class TaskFacts:
         self.lookup = [*self.folders, lm_eval_tasks_dir()]  # and lm-eval's registry
         self.yamls = {task: load_task_yaml(task_yaml(spec["lm_eval_task"], self.lookup))
                       for task, spec in config["tasks"].items()}
+        self._configs: dict[str, dict] = {}  # lm-eval task -> its YAML, read for a metric's direction
         roots = [*self.lookup, *([self.mirror] if self.mirror else []), self.workdir]
         self.digests = {task: f"lm_eval=={lm_eval_version()}:{files_digest(self.files(task), roots)}"
                         for task in config["tasks"]}
@@ -117,6 +125,20 @@ class TaskFacts:
         loader = {} if reads_own_documents(self.yamls[task]) else {**data, **spec["dataset_kwargs"]}
         return {"lm_eval_task": spec["lm_eval_task"], "metric": spec["metric"], "chat": spec["chat"],
                 "dataset_kwargs": loader}
+
+    def scoring_higher_is_better(self, task: str) -> bool:
+        """Whether the metric the searches score (id_task and id_metric when set, else the task's own)
+        is higher-is-better, as the task's YAML or lm-eval's registry declares (the config check
+        refused a metric that declares neither)."""
+        return self._direction(*self.plan.id_scoring(task))
+
+    def _direction(self, lm_eval_task: str, metric: str) -> bool:
+        if lm_eval_task not in self._configs:
+            self._configs[lm_eval_task] = load_task_yaml(task_yaml(lm_eval_task, self.lookup))
+        found = metric_direction(self._configs[lm_eval_task], metric)
+        if found is None:
+            raise ValueError(f"metric {metric!r} of task {lm_eval_task} declares no direction")
+        return found
 
     def scoring_options(self, task: str) -> dict:
         """How the searches score masks on the identification subset: tasks.<name>.id_task and

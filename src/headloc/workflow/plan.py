@@ -323,19 +323,38 @@ class Plan:
     def relative_tasks(self) -> list[str]:
         return [task for task in self.tasks if self.config["tasks"][task]["relative"]]
 
+    def unit(self, task: str, *, scoring: bool = False) -> str:
+        """How the task's scores are shown (:func:`headloc.workflow.results.display_score`): percent of
+        the unablated score for a relative task, percent (changes in percentage points) for a metric
+        that is a fraction in [0, 1] (:data:`headloc.data.documents.FRACTION_METRICS`), else the
+        metric's own unit. ``scoring``: of the metric the searches score (id_metric)."""
+        from headloc.data.documents import is_fraction
+
+        metric = self.id_scoring(task)[1] if scoring else self.config["tasks"][task]["metric"]
+        return "relative" if self.config["tasks"][task]["relative"] else "points" if is_fraction(metric) else "own"
+
+    def units(self) -> dict[str, str]:
+        """Every task's display unit (:meth:`unit`)."""
+        return {task: self.unit(task) for task in self.tasks}
+
     def report_options(self) -> dict:
         """The fields of :class:`headloc.report.ReportOptions` for this run."""
         report, knowledge = self.config["report"], self.config["knowledge"]
         searched = [self.capabilities[task] for task in self.localized]
+        gen_tasks = self.config["validation"]["gen_tasks"]
+        if gen_tasks is None and any(self.unit(task) == "own" for task in self.tasks):
+            # Delta Gen averages changes in percent: a task in its own unit (a perplexity) stays out
+            gen_tasks = [task for task in self.tasks if self.unit(task) != "own"]
         return {
             "top_k": self.top_k,
-            "gen_tasks": self.config["validation"]["gen_tasks"],
+            "gen_tasks": gen_tasks,
             "method": self.main_method,
             "capabilities": self.capabilities,
             "knowledge_tasks": knowledge["tasks"],
             "knowledge_eval_tasks": knowledge["eval_tasks"],
             "figure_model": report["model"] or self.models[0],
             "figure_capability": report["capability"] or (searched[0] if searched else None),
+            "units": {task: [self.unit(task), self.config["tasks"][task]["metric"]] for task in self.tasks},
         }
 
 
@@ -367,14 +386,21 @@ def collection_selections(collection: str, recoveries: Sequence[dict], options: 
 
 
 def choose_tuning_point(points: Iterable[Mapping]) -> Mapping:
-    """The tuning grid point whose top heads degrade the task most (appendix A.1); ties go to the
-    cheaper search: fewer masks, then lower sparsity.
+    """The tuning grid point whose top heads degrade the task most (appendix A.1): the lowest
+    ``degradation`` of a higher-is-better metric, the highest of a lower-is-better one (a perplexity
+    that rises); ties go to the cheaper search: fewer masks, then lower sparsity.
 
-    >>> choose_tuning_point([{"degradation": -5, "n_masks": 200, "sparsity": 0.05},
-    ...                      {"degradation": -5, "n_masks": 100, "sparsity": 0.1}])["n_masks"]
+    >>> choose_tuning_point([{"degradation": -5, "n_masks": 200, "sparsity": 0.05, "higher_is_better": True},
+    ...                      {"degradation": -5, "n_masks": 100, "sparsity": 0.1, "higher_is_better": True}])["n_masks"]
+    100
+    >>> choose_tuning_point([{"degradation": -5, "n_masks": 200, "sparsity": 0.05, "higher_is_better": False},
+    ...                      {"degradation": 9, "n_masks": 100, "sparsity": 0.1, "higher_is_better": False}])["n_masks"]
     100
     """
-    return min(points, key=lambda p: (p["degradation"], p["n_masks"], p["sparsity"]))
+    from headloc.io import oriented
+
+    return min(points, key=lambda p: (oriented(p["degradation"], p["higher_is_better"]), p["n_masks"],
+                                      p["sparsity"]))
 
 
 # What each collected table makes the workflow run (the docs' target table says it per target).

@@ -5,7 +5,8 @@ A recovery record is the content of ``recovery.json``; an evaluation record the 
 task-specific top-k (``kind`` "task", ablated cumulatively), a universal or knowledge head (ablated
 alone), or an extra head set from the config. Scores are put in display units here, once: a
 fraction becomes a percentage, and a task marked relative (swearing) becomes percent of its
-unablated baseline.
+unablated baseline, and any other metric (a perplexity) stays in its own unit
+(:meth:`headloc.workflow.plan.Plan.unit`).
 """
 
 from __future__ import annotations
@@ -30,10 +31,26 @@ TUNING_FRAME_COLUMNS = ["model", "task", "method", "n_masks", "sparsity", "searc
 KINDS = ("task", "unfiltered", "universal", "knowledge", "extra")
 
 
-def display_score(value: float, baseline: float, relative: bool) -> float:
-    """Percent (fractions) or percent of the baseline (relative tasks; NaN if the baseline is 0)."""
-    if relative:
+UNITS = ("points", "relative", "own")
+
+
+def display_score(value: float, baseline: float, unit: str) -> float:
+    """A score in display units: ``points``, a fraction in [0, 1], in percent (its changes are
+    percentage points); ``relative``, percent of the baseline (NaN if the baseline is 0); ``own``,
+    the metric's own unit (a perplexity), unchanged.
+
+    >>> display_score(0.25, 0.9, "points"), display_score(6.0, 8.0, "relative"), display_score(431.8, 431.8, "own")
+    (25.0, 75.0, 431.8)
+    """
+    if unit == "relative":
         return 100.0 * value / baseline if baseline else math.nan
+    if unit == "own":
+        return value
+    if unit != "points":
+        raise ValueError(f"unknown display unit {unit!r}; expected one of {', '.join(UNITS)}")
+    if not 0.0 <= value <= 1.0:  # a percentage-point change of a non-fraction would be nonsense
+        raise ValueError(f"score {value!r} is not a fraction in [0, 1], so it cannot be shown in percentage "
+                         "points; its metric is not one of headloc.data.documents.FRACTION_METRICS")
     return 100.0 * value
 
 
@@ -85,16 +102,17 @@ def recoveries_frame(recoveries: Sequence[dict], chosen: Sequence[dict] = (),
     return pd.DataFrame(rows, columns=RECOVERIES_FRAME_COLUMNS)
 
 
-def evals_frame(chosen: Sequence[dict], evals: Sequence[dict], relative_tasks=(),
+def evals_frame(chosen: Sequence[dict], evals: Sequence[dict], units: Mapping[str, str] | None = None,
                 capabilities: Mapping[str, str] | None = None) -> pd.DataFrame:
-    """One row per (selection, number of heads ablated k, evaluated task), score in display units.
+    """One row per (selection, number of heads ablated k, evaluated task), score in display units
+    (``units``: task -> unit of :func:`display_score`; ``points`` for a task it lacks).
 
     A cumulative "task" selection gives k = 0..len(heads) (cumulative top heads, k = 0 the
     baseline); any other task or unfiltered selection k = 0 and k = len(heads); the other kinds
     give their k = len(heads) rows, plus one set of k = 0 baseline rows per model and kind.
     Raises KeyError naming the (model, task, head set) of an evaluation that is missing.
     """
-    capabilities = capabilities or {}
+    capabilities, units = capabilities or {}, units or {}
     values = {(e["model"], e["task"], e["headset"]): e["value"] for e in evals}
     eval_tasks: dict[str, list[str]] = {}
     for e in evals:
@@ -113,8 +131,7 @@ def evals_frame(chosen: Sequence[dict], evals: Sequence[dict], relative_tasks=()
                 "method": selection["method"], "search": selection["search"], "k": k,
                 "headset": headset, "eval_task": eval_task,
                 "eval_capability": capabilities.get(eval_task, eval_task),
-                "score": display_score(values[(model, eval_task, headset)], baseline,
-                                       eval_task in relative_tasks),
+                "score": _shown(eval_task, values[(model, eval_task, headset)], baseline, units),
             })
 
     for selection in chosen:
@@ -130,3 +147,10 @@ def evals_frame(chosen: Sequence[dict], evals: Sequence[dict], relative_tasks=()
             add(selection, 0, [])
         add(selection, len(heads), heads)
     return pd.DataFrame(rows, columns=EVALS_FRAME_COLUMNS)
+
+
+def _shown(task: str, value: float, baseline: float, units: Mapping[str, str]) -> float:
+    try:
+        return display_score(value, baseline, units.get(task, "points"))
+    except ValueError as error:
+        raise ValueError(f"task {task}: {error}") from None
