@@ -88,6 +88,33 @@ def test_a_callable_task_gets_the_scores_a_plain_ablation_gives(tmp_path):
     assert found.ranking[0] == PLANTED_HEAD and found.n_evals == 9
 
 
+def test_a_lower_is_better_score_gets_the_same_heads_once_declared():
+    """A loss (the negated log-probability) with higher_is_better=False ranks as the log-probability;
+    read as higher-is-better it would put the planted head last."""
+    import torch
+
+    model = planted_model()
+    rows = torch.randint(3, 24, (32, 6), generator=torch.Generator().manual_seed(5))
+
+    def loss(m):
+        with torch.no_grad():
+            logits = m(rows).logits[:, -1].log_softmax(-1)
+        return -float(logits.gather(1, rows[:, :1]).mean())
+
+    declared = headloc.locate(model, None, loss, method="greedy1s", top_k=2, higher_is_better=False, progress=False)
+    assumed = headloc.locate(model, None, loss, method="greedy1s", top_k=2, progress=False)
+    assert declared.ranking[0] == PLANTED_HEAD and declared.record["higher_is_better"] is False
+    assert assumed.ranking[-1] == PLANTED_HEAD
+
+
+def test_an_lm_eval_tasks_direction_is_read_never_contradicted():
+    from headloc.api.tasks import resolve_task
+
+    assert resolve_task("headloc_ioi").higher_is_better is True
+    with pytest.raises(ValueError, match="declares higher_is_better=True for 'acc'; higher_is_better=False contradicts it"):
+        resolve_task("headloc_ioi", higher_is_better=False)
+
+
 @pytest.mark.parametrize("kwargs, message", [
     ({"method": "lasso"}, "unknown search method 'lasso'; known: attribution"),
     ({"method": "greedy", "budget": 10}, "method 'greedy' spends no mask budget (budget=10)"),

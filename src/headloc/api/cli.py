@@ -54,6 +54,9 @@ def parser() -> argparse.ArgumentParser:
                         "(default: all of them)")
     p.add_argument("--metric", help="the lm-eval metric to score (default: the task's first)")
     p.add_argument("--chat", action="store_true", help="apply the tokenizer's chat template to prompts")
+    p.add_argument("--lower-is-better", action="store_true",
+                   help="the metric is better when lower; only for a metric whose task and lm-eval declare no "
+                        "direction (a declared one is read, and this may not contradict it)")
     p.add_argument("--include-path", action="append", default=[], metavar="DIR",
                    help="a folder of lm-eval task YAMLs (repeatable)")
     p.add_argument("--dtype", default="float32", help="torch dtype to load the model in (default float32)")
@@ -88,6 +91,7 @@ def locate_command(args) -> int:
                        seed=args.seed, sparsity=args.sparsity, alpha=args.alpha, documents=args.documents,
                        metric=args.metric, chat=args.chat, include_path=args.include_path,
                        batch_size=args.batch_size, masks_per_pass=args.masks_per_pass,
+                       higher_is_better=False if args.lower_is_better else None,
                        model_name=Path(args.model).name, progress=not args.quiet)
     except ValueError as error:
         print(f"headloc locate: {error}", file=sys.stderr)

@@ -39,8 +39,8 @@ LOG = logging.getLogger("headloc.locate")
 def locate(model, tokenizer, task, *, method: str = "cs_stratified", budget: int | None = None, top_k: int = 5,
            seed: int = 0, sparsity: float = 0.05, alpha="cv", options: dict | None = None, documents=None,
            metric: str | None = None, chat: bool = False, include_path=(), dataset_kwargs: dict | None = None,
-           batch_size: int = 16, masks_per_pass: int = 8, model_name: str | None = None,
-           progress: bool = True) -> "Located":
+           batch_size: int | str = 16, masks_per_pass: int = 8, model_name: str | None = None,
+           higher_is_better: bool | None = None, progress: bool = True) -> "Located":
     """Search ``model`` for the heads that carry ``task``; return a :class:`Located`.
 
     model, tokenizer : a loaded transformers causal LM (any device and dtype headloc can ablate)
@@ -57,14 +57,16 @@ def locate(model, tokenizer, task, *, method: str = "cs_stratified", budget: int
     documents : which documents the search scores (see :func:`headloc.api.tasks.resolve_task`).
     metric, chat, dataset_kwargs : the lm-eval metric (default: the task's first), chat template,
         arguments of the task's document loader.
-    batch_size, masks_per_pass : rows per forward pass, masks sharing one pass (the result does not
-        depend on them).
+    batch_size, masks_per_pass : rows per forward pass (or ``"auto"``; a pass that runs out of GPU
+        memory is retried with half the rows), masks sharing one pass (the result does not depend on them).
+    higher_is_better : the metric's direction, read from an lm-eval task (give it only where the task
+        and lm-eval declare none); a callable's score is higher-is-better unless this is False.
     """
     spec = methods.get(method)
     budget = _budget(spec, budget)
     _check_search(top_k=top_k, seed=seed, sparsity=sparsity, alpha=alpha)
     resolved = resolve_task(task, metric=metric, chat=chat, documents=documents, include_path=include_path,
-                            dataset_kwargs=dataset_kwargs)
+                            dataset_kwargs=dataset_kwargs, higher_is_better=higher_is_better)
     if spec.kind == "gradient" and resolved.callable:
         raise ValueError(f"method {method!r} differentiates the gold continuations of an lm-eval task; "
                          f"a callable task has none. Use an lm-eval task, or one of "
@@ -77,13 +79,14 @@ def locate(model, tokenizer, task, *, method: str = "cs_stratified", budget: int
     score = _scorer(spec, resolved, model, tokenizer, batch_size, masks_per_pass, progress)
     gradient = _gradient(spec, resolved, model, tokenizer, method_options)
     inputs = drive(spec, score, names, work.name, budget=budget, seed=seed, k=top_k, sparsity=sparsity,
-                   alpha=alpha, gradient=gradient)
+                   alpha=alpha, gradient=gradient, higher_is_better=resolved.higher_is_better)
     result = spec.recover(inputs, names, params, LOG)
     n_docs = count_documents(resolved)
     search = _search_id(spec, n_docs, seed=seed, budget=budget, sparsity=sparsity, top_k=top_k,
                         options=method_options)
     record = {"model": model_name or _model_name(model), "task": resolved.name, "search": search,
-              "method": method, "n_layers": geometry.n_layers, "n_heads": geometry.n_heads, **result,
+              "method": method, "n_layers": geometry.n_layers, "n_heads": geometry.n_heads,
+              "higher_is_better": resolved.higher_is_better if spec.scored else True, **result,
               "top_heads": result["ranking"][:top_k]}
     parameters = {"method": method, "budget": budget, "top_k": top_k, "seed": seed, "sparsity": sparsity,
                   "alpha": alpha, "options": method_options, "n_docs": n_docs,

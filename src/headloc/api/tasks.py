@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from headloc.data import TASKS_DIR
-from headloc.data.documents import load_task_yaml, lm_eval_tasks_dir, reported_filters, reported_metrics, task_yaml
+from headloc.data.documents import (load_task_yaml, lm_eval_tasks_dir, metric_direction, reported_filters,
+                                    reported_metrics, task_yaml)
 
 
 @dataclass
@@ -26,24 +27,31 @@ class Task:
     spec: object = None  # headloc.engine.evaluation.TaskSpec (torch-free import deferred)
     fn: Callable | None = None
     folders: list = field(default_factory=list)
+    higher_is_better: bool = True  # the metric's direction: the searches rank heads by it
 
     @property
     def callable(self) -> bool:
         return self.fn is not None
 
 
-def resolve_task(task, *, metric=None, chat=False, documents=None, include_path=(), dataset_kwargs=None) -> Task:
+def resolve_task(task, *, metric=None, chat=False, documents=None, include_path=(), dataset_kwargs=None,
+                 higher_is_better: bool | None = None) -> Task:
     """``task`` (lm-eval task name, path of a task YAML, or a callable) as a :class:`Task`.
 
     ``documents`` picks what the search scores: None (the task's own documents), an int N (its
     first N), a sequence of document indices, or a file as the workflow writes it (a ``.jsonl`` of
     documents, a ``.json`` record ``{"doc_ids": [...]}``).
+
+    ``higher_is_better``: the metric's direction. An lm-eval task's is read (its YAML's
+    ``metric_list``, else lm-eval's metric registry), as in the workflow; give it only for a metric
+    that declares none. A callable's score is higher-is-better unless you say False (a loss).
     """
     if callable(task):
         if documents is not None or metric is not None:
             raise ValueError("documents= and metric= apply to an lm-eval task; a callable task scores "
                              "its own documents and returns one number")
-        return Task(name=getattr(task, "__name__", "task").strip("<>") or "task", fn=task)
+        return Task(name=getattr(task, "__name__", "task").strip("<>") or "task", fn=task,
+                    higher_is_better=True if higher_is_better is None else bool(higher_is_better))
     if not isinstance(task, (str, Path)):
         raise TypeError(f"task must be an lm-eval task name, a task YAML path or a callable "
                         f"model -> score, got {type(task).__name__}")
@@ -60,7 +68,22 @@ def resolve_task(task, *, metric=None, chat=False, documents=None, include_path=
     from headloc.engine.evaluation import TaskSpec
 
     spec = TaskSpec(name, metric or default_metric(name, folders), chat, dict(dataset_kwargs or {}))
-    return Task(name=name, spec=choose_documents(spec, documents), folders=folders)
+    direction = declared_direction(name, spec.metric_key, folders, higher_is_better)
+    return Task(name=name, spec=choose_documents(spec, documents), folders=folders, higher_is_better=direction)
+
+
+def declared_direction(name: str, metric: str, folders: Sequence[Path], given: bool | None) -> bool:
+    """Whether a higher ``metric`` of task ``name`` is better, as the task or lm-eval declares it;
+    ``given`` only where neither does, and never against a declaration."""
+    declared = metric_direction(load_task_yaml(task_yaml(name, [*folders, lm_eval_tasks_dir()])), metric)
+    if declared is None and given is None:
+        raise ValueError(f"task {name!r}: neither its YAML's metric_list nor lm-eval's registry says whether a "
+                         f"higher {metric.split(',')[0]!r} is better; pass higher_is_better=True or False "
+                         "(--lower-is-better), or declare it in the task's metric_list")
+    if declared is not None and given is not None and bool(given) != declared:
+        raise ValueError(f"task {name!r} declares higher_is_better={declared} for {metric.split(',')[0]!r}; "
+                         f"higher_is_better={given} contradicts it")
+    return declared if declared is not None else bool(given)
 
 
 def _folders(include_path) -> list[Path]:
