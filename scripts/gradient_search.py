@@ -20,7 +20,7 @@ from headloc.workflow.portable import include_path, located
 from headloc.engine.supervision import recovery_fields, task_examples
 
 log = log_to_file(snakemake.log[0])
-claim_gpu(log, spread=bool(snakemake.params.model.get("device_map")))  # before CUDA starts: its own GPU (headloc.model.gpus)
+claim_gpu(log, spread=bool(snakemake.params.model.get("device_map")))  # before CUDA starts (headloc.model.gpus)
 torch.set_num_threads(snakemake.threads)
 p = snakemake.params
 model, tokenizer = load_model(p.location, dtype=p.model["dtype"], device=p.model["device"],

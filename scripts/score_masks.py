@@ -12,7 +12,7 @@ from headloc.io import log_to_file, write_table, write_text
 from headloc.model.gpus import claim_gpu
 
 log = log_to_file(snakemake.log[0])
-claim_gpu(log, spread=bool(snakemake.params.model.get("device_map")))  # before CUDA starts: its own GPU (headloc.model.gpus)
+claim_gpu(log, spread=bool(snakemake.params.model.get("device_map")))  # before CUDA starts (headloc.model.gpus)
 torch.set_num_threads(snakemake.threads)
 masks = np.load(snakemake.input.masks)
 rows = np.array_split(np.arange(len(masks)), snakemake.params.chunks)[int(snakemake.wildcards.chunk)]

@@ -11,7 +11,7 @@ from headloc.model.gpus import claim_gpu
 from headloc.workflow.results import display_score
 
 log = log_to_file(snakemake.log[0])
-claim_gpu(log, spread=bool(snakemake.params.model.get("device_map")))  # before CUDA starts: its own GPU (headloc.model.gpus)
+claim_gpu(log, spread=bool(snakemake.params.model.get("device_map")))  # before CUDA starts (headloc.model.gpus)
 torch.set_num_threads(snakemake.threads)
 recovery = read_json(snakemake.input.recovery)
 task = TaskSpec(**located(snakemake.params.task, snakemake.config)).with_documents(snakemake.input.docs)

@@ -10,7 +10,7 @@ from headloc.model.loading import load_model
 from headloc.workflow.portable import include_path, located
 
 log = log_to_file(snakemake.log[0])
-claim_gpu(log, spread=bool(snakemake.params.model.get("device_map")))  # before CUDA starts: its own GPU (headloc.model.gpus)
+claim_gpu(log, spread=bool(snakemake.params.model.get("device_map")))  # before CUDA starts (headloc.model.gpus)
 torch.set_num_threads(snakemake.threads)
 placement = snakemake.params.model  # dtype, device, device_map, batch_size
 model, tokenizer = load_model(snakemake.params.location, dtype=placement["dtype"], device=placement["device"],
