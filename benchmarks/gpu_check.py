@@ -59,7 +59,8 @@ import transformers  # noqa: E402
 from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
 
 from headloc.engine.backoff import RowBudget  # noqa: E402
-from headloc.model.ablation import ablate_heads, hook_module_path, masks_to_gate  # noqa: E402
+from headloc.groundtruth.copy_head import plant_copy_head  # noqa: E402
+from headloc.model.ablation import ablate_heads, masks_to_gate  # noqa: E402
 from headloc.model.memory import Pass, Shape, estimate  # noqa: E402
 from headloc.heads import HeadGeometry, format_head  # noqa: E402
 from headloc.search.masks import single_head_masks, stratified_masks  # noqa: E402
@@ -132,29 +133,8 @@ def planted_model(device: str, steps: int, seed: int = 0) -> LlamaForCausalLM:
                          num_hidden_layers=p["layers"], num_attention_heads=p["heads"],
                          num_key_value_heads=p["heads"], max_position_embeddings=64, bos_token_id=1,
                          eos_token_id=2, pad_token_id=0)
-    model = LlamaForCausalLM(config).to(device)
-    only = torch.zeros(p["layers"], p["heads"])
-    only[p["planted"]] = 1.0
-    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
-    generator = torch.Generator().manual_seed(seed)
-    model.train()
-    for _ in range(steps):
-        rows = torch.randint(3, p["vocab"], (256, p["length"]), generator=generator).to(device)
-        with ablate_heads(model, only):
-            logits = model(rows).logits[:, -1]
-        loss = torch.nn.functional.cross_entropy(logits, rows[:, 0])
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-    model.eval()
-    with torch.no_grad():  # the other heads: small untrained perturbations
-        d_head = p["hidden"] // p["heads"]
-        for layer in range(p["layers"]):
-            weight = model.get_submodule(hook_module_path(model, layer)).weight
-            for head in range(p["heads"]):
-                if (layer, head) != p["planted"]:
-                    weight[:, head * d_head:(head + 1) * d_head] *= p["noise"]
-    return model
+    return plant_copy_head(LlamaForCausalLM(config).to(device), p["planted"], steps=steps, rows=256,
+                           length=p["length"], first_token=3, lr=3e-3, noise=p["noise"], seed=seed)
 
 
 def planted_section(device: str, quick: bool) -> None:

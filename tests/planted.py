@@ -19,6 +19,8 @@ from pathlib import Path
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
+from headloc.groundtruth import copy_head
+from headloc.groundtruth.copy_head import plant_copy_head
 from headloc.model.ablation import ablate_heads, hook_module_path
 from headloc.engine.supervision import Example
 
@@ -41,8 +43,10 @@ def planted_dir(steps: int = 150, seed: int = 0) -> Path:
     on this file's text and torch's version, so an edited recipe trains afresh."""
     from conftest import cached
 
-    # the recipe's text and torch's version (another torch may train other weights from the same seed)
-    key = hashlib.sha256(Path(__file__).read_bytes() + torch.__version__.encode()).hexdigest()[:12]
+    # the recipe's text (this file's and the training's) and torch's version (another torch may train
+    # other weights from the same seed)
+    recipe = Path(__file__).read_bytes() + Path(copy_head.__file__).read_bytes()
+    key = hashlib.sha256(recipe + torch.__version__.encode()).hexdigest()[:12]
     return cached(f"planted-{steps}-{seed}-{key}", lambda out: _train(steps, seed).save_pretrained(out))
 
 
@@ -52,29 +56,8 @@ def _train(steps: int, seed: int) -> LlamaForCausalLM:
                          num_attention_heads=N_HEADS, num_key_value_heads=N_HEADS, max_position_embeddings=64,
                          bos_token_id=1, eos_token_id=2, pad_token_id=0)
     config._attn_implementation = "eager"
-    model = LlamaForCausalLM(config)
-    only = torch.zeros(N_LAYERS, N_HEADS)
-    only[PLANTED] = 1.0
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
-    generator = torch.Generator().manual_seed(seed)
-    model.train()
-    for _ in range(steps):
-        rows = torch.randint(FIRST_TOKEN, VOCAB, (64, LENGTH), generator=generator)
-        with ablate_heads(model, only):
-            logits = model(rows).logits[:, -1]
-        loss = torch.nn.functional.cross_entropy(logits, rows[:, 0])
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-    model.eval()
-    with torch.no_grad():
-        d_head = config.hidden_size // N_HEADS
-        for layer in range(N_LAYERS):
-            weight = model.get_submodule(hook_module_path(model, layer)).weight
-            for head in range(N_HEADS):
-                if (layer, head) != PLANTED:
-                    weight[:, head * d_head:(head + 1) * d_head] *= NOISE
-    return model
+    return plant_copy_head(LlamaForCausalLM(config), PLANTED, steps=steps, rows=64, length=LENGTH,
+                           first_token=FIRST_TOKEN, lr=1e-2, noise=NOISE, seed=seed)
 
 
 def planted_examples(n: int, seed: int = 1) -> list[Example]:

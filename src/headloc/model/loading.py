@@ -228,20 +228,16 @@ def source_geometry(source: ModelSource) -> tuple[int, int] | None:
     A checkpoint folder's config.json, a GGUF file's metadata, or a hub model's config.json
     when it is in the local Hugging Face cache; None when it cannot be known offline.
     """
-    if source.kind == "directory":
-        return geometry_of(json.loads((Path(source.location) / "config.json").read_text()))
     if source.kind == "gguf":
         check_gguf(source.location)
         meta = read_gguf_metadata(source.location)
         arch = meta.get("general.architecture")
         layers, heads = meta.get(f"{arch}.block_count"), meta.get(f"{arch}.attention.head_count")
         return (int(layers), int(heads)) if isinstance(layers, int) and isinstance(heads, int) else None
-    from huggingface_hub import try_to_load_from_cache
+    from headloc.model.memory import offline_config
 
-    cached = try_to_load_from_cache(source.location, "config.json")
-    if isinstance(cached, str) and Path(cached).is_file():
-        return geometry_of(json.loads(Path(cached).read_text()))
-    return None
+    config = offline_config(source)  # a folder's config.json, or a hub model's in the local cache
+    return geometry_of(config) if config is not None else None
 
 
 # GGUF value types: https://github.com/ggml-org/ggml/blob/master/docs/gguf.md

@@ -56,8 +56,9 @@ def plan_warnings(config: Mapping, task_yamls: Mapping[str, dict], memory: int |
     for name, spec in config["models"].items():
         on_gpu = str(spec.get("device", "cpu")).startswith("cuda") or spec.get("device_map")
         model_config = offline_config(resolve_source(spec["source"])) if on_gpu else None
-        if model_config and Shape.of(model_config):
-            shapes[name] = Shape.of(model_config)
+        shape = Shape.of(model_config) if model_config else None
+        if shape is not None:
+            shapes[name] = shape
     memory = memory if memory is not None or not shapes else gpu_memory_bytes()
     if memory is None:
         return []
