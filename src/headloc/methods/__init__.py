@@ -1,9 +1,9 @@
 """Search methods: one module each, and the registry that every consumer reads.
 
-Each module of this package (but :mod:`~headloc.methods.contract`, which defines the contract, and
-:mod:`~headloc.methods.driver`, which runs any method in one process) declares its methods in a ``METHODS`` tuple of :class:`~headloc.methods.contract.Method`; the
-registry finds them the way scikit-learn's ``all_estimators()`` finds estimators, so adding a method
-is adding a module (docs/methods.md, "Adding a method"). The plan, the rules and scripts, the
+Each module of this package (but :mod:`~headloc.methods.contract`, which defines the contract,
+:mod:`~headloc.methods.registry`, which finds the methods, and :mod:`~headloc.methods.driver`, which
+runs any method in one process) declares its methods in a ``METHODS`` tuple of
+:class:`~headloc.methods.contract.Method`; adding a method is adding a module (docs/methods.md, "Adding a method"). The plan, the rules and scripts, the
 config schema's enums, the report and the benchmarks ask the registry, never a method's name.
 
 >>> get("cs_stratified").kind, get("cs_stratified").nested
@@ -18,43 +18,14 @@ ValueError: unknown search method 'lasso'; known: attribution, chg, cs_stratifie
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
-
 import numpy as np
 
 from headloc.methods.contract import KINDS, Method, SearchParts
+from headloc.methods.registry import get, names, registry
 
 __all__ = ["KINDS", "REFERENCE", "Method", "SearchParts", "get", "make_masks", "names", "registry"]
 
 REFERENCE = "greedy"  # the method the efficiency benchmarks and Table 4's recall measure the others against
-_REGISTRY: dict[str, Method] = {}
-
-
-def registry() -> dict[str, Method]:
-    """Every method of every module of this package, by name, in module order."""
-    if not _REGISTRY:
-        for module in pkgutil.iter_modules(__path__):
-            if module.name in ("contract", "driver"):
-                continue
-            for method in importlib.import_module(f"{__name__}.{module.name}").METHODS:
-                if method.name in _REGISTRY:
-                    raise ValueError(f"search method {method.name!r} declared twice (in {module.name})")
-                _REGISTRY[method.name] = method
-    return _REGISTRY
-
-
-def names(*, kind: str | None = None) -> list[str]:
-    """The registered methods' names (of one kind only, if given)."""
-    return [name for name, method in registry().items() if kind is None or method.kind == kind]
-
-
-def get(name: str) -> Method:
-    """A method by name; ValueError naming the known ones if there is none."""
-    try:
-        return registry()[name]
-    except KeyError:
-        raise ValueError(f"unknown search method {name!r}; known: {', '.join(registry())}") from None
 
 
 def make_masks(n_heads: int, n_masks: int | None = None, *, method: str = "cs_stratified",
