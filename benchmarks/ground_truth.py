@@ -12,7 +12,7 @@ universal head, its role heads, both heads of a redundant pair). Each method run
 through :func:`headloc.methods.driver.drive`, the calls the workflow's rules make: a mask design
 (cs_adaptive's stage 2 as rule refine_masks makes it), greedy's rounds (k rounds, no universal
 filter: the universal head is one of the planted heads to find), a gradient method's ``run``, a
-draw; then ``Method.recover`` ranks the heads. It runs in one process: the masks are scored with
+draw; then the recovery step ranks the heads. It runs in one process: the masks are scored with
 :func:`headloc.groundtruth.truth.score_masks` (several masks per forward pass) on all of the task's
 documents, by accuracy (``--score acc``, the task's lm-eval metric) or by the gold answer's mean
 log-probability among the choices (``--score logprob``, a continuous score).
@@ -33,7 +33,6 @@ import logging
 import math
 import tempfile
 import time
-import types
 from pathlib import Path
 
 import numpy as np
@@ -42,7 +41,7 @@ import torch
 
 from headloc import methods
 from headloc.groundtruth.truth import encode, load_planted, read_documents, score_masks
-from headloc.heads import head_name
+from headloc.heads import HeadGeometry
 from headloc.methods.driver import drive
 
 LOG = logging.getLogger("ground_truth")
@@ -93,7 +92,8 @@ def benchmark(folder: Path, wanted: list[str], budgets, seeds, score: str, spars
     truth = json.loads((folder / "truth.json").read_text())
     model, tokenizer, _ = load_planted(folder / "model")
     n_layers, n_heads = model.config.num_hidden_layers, model.config.num_attention_heads
-    names = [head_name(i, n_heads) for i in range(n_layers * n_heads)]
+    geometry = HeadGeometry(n_layers, n_heads)
+    names = geometry.names
     rows = []
     for task, entry in truth["tasks"].items():
         if tasks and task not in tasks:
@@ -105,11 +105,9 @@ def benchmark(folder: Path, wanted: list[str], budgets, seeds, score: str, spars
             for budget, seed in runs_of(method, budgets, seeds):
                 start = time.perf_counter()
                 with tempfile.TemporaryDirectory() as tmp:
-                    inputs = drive(method, scorer, names, Path(tmp), budget=budget or 0, seed=seed, k=k,
-                                   sparsity=sparsity,
-                                   gradient=(model, scorer.examples(), {}) if method.kind == "gradient" else None)
-                    params = types.SimpleNamespace(method=name, alpha=0.001, seed=seed, rows=None, top_k=k)
-                    found = method.recover(inputs, names, params, LOG)
+                    gradient = (model, scorer.examples(), method.defaults) if method.kind == "gradient" else None
+                    found = drive(method, scorer, geometry, Path(tmp), budget=budget or 0, seed=seed, k=k,
+                                  sparsity=sparsity, alpha=0.001, gradient=gradient, log=LOG)
                 top = found["ranking"][:k]
                 rows.append({
                     "model": folder.name, "n_heads": len(names), "task": task, "method": name, "budget": budget,

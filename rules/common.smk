@@ -110,13 +110,6 @@ def per_search(answer):
 
 search_spec = per_search(lambda search: search.spec())
 search_method = per_search(lambda search: search.method)
-search_seed = per_search(lambda search: search.seed)  # search.seed, plus the repeat
-# The method's own config section (chg's): a change re-runs no other method's search.
-method_options = per_search(lambda search: PLAN.method_options(search.method))
-
-
-# A nested budget's number of rows (the first M of its full design); None: all of them.
-nested_rows = per_search(lambda search: search.n_masks if search.of else None)
 
 
 def universal_heads(wildcards):

@@ -1,3 +1,14 @@
+def recover_step(wildcards):
+    """Checkpoint recover_heads' parameters, with the direction of the metric its search scored."""
+    return asdict(
+        PLAN.recover_params(
+            wildcards.task,
+            wildcards.search,
+            higher_is_better=scoring_direction(wildcards),
+        )
+    )
+
+
 checkpoint recover_heads:
     """Rank the heads of one search: the Lasso of eq. (1) on the masks' scores, one-shot greedy's
     single-head effects, greedy's rounds, or a gradient method's result (a checkpoint: which heads
@@ -12,12 +23,7 @@ checkpoint recover_heads:
         "../envs/headloc.yaml"
     params:
         location=model_location,
-        method=search_method,
-        alpha=SEARCH["alpha"],
-        seed=search_seed,
-        rows=nested_rows,
-        top_k=PLAN.top_k,
-        higher_is_better=scoring_direction,  # recorded: a scored method's coef is oriented by it
+        recover=recover_step,
     script:
         "../scripts/recover_heads.py"
 

@@ -1,3 +1,12 @@
+from dataclasses import asdict
+
+
+def step_params(build):
+    """A rule param: the parameters of the job's step (the headloc.methods.steps dataclass the plan
+    builds for its search) as a dict, a plain value whose change Snakemake sees."""
+    return lambda wildcards: asdict(build(wildcards.task, wildcards.search))
+
+
 rule make_masks:
     """Build the measurement matrix Phi (M x N, 1 = ablated) of one search."""
     input:
@@ -10,8 +19,7 @@ rule make_masks:
         "../envs/headloc.yaml"
     params:
         location=model_location,
-        spec=search_spec,
-        seed=search_seed,
+        design=step_params(PLAN.design_params),
     script:
         "../scripts/make_masks.py"
 
@@ -74,9 +82,7 @@ rule gradient_search:
         location=model_location,
         model=model_options,
         task=validation_task_options,
-        method=search_method,
-        seed=SEARCH["seed"],
-        options=method_options,
+        gradient=step_params(PLAN.gradient_params),
     script:
         "../scripts/gradient_search.py"
 
@@ -96,10 +102,7 @@ rule refine_masks:
         "../envs/headloc.yaml"
     params:
         location=model_location,
-        spec=search_spec,
-        alpha=SEARCH["alpha"],
-        seed=search_seed,
-        top_k=PLAN.top_k,
+        refine=step_params(PLAN.refine_params),
     script:
         "../scripts/refine_masks.py"
 
