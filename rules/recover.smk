@@ -1,14 +1,3 @@
-def recover_step(wildcards):
-    """Checkpoint recover_heads' parameters, with the direction of the metric its search scored."""
-    return asdict(
-        PLAN.recover_params(
-            wildcards.task,
-            wildcards.search,
-            higher_is_better=scoring_direction(wildcards),
-        )
-    )
-
-
 checkpoint recover_heads:
     """Rank the heads of one search: the Lasso of eq. (1) on the masks' scores, one-shot greedy's
     single-head effects, greedy's rounds, or a gradient method's result (a checkpoint: which heads
@@ -23,7 +12,7 @@ checkpoint recover_heads:
         "../envs/headloc.yaml"
     params:
         location=model_location,
-        recover=recover_step,
+        recover=step_params(PLAN.recover_params, higher_is_better=scoring_direction),
     script:
         "../scripts/recover_heads.py"
 

@@ -1,12 +1,3 @@
-from dataclasses import asdict
-
-
-def step_params(build):
-    """A rule param: the parameters of the job's step (the headloc.methods.steps dataclass the plan
-    builds for its search) as a dict, a plain value whose change Snakemake sees."""
-    return lambda wildcards: asdict(build(wildcards.task, wildcards.search))
-
-
 rule make_masks:
     """Build the measurement matrix Phi (M x N, 1 = ablated) of one search."""
     input:
