@@ -13,7 +13,7 @@ WORLD = make_world(seed=4, n_heads=128, tau=0.02)
 SEARCHES = {
     "group testing": GroupTesting(128, 40, seed=4, k=5),
     "group testing in rounds": GroupTesting(128, 40, seed=4, k=5, masks_per_round=3),
-    "thompson": ThompsonSampling(128, 30, seed=4, sparsity=0.05, reward="damage",
+    "thompson": ThompsonSampling(128, 24, seed=4, sparsity=0.05, reward="damage",
                                  score_range=(math.log(1 / 4), 0.0), masks_per_round=2),
 }
 
