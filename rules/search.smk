@@ -78,6 +78,38 @@ rule gradient_search:
         "../scripts/gradient_search.py"
 
 
+rule sequential_search:
+    """A sequential search (group testing, Thompson sampling) on the identification subset: one
+    model load, rounds of masks scored in turn, each round's masks chosen from the scores so far;
+    a killed job's rerun resumes from the search's record (paths.RECORD)."""
+    input:
+        model=get_model_input,
+        docs=get_id_subset,
+    output:
+        paths.SEQUENTIAL,
+    log:
+        "results/logs/sequential_search/{model}/{task}/{search}.log",
+    benchmark:
+        "results/benchmarks/sequential_search/{model}/{task}/{search}.tsv"
+    wildcard_constraints:
+        search=alternatives(PLAN.searches_of_kind("sequential")),
+    conda:
+        "../envs/headloc.yaml"
+    threads: 1
+    resources:
+        gpu=1,
+        mem_mb=eval_mem_mb,
+        runtime=eval_runtime,
+    params:
+        task_digest=task_digest,  # the content of its files, not their paths
+        location=model_location,
+        model=model_options,
+        task=task_options,
+        sequential=step_params(PLAN.sequential_params, higher_is_better=scoring_direction),
+    script:
+        "../scripts/sequential_search.py"
+
+
 rule refine_masks:
     """cs_adaptive, stage 2: from stage 1's scores, masks over the heads still uncertain (none when
     stage 1's top k is settled)."""

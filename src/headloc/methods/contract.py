@@ -12,6 +12,9 @@ and the rules that run it.
   design and, with ``stages=2``, refine), ranked by a fit of the scores (``recover``).
 - ``rounds``: greedy rounds (steps round_masks and choose_head per round), ranked from its rounds.
 - ``gradient``: one gradient job on the gold continuations (step gradient runs ``run``).
+- ``sequential``: one job scores round after round, each round's masks chosen from the scores so
+  far (step sequential runs the :class:`~headloc.search.sequential.SequentialSearch` that ``search``
+  builds), ranked from its record (``recover``: :func:`read_sequential`).
 - ``draw``: no evaluation at all; ``recover`` ranks the heads from the seed alone (a baseline).
 """
 
@@ -22,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-KINDS = ("masks", "rounds", "gradient", "draw")
+KINDS = ("masks", "rounds", "gradient", "sequential", "draw")
 # How to read a heatmap whose cells are score changes (report/heatmap.rst shows a method's ``reading``).
 SCALE = ("The red-blue scale is centred at 0 and runs to the largest effect either way: red cells lower the\n"
          "score when ablated (the head helps the task), blue cells raise it.")
@@ -80,6 +83,9 @@ class Method:
     design: kind ``masks``: ``design(n_heads, n_masks, sparsity, rng) -> (M, N) int8 array``.
     run: kind ``gradient``: ``run(model, examples, options, seed, batch_size) -> result`` (see
         :func:`headloc.engine.supervision.recovery_fields`); ``batch_size``: rows per forward pass.
+    search: kind ``sequential``: ``search(n_heads, params) ->``
+        :class:`~headloc.search.sequential.SequentialSearch`, its settings from a
+        :class:`~headloc.methods.steps.SequentialParams` (the record of scores then drives it).
     budgeted: spends ``search.n_masks`` masked evaluations (``budgets`` and ``sparsity`` apply).
     nested: a smaller budget is the first rows of the full design (one scoring serves every budget).
     repeats: random, so ``search.repeats`` draws it again (seed + repeat).
@@ -101,6 +107,7 @@ class Method:
     recover: Callable
     design: Callable | None = None
     run: Callable | None = None
+    search: Callable | None = None
     budgeted: bool = False
     nested: bool = False
     repeats: bool = False
@@ -113,9 +120,10 @@ class Method:
     def __post_init__(self):
         if self.kind not in KINDS:
             raise ValueError(f"method {self.name}: kind {self.kind!r}, expected one of {', '.join(KINDS)}")
-        if (self.kind == "masks") != (self.design is not None) or (self.kind == "gradient") != (self.run is not None):
+        needs = {"masks": self.design, "gradient": self.run, "sequential": self.search}
+        if any((self.kind == kind) != (supplied is not None) for kind, supplied in needs.items()):
             raise ValueError(f"method {self.name}: a masks method needs a design, a gradient method a run, "
-                             "and no other kind has either")
+                             "a sequential method a search, and no other kind has any of them")
 
     def with_defaults(self, options: Mapping | None) -> dict:
         """Its hyperparameters: ``options`` (its config section, or some of it) over its ``defaults``."""
@@ -124,7 +132,7 @@ class Method:
     @property
     def scored(self) -> bool:
         """Whether it scores masked evaluations (so a search's scoring task and metric name it)."""
-        return self.kind in ("masks", "rounds")
+        return self.kind in ("masks", "rounds", "sequential")
 
 
 # ---------------------------------------------------------------- shared recovery steps
@@ -184,12 +192,24 @@ def lasso_recover(inputs, names, params, log) -> dict:
 
 def read_gradient(inputs, names, params, log) -> dict:
     """What rule gradient_search found (gradient.json), checked against the method and the model's heads."""
+    return read_result(inputs.gradient, names, params)
+
+
+def read_sequential(inputs, names, params, log) -> dict:
+    """What rule sequential_search found (sequential.json), checked against the method and the
+    model's heads."""
+    return read_result(inputs.sequential, names, params)
+
+
+def read_result(path, names, params) -> dict:
+    """A one-job search's part of recovery.json (a gradient or sequential step's output): its
+    ``method`` must be the search's, its ranking and values cover every head of the model."""
     from headloc.io import read_json
 
-    found = read_json(inputs.gradient)
+    found = read_json(path)
     method = found.pop("method")
     if method != params.method:
-        raise ValueError(f"{inputs.gradient} holds a {method!r} search, expected {params.method!r}")
+        raise ValueError(f"{path} holds a {method!r} search, expected {params.method!r}")
     if sorted(found["ranking"]) != sorted(names) or sorted(found["coef"]) != sorted(names):
-        raise ValueError(f"{inputs.gradient} ranks {len(found['ranking'])} heads, not the model's {len(names)}")
+        raise ValueError(f"{path} ranks {len(found['ranking'])} heads, not the model's {len(names)}")
     return found

@@ -2,7 +2,7 @@
 run, in the rules' order, with a ``score`` function in place of the scoring jobs.
 
 The workflow spreads a search over jobs (make_masks, score_masks, refine_masks, greedy's rounds,
-gradient_search, recover_heads), each a script that makes one step's call. :func:`drive` makes the
+gradient_search, sequential_search, recover_heads), each a script that makes one step's call. :func:`drive` makes the
 same calls, writing the same files under one folder; headloc.locate, benchmarks/ground_truth.py and
 the method contract test run every method this way, without Snakemake.
 """
@@ -10,7 +10,7 @@ the method contract test run every method this way, without Snakemake.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +26,8 @@ GRADIENT_BATCH = 256  # rows per forward pass of a gradient method: memory only,
 
 def drive(method, score, geometry: HeadGeometry, folder, *, budget: int = 0, seed: int = 0, k: int = 1,
           sparsity: float = 0.05, alpha: float | str = 0.001, gradient: tuple | None = None,
-          universal: Sequence[str] = (), higher_is_better: bool = True, log=LOG) -> dict:
+          universal: Sequence[str] = (), higher_is_better: bool = True, options: Mapping | None = None,
+          log=LOG) -> dict:
     """Run ``method`` (a registered :class:`~headloc.methods.Method`) by its kind and recover its
     ranking; return recovery.json as rule recover_heads writes it, less the search's identity
     (model, task, search). The steps' files are written under ``folder``.
@@ -38,7 +39,8 @@ def drive(method, score, geometry: HeadGeometry, folder, *, budget: int = 0, see
     ``search`` keys. ``gradient`` is ``(model, examples, options)`` for a gradient method (examples
     as :class:`headloc.engine.supervision.Example`; options its whole config section, defaults
     included: :meth:`headloc.methods.Method.with_defaults`). ``universal``: heads greedy's
-    rounds leave out, as with ``universal.filter`` on.
+    rounds leave out, as with ``universal.filter`` on. ``options``: a sequential method's config
+    section (over its defaults); ``budget`` is then its most masks, the unablated row included.
     """
     run = _Run(score, geometry, Path(folder), higher_is_better, log)
     if method.kind == "masks":
@@ -47,8 +49,11 @@ def drive(method, score, geometry: HeadGeometry, folder, *, budget: int = 0, see
     elif method.kind == "rounds":
         inputs = run.rounds(k, universal)
     elif method.kind == "gradient":
-        model, examples, options = gradient
-        inputs = run.gradient(steps.GradientParams(method.name, seed, options), model, examples)
+        model, examples, gradient_options = gradient
+        inputs = run.gradient(steps.GradientParams(method.name, seed, gradient_options), model, examples)
+    elif method.kind == "sequential":
+        inputs = run.sequential(steps.SequentialParams(method.name, budget, seed, k, sparsity,
+                                                       method.with_defaults(options), higher_is_better))
     else:
         inputs = steps.RecoverInputs()  # a draw evaluates nothing
     recovery = steps.RecoverParams(method.name, alpha, seed, k, higher_is_better)
@@ -97,6 +102,12 @@ class _Run:
         result = self.folder / "gradient.json"
         steps.gradient(params, model, examples, GRADIENT_BATCH, result, self.log)
         return steps.RecoverInputs(gradient=str(result))
+
+    def sequential(self, params: steps.SequentialParams) -> steps.RecoverInputs:
+        """Step sequential, scoring each round with ``score``; its record lies beside its result."""
+        result = self.folder / "sequential.json"
+        steps.sequential(params, self.geometry, self.score, self.folder / "record.npz", result, self.log)
+        return steps.RecoverInputs(sequential=str(result))
 
     def scored(self, masks: np.ndarray, name: str) -> list[str]:
         """Score ``masks`` and write their table as rule score_masks does (no rows: nothing to

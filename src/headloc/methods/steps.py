@@ -7,6 +7,8 @@ A method's kind (:data:`~headloc.methods.contract.KINDS`) decides which steps ru
 - ``rounds``: per round, :func:`round_masks` (rule make_greedy_masks), the scoring (rule
   score_greedy_masks), :func:`choose_head` (rule choose_greedy_head);
 - ``gradient``: :func:`gradient` (rule gradient_search);
+- ``sequential``: :func:`sequential` (rule sequential_search), which scores round after round
+  through the ``score`` function it is handed and keeps a record to resume from;
 - ``draw``: nothing;
 
 then :func:`recover` (checkpoint recover_heads) for every kind. The scoring is no method's step: the
@@ -14,7 +16,7 @@ engine does it (scripts/score_masks.py), or the ``score`` function handed to the
 
 Each step reads its input files, writes its output files and returns what it wrote. Its parameters
 come as a frozen dataclass (:class:`DesignParams`, :class:`RefineParams`, :class:`GradientParams`,
-:class:`RecoverParams`) that :class:`headloc.workflow.plan.Plan` builds from the config. A rule's
+:class:`SequentialParams`, :class:`RecoverParams`) that :class:`headloc.workflow.plan.Plan` builds from the config. A rule's
 script reads Snakemake's params into the dataclass and makes one call;
 :func:`headloc.methods.driver.drive` makes the same calls in the same order in one process, so the
 workflow and the driver cannot drift.
@@ -29,14 +31,16 @@ workflow and the driver cannot drift.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
 
 import numpy as np
 
 from headloc.heads import HeadGeometry
-from headloc.io import read_json, save_npy, write_json
+from headloc.io import atomic_path, oriented, read_json, save_npy, write_json
 from headloc.methods.contract import scored_masks
 from headloc.methods.registry import get, names
 
@@ -74,6 +78,21 @@ class GradientParams:
 
 
 @dataclass(frozen=True)
+class SequentialParams:
+    """Rule sequential_search: the method, its budget (masks scored at most, the unablated row
+    included), seed, the top k it looks for, the share of heads a mask ablates (Thompson sampling),
+    its options (its config section, defaults filled in) and the scored metric's direction."""
+
+    method: str
+    n_masks: int
+    seed: int
+    top_k: int
+    sparsity: float
+    options: Mapping = field(default_factory=dict)
+    higher_is_better: bool = True
+
+
+@dataclass(frozen=True)
 class RecoverParams:
     """Checkpoint recover_heads: the method, the Lasso penalty, the seed, the top k, the scored
     metric's direction (recorded) and, for a nested budget, how many rows of the full design it fits
@@ -90,8 +109,8 @@ class RecoverParams:
 @dataclass(frozen=True)
 class RecoverInputs:
     """The files the earlier steps of a search left for :func:`recover`, by kind: a design's masks
-    and scores (and stage 2's), greedy's rounds (``chosen.json`` each), or a gradient job's result;
-    none for a draw. :meth:`headloc.workflow.plan.Plan.recovery_inputs` names them."""
+    and scores (and stage 2's), greedy's rounds (``chosen.json`` each), a gradient or sequential
+    job's result; none for a draw. :meth:`headloc.workflow.plan.Plan.recovery_inputs` names them."""
 
     masks: str | None = None
     scores: Sequence[str] = ()
@@ -99,6 +118,7 @@ class RecoverInputs:
     stage2_scores: Sequence[str] = ()
     rounds: Sequence[str] = ()
     gradient: str | None = None
+    sequential: str | None = None
 
     @classmethod
     def of(cls, inputs) -> RecoverInputs:
@@ -226,6 +246,74 @@ def gradient(params: GradientParams, model, examples, batch_size: int, result_ou
     found = {"method": params.method, "n_docs": len(examples), **ranked}
     write_json(result_out, found)
     return found
+
+
+def sequential(params: SequentialParams, geometry: HeadGeometry, score, record_path, result_out, log, *,
+               key: str = "") -> dict:
+    """Rule sequential_search: the method's sequential search, round by round, each round's masks
+    scored in one call of ``score(masks) -> scores`` (raw, in the metric's direction, so that the
+    round shares forward passes), every round appended to the record at ``record_path`` before the
+    next is proposed. A record left by a killed run of the same search (same parameters and
+    ``key``: what the scores depend on beyond them, e.g. the model's and documents' files) is
+    resumed: no mask it holds is scored again. Writes the method's part of recovery.json to
+    ``result_out``."""
+    search = get(params.method).search(geometry.total, params)
+    identity = json.dumps({"params": asdict(params), "key": key}, sort_keys=True, default=str)
+    masks, raw = read_record(record_path, identity, geometry.total, log)
+    pending = search.next_masks(masks, oriented(raw, params.higher_is_better))
+    scored = 0
+    while pending is not None:
+        new = np.asarray(score(pending), dtype=float).reshape(-1)
+        if len(new) != len(pending):
+            raise ValueError(f"score returned {len(new)} scores for {len(pending)} masks")
+        masks, raw = np.vstack([masks, pending]), np.concatenate([raw, new])
+        write_record(record_path, masks, raw, identity)
+        scored += len(pending)
+        log.info("%s: scored %d masks this round, %d in the record (budget %d)", params.method, len(pending),
+                 len(masks), params.n_masks)
+        pending = search.next_masks(masks, oriented(raw, params.higher_is_better))
+    found = search.recover(masks, oriented(raw, params.higher_is_better))
+    log.info("%s: done after %d masks (%d scored in this run); top heads %s", params.method, found.n_evals, scored,
+             ", ".join(geometry.names[i] for i in found.ranking[: params.top_k]))
+    result = {"method": params.method, **sequential_fields(found, geometry.names)}
+    write_json(result_out, result)
+    return result
+
+
+def sequential_fields(found, names: Sequence[str]) -> dict:
+    """recovery.json's ranking fields of a sequential search's
+    :class:`~headloc.search.sequential.Recovery`: ranked head names, each head's value and what it
+    is (``labels``), the evaluations (the unablated row included) and the unablated score
+    (``intercept``); ``details`` are the search's own (head indices are flat: ``names[i]``)."""
+    return {
+        "n_evals": int(found.n_evals), "alpha": None, "r2": None, "intercept": float(found.baseline),
+        "ranking": [names[i] for i in found.ranking],
+        "coef": {name: float(value) for name, value in zip(names, found.coef)},
+        "labels": dict(zip(names, found.labels)),
+        "details": dict(found.details),
+    }
+
+
+def read_record(path, identity: str, n_heads: int, log) -> tuple[np.ndarray, np.ndarray]:
+    """A sequential search's record (masks, raw scores) at ``path``; empty when there is none, or
+    when it is another search's (its ``identity`` differs: the search is started afresh)."""
+    empty = np.zeros((0, n_heads), dtype=np.int8), np.zeros(0)
+    if not Path(path).exists():
+        return empty
+    with np.load(path) as record:
+        if str(record["identity"]) != identity:
+            log.info("%s was left by another search or inputs: starting afresh", path)
+            return empty
+        masks, raw = record["masks"], record["scores"]
+    log.info("resuming from %s: %d masks already scored", path, len(masks))
+    return masks, raw
+
+
+def write_record(path, masks: np.ndarray, raw: np.ndarray, identity: str) -> None:
+    """The whole record, atomically (:func:`headloc.io.atomic_path`): a kill at any instant leaves
+    the previous record or this one, never half of one."""
+    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+        np.savez(handle, masks=masks.astype(np.int8), scores=raw.astype(float), identity=np.array(identity))
 
 
 def recover(params: RecoverParams, inputs: RecoverInputs, geometry: HeadGeometry, log) -> dict:

@@ -35,6 +35,10 @@ ROUND_SCORES = f"{SEARCH}/round{{round}}/scores/{{chunk}}.tsv"
 ROUND_SAMPLES = f"{SEARCH}/round{{round}}/scores/{{chunk}}.samples.jsonl"
 CHOSEN = f"{SEARCH}/round{{round}}/chosen.json"
 GRADIENT = f"{SEARCH}/gradient.json"
+SEQUENTIAL = f"{SEARCH}/sequential.json"
+# a sequential search's scored masks so far: no rule's output (Snakemake would delete a killed
+# job's outputs), so a rerun of the killed job resumes from it (headloc.methods.steps.sequential)
+RECORD = f"{SEARCH}/record.npz"
 RECOVERY = f"{SEARCH}/recovery.json"
 HEATMAP = f"{SEARCH}/heatmap.png"
 ID_TOPK = f"{SEARCH}/id_topk.json"

@@ -240,7 +240,7 @@ class Plan:
     def recovery_inputs(self, model: str, task: str, search_id: str, model_input: Sequence[str] = ()) -> dict:
         """The files rule recover_heads reads for one search, by its method's kind: a design's masks and
         scores (both stages' for a two-stage method; another search's rows when it reuses them),
-        greedy's rounds, a gradient job's result, or only the model (a draw needs its heads)."""
+        greedy's rounds, a gradient or sequential job's result, or only the model (a draw needs its heads)."""
         search = self.search(task, search_id)
         method = methods.get(search.method)
         where = {"model": model, "task": task, "search": search_id}
@@ -249,6 +249,8 @@ class Plan:
             return {"masks": paths.MASKS.format(**rows), "scores": self.chunk_files(paths.SCORES, **rows)}
         if method.kind == "gradient":
             return {"gradient": paths.GRADIENT.format(**where)}
+        if method.kind == "sequential":
+            return {"sequential": paths.SEQUENTIAL.format(**where)}
         if method.kind == "rounds":
             return {"rounds": [paths.CHOSEN.format(round=r, **where) for r in range(1, self.top_k + 1)]}
         if method.kind == "draw":
@@ -275,6 +277,14 @@ class Plan:
         """Rule gradient_search: the method, its seed and its options."""
         search = self.search(task, search_id)
         return steps.GradientParams(search.method, search.seed, self.method_options(search.method))
+
+    def sequential_params(self, task: str, search_id: str, *, higher_is_better: bool) -> steps.SequentialParams:
+        """Rule sequential_search: the method, its budget (``search.n_masks``, or one of
+        ``search.budgets``), seed, the top k, ``search.sparsity``, its options and the scored
+        metric's direction (the scores it reads are oriented higher-is-better)."""
+        search = self.search(task, search_id)
+        return steps.SequentialParams(search.method, search.n_masks, search.seed, self.top_k, search.sparsity,
+                                      self.method_options(search.method), higher_is_better)
 
     def recover_params(self, task: str, search_id: str, *, higher_is_better: bool) -> steps.RecoverParams:
         """Checkpoint recover_heads; ``higher_is_better``, the scored metric's direction, is a fact of

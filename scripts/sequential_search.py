@@ -1,0 +1,37 @@
+"""Run a sequential search method (group_testing, thompson) on the identification subset (rule
+sequential_search): one model load, then headloc.methods.steps.sequential, which scores round after
+round through the evaluator (a round's masks share forward passes, masks_per_pass at a time) and
+resumes from the search's record when a killed run of the same job left one."""
+
+import json
+import os
+
+import numpy as np
+import torch
+
+from headloc.engine.evaluation import TaskSpec, load_evaluator
+from headloc.io import log_to_file
+from headloc.methods import steps
+from headloc.model.gpus import claim_gpu
+from headloc.workflow import paths
+from headloc.workflow.portable import include_path, located
+
+log = log_to_file(snakemake.log[0])
+claim_gpu(log, spread=bool(snakemake.params.model.get("device_map")))  # before CUDA starts (headloc.model.gpus)
+torch.set_num_threads(snakemake.threads)
+p = snakemake.params
+task = TaskSpec(**located(p.task, snakemake.config)).with_documents(snakemake.input.docs)
+evaluator = load_evaluator(p.location, task, include_path=include_path(snakemake.config), log=log, **p.model)
+
+
+def score(masks):
+    return np.array([result.score for result in evaluator.evaluate_masks(masks, desc=p.sequential["method"])])
+
+
+# what the record's scores depend on beyond the step's parameters: a record left by a run on other
+# model files, documents or task files is not resumed (the step starts afresh)
+inputs = [str(path) for path in snakemake.input]
+key = json.dumps({"task_digest": p.task_digest, "location": p.location, "model": p.model, "task": p.task,
+                  "inputs": {path: os.stat(path).st_mtime_ns for path in inputs}}, sort_keys=True, default=str)
+steps.sequential(steps.SequentialParams(**p.sequential), evaluator.geometry, score,
+                 paths.RECORD.format(**snakemake.wildcards), snakemake.output[0], log, key=key)

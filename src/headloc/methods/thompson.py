@@ -1,0 +1,49 @@
+"""Thompson sampling as in the paper's released code (:mod:`headloc.search.thompson`; the paper
+does not describe it): a Beta posterior per head, each iteration ablates the ``search.sparsity``
+share of heads with the highest draws and updates every head from the score. ``search.n_masks``
+masks (the unablated row included). Options: section ``thompson`` (``reward``: ``score`` as
+released, which favours heads whose ablation leaves the score high, or ``damage``;
+``score_range``: the metric's worst and best, in its own units, to map a score into [0, 1])."""
+
+from headloc.methods.contract import Method, read_sequential
+
+DEFAULTS = {"reward": "score", "score_range": [0.0, 1.0]}
+
+
+def search(n_heads, params):
+    from headloc.search.thompson import ThompsonSampling
+
+    options = {**DEFAULTS, **params.options}
+    span = options["score_range"]
+    if isinstance(span, str) or len(span) != 2:
+        raise ValueError(f"thompson.score_range must be [worst, best] of the metric, got {span!r}")
+    worst, best = span
+    # the search reads higher-is-better scores: a lower-is-better metric's range is negated with them
+    low, high = (worst, best) if params.higher_is_better else (-worst, -best)
+    return ThompsonSampling(n_heads=n_heads, budget=params.n_masks, seed=params.seed, sparsity=params.sparsity,
+                            reward=options["reward"], score_range=(float(low), float(high)))
+
+
+def search_id(parts) -> str:
+    o = {**DEFAULTS, **parts.options}
+    worst, best = o["score_range"]
+    scale = "" if [worst, best] == DEFAULTS["score_range"] else f"_v{worst:g}to{best:g}"
+    return (f"thompson_m{parts.n_masks}_p{parts.sparsity:g}_{o['reward']}{scale}_{parts.tail}"
+            f"{f'_r{parts.repeat}' if parts.repeat else ''}")
+
+
+METHODS = (
+    Method(
+        name="thompson", kind="sequential",
+        about="Thompson sampling as in the released code (its reward: the score, as released, or the damage)",
+        label="posterior mean of the reward (Thompson sampling)", marker="h",
+        reading="Each cell is the head's posterior mean reward a / (a + b), in [0, 1]: the heads are ranked by it,\n"
+                "highest first. With ``thompson.reward: score`` (the released code's rule) the reward is the\n"
+                "score of the masks that ablated the head, so a high cell is a head whose ablation left the task's\n"
+                "score HIGH: the top heads are the ones the task needs least. With ``damage`` the reward is\n"
+                "the share of the way from the unablated score to the floor a mask went: a high cell is a\n"
+                "head whose ablation hurt. The red-blue scale is centred at 0, so every cell here is blue.",
+        search_id=search_id, recover=read_sequential, search=search, budgeted=True, repeats=True,
+        options="thompson", defaults=DEFAULTS,
+    ),
+)
