@@ -26,7 +26,12 @@ from headloc.model.ablation import ablate_heads, masks_to_gate
 NAMES = [head_name(i, N_HEADS) for i in range(N_LAYERS * N_HEADS)]
 GEOMETRY = HeadGeometry(N_LAYERS, N_HEADS)
 N_MASKS, SPARSITY, TOP_K = 12, 0.25, 2
-FAST_OPTIONS = {"chg": {"seeds": 1, "lam": 0.1, "steps": 10}}  # a method's options section, kept small
+FAST_OPTIONS = {"chg": {"seeds": 1, "lam": 0.1, "steps": 10},  # a method's options section, kept small
+                # the variant that rewards damage (as released, the reward favours the heads the task
+                # needs least: test_thompson_as_released_ranks_the_planted_head_low); the loss floor 5
+                # nats: ablating PLANTED costs 4.6
+                "thompson": {"reward": "damage", "score_range": [-5, 0]}}
+BUDGETS = {"thompson": 24}  # Thompson sampling's posterior needs more draws than the 12 masks of a design
 
 
 @pytest.fixture(scope="module")
@@ -71,8 +76,8 @@ def drive(method, model, examples, folder) -> tuple[dict, int]:
         return score(model, examples, masks)
 
     options = FAST_OPTIONS.get(method.options, {})
-    found = driver.drive(method, counted, GEOMETRY, folder, budget=N_MASKS, seed=0, k=TOP_K, sparsity=SPARSITY,
-                         alpha=0.001, gradient=(model, examples, options))
+    found = driver.drive(method, counted, GEOMETRY, folder, budget=BUDGETS.get(method.name, N_MASKS), seed=0, k=TOP_K,
+                         sparsity=SPARSITY, alpha=0.001, gradient=(model, examples, options), options=options)
     return found, sum(spent)
 
 
@@ -132,10 +137,46 @@ def test_a_lower_is_better_score_ranks_the_same_heads(name, model, examples, tmp
     method = methods.get(name)
     planted = format_head(*PLANTED)
     for higher_is_better, folder in ((False, tmp_path / "told"), (True, tmp_path / "wrong")):
-        found = driver.drive(method, lambda masks: -score(model, examples, masks), GEOMETRY, folder, budget=N_MASKS,
-                             seed=0, k=TOP_K, sparsity=SPARSITY, alpha=0.001, higher_is_better=higher_is_better)
+        options = FAST_OPTIONS.get(method.options)
+        if name == "thompson":  # its range, worst first, in the loss's units as the direction told reads them
+            options = {**options, "score_range": [0, 5] if higher_is_better else [5, 0]}
+        found = driver.drive(method, lambda masks: -score(model, examples, masks), GEOMETRY, folder,
+                             budget=BUDGETS.get(name, N_MASKS), seed=0, k=TOP_K, sparsity=SPARSITY, alpha=0.001,
+                             higher_is_better=higher_is_better, options=options)
         if higher_is_better:
             assert found["ranking"][0] != planted and planted not in found["ranking"][:TOP_K], found["ranking"]
         else:
             assert found["ranking"][0] == planted, found["ranking"]
-            assert found["coef"][planted] < 0, "oriented: ablating it makes the task worse"
+            if name != "thompson":  # its value is a posterior mean reward in [0, 1], not a score change
+                assert found["coef"][planted] < 0, "oriented: ablating it makes the task worse"
+
+
+def test_thompson_as_released_ranks_the_planted_head_low(model, examples, tmp_path):
+    """The released code's reward is the score itself (docs/methods.md): a mask that ablates PLANTED
+    scores low, so PLANTED earns little, and its posterior mean ranks it below the heads whose
+    ablation leaves the score high: out of the top k, where the damage reward puts it first."""
+    method = methods.get("thompson")
+    found = driver.drive(method, lambda masks: score(model, examples, masks), GEOMETRY, tmp_path,
+                         budget=BUDGETS["thompson"], seed=0, k=TOP_K, sparsity=SPARSITY,
+                         options={"reward": "score", "score_range": [-5, 0]})
+    assert format_head(*PLANTED) not in found["ranking"][:TOP_K], found["ranking"]
+    assert set(found["labels"].values()) == {"posterior mean of the reward (score)"}
+
+
+def test_a_sequential_search_records_every_mask_it_scored(model, examples, tmp_path):
+    """Group testing's record (record.npz beside sequential.json) holds every scored mask once, the
+    unablated row first, with the raw scores; driven again on it, nothing is scored again."""
+    method, spent = methods.get("group_testing"), []
+
+    def counted(masks):
+        spent.append(len(masks))
+        return score(model, examples, masks)
+
+    first = driver.drive(method, counted, GEOMETRY, tmp_path, budget=N_MASKS, seed=0, k=TOP_K)
+    with np.load(tmp_path / "record.npz") as record:
+        masks, raw = record["masks"], record["scores"]
+    assert not masks[0].any() and len(masks) == first["n_evals"] == sum(spent)
+    assert len({row.tobytes() for row in masks}) == len(masks)
+    assert raw == pytest.approx(score(model, examples, masks))
+    again = driver.drive(method, counted, GEOMETRY, tmp_path, budget=N_MASKS, seed=0, k=TOP_K)
+    assert sum(spent) == first["n_evals"] and again == first

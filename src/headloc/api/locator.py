@@ -48,11 +48,13 @@ def locate(model, tokenizer, task, *, method: str = "cs_stratified", budget: int
         of a task YAML (its folder is searched for includes and utils), or a callable
         ``task(model) -> float`` that scores the model (called with the heads of a mask ablated).
     method : a registered search method (``headloc.methods.names()``).
-    budget : masks a budgeted method spends (compressed sensing; default 100); others take none.
+    budget : masks a budgeted method spends (compressed sensing, and the most a sequential search
+        spends; default 100); others take none.
     top_k : heads to report and validate; also greedy's rounds and cs_adaptive's target.
     seed, sparsity, alpha : the mask design's seed, the share of heads a mask ablates, the Lasso
         penalty (``"cv"``: cross-validated).
-    options : a gradient method's hyperparameters (e.g. CHG's ``{"steps": 50}``), over its defaults.
+    options : a gradient or sequential method's hyperparameters (e.g. CHG's ``{"steps": 50}``,
+        Thompson sampling's ``{"reward": "damage"}``), over its defaults.
     documents : which documents the search scores (see :func:`headloc.api.tasks.resolve_task`).
     metric, chat, dataset_kwargs : the lm-eval metric (default: the task's first), chat template,
         arguments of the task's document loader.
@@ -76,7 +78,7 @@ def locate(model, tokenizer, task, *, method: str = "cs_stratified", budget: int
     gradient = _gradient(spec, resolved, model, tokenizer, method_options)
     found = drive(spec, score, HeadGeometry.of(model.config), work.name, budget=budget, seed=seed, k=top_k,
                   sparsity=sparsity, alpha=alpha, gradient=gradient, higher_is_better=resolved.higher_is_better,
-                  log=LOG)
+                  options=method_options, log=LOG)
     n_docs = count_documents(resolved)
     search = _search_id(spec, n_docs, seed=seed, budget=budget, sparsity=sparsity, top_k=top_k,
                         options=method_options)

@@ -18,6 +18,11 @@ def search(n_heads, params):
     if isinstance(span, str) or len(span) != 2:
         raise ValueError(f"thompson.score_range must be [worst, best] of the metric, got {span!r}")
     worst, best = span
+    if (worst >= best) if params.higher_is_better else (worst <= best):
+        direction = "higher" if params.higher_is_better else "lower"
+        raise ValueError(f"thompson.score_range must be [worst, best] of the metric, in its own units: for a "
+                         f"{direction}-is-better metric worst is the {'smaller' if direction == 'higher' else 'larger'}"
+                         f" (e.g. {'[0, 1]' if direction == 'higher' else '[1000, 1] for a perplexity'}), got {span!r}")
     # the search reads higher-is-better scores: a lower-is-better metric's range is negated with them
     low, high = (worst, best) if params.higher_is_better else (-worst, -best)
     return ThompsonSampling(n_heads=n_heads, budget=params.n_masks, seed=params.seed, sparsity=params.sparsity,
