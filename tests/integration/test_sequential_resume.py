@@ -1,0 +1,144 @@
+"""A sequential search killed mid-way (SIGTERM, SIGKILL) resumes from its record and ends with the
+same record and result as an uninterrupted one, scoring no recorded mask again.
+
+The step (headloc.methods.steps.sequential, the one call of rule sequential_search's script) runs
+in a real subprocess on the planted tiny model (tests/planted.py), its scorer slowed so the kill
+lands between rounds or inside one; every mask it starts scoring is appended to a journal first.
+The same step, called again in this process as the rerun of the killed job would call it, goes on
+from the record. The reference is the same step uninterrupted.
+"""
+
+import contextlib
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from planted import N_HEADS, N_LAYERS, planted_dir, planted_examples, weakened
+
+from headloc.heads import HeadGeometry
+from headloc.methods import steps
+
+TESTS = Path(__file__).resolve().parents[1]
+PARAMS = steps.SequentialParams("thompson", 24, 0, 2, 0.25, {"reward": "damage", "score_range": [-5, 0]})
+KILL_AFTER = 4  # masks recorded before the kill (of 24: most are still to score)
+LOG = logging.getLogger("test_sequential_resume")
+
+# the subprocess: the step with a journal of the masks it starts to score, and a pause per round
+SCRIPT = textwrap.dedent("""
+    import logging, sys, time
+    from pathlib import Path
+    from transformers import LlamaForCausalLM
+    sys.path.insert(0, sys.argv[4])
+    import test_sequential_resume as here
+    from headloc.methods import steps
+
+    folder, pause = Path(sys.argv[1]), float(sys.argv[3])
+    model = here.weakened(LlamaForCausalLM.from_pretrained(sys.argv[2]).eval(), 0.2)
+    score = here.journaled(model, here.planted_examples(12), folder / "journal.txt", pause)
+    steps.sequential(here.PARAMS, here.GEOMETRY, score, folder / "record.npz", folder / "sequential.json",
+                     logging.getLogger())
+""")
+GEOMETRY = HeadGeometry(N_LAYERS, N_HEADS)
+
+
+def journaled(model, examples, journal: Path, pause: float = 0.0):
+    """``score(masks)``: each mask's mean gold log-likelihood, each mask appended to ``journal``
+    before it is scored (so the journal holds every mask a run started on), ``pause`` s per round."""
+    from headloc.model.ablation import ablate_heads, masks_to_gate
+
+    tokens = torch.tensor([list(e.context) + list(e.target) for e in examples])
+
+    def score(masks):
+        with open(journal, "a") as handle:
+            handle.writelines("".join(map(str, row)) + "\n" for row in masks)
+        time.sleep(pause)
+        found = []
+        for row in masks:
+            ablation = ablate_heads(model, masks_to_gate(row, GEOMETRY)) if row.any() else contextlib.nullcontext()
+            with torch.no_grad(), ablation:
+                logits = model(tokens[:, :-1]).logits[:, -1].double()
+            found.append(float(torch.log_softmax(logits, -1).gather(1, tokens[:, -1:]).mean()))
+        return np.array(found)
+
+    return score
+
+
+def journal(folder: Path) -> list[str]:
+    path = folder / "journal.txt"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def record(folder: Path) -> tuple[np.ndarray, np.ndarray]:
+    with np.load(folder / "record.npz") as found:
+        return found["masks"], found["scores"]
+
+
+@pytest.fixture(scope="module")
+def model():
+    from transformers import LlamaForCausalLM
+
+    return weakened(LlamaForCausalLM.from_pretrained(planted_dir()).eval(), 0.2)
+
+
+def run_step(model, folder: Path) -> dict:
+    score = journaled(model, planted_examples(12), folder / "journal.txt")
+    return steps.sequential(PARAMS, GEOMETRY, score, folder / "record.npz", folder / "sequential.json", LOG)
+
+
+@pytest.fixture(scope="module")
+def reference(model, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("uninterrupted")
+    return folder, run_step(model, folder)
+
+
+def kill_mid_run(folder: Path, sig) -> int:
+    """Start the step in a subprocess, send ``sig`` once KILL_AFTER masks are recorded; its exit code."""
+    script = folder / "run.py"
+    script.write_text(SCRIPT)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": os.pathsep.join([str(TESTS), str(TESTS.parent / "src")])}
+    process = subprocess.Popen([sys.executable, str(script), str(folder), str(planted_dir()), "0.2",
+                                str(Path(__file__).parent)], env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 300
+    while not ((folder / "record.npz").exists() and len(record(folder)[0]) >= KILL_AFTER):
+        if process.poll() is not None:
+            pytest.fail(f"the search ended before the kill:\n{process.stdout.read()[-3000:]}")
+        if time.monotonic() > deadline:
+            process.kill()
+            pytest.fail("no round was recorded in time")
+        time.sleep(0.02)
+    process.send_signal(sig)
+    return process.wait(timeout=60)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_a_killed_sequential_search_resumes_to_the_same_result(sig, model, reference, tmp_path):
+    reference_folder, expected = reference
+    assert kill_mid_run(tmp_path, sig) != 0
+    assert not (tmp_path / "sequential.json").exists(), "killed before the end"
+    kept, _ = record(tmp_path)  # whole: the old or the new record, never half of one
+    started = journal(tmp_path)
+    assert KILL_AFTER <= len(kept) < PARAMS.n_masks
+    assert len(started) - len(kept) in (0, 1), "one mask at most was being scored"
+
+    found = run_step(model, tmp_path)  # the rerun of the killed job
+    resumed = journal(tmp_path)[len(started):]
+    recorded = {"".join(map(str, row)) for row in kept}
+    assert not recorded & set(resumed), "a recorded mask was scored again"
+    masks, scores = record(tmp_path)
+    assert len(resumed) == len(masks) - len(kept) == expected["n_evals"] - len(kept)
+    reference_masks, reference_scores = record(reference_folder)
+    assert np.array_equal(masks, reference_masks) and scores == pytest.approx(reference_scores, abs=1e-12)
+    assert found == expected
+    assert json.loads((tmp_path / "sequential.json").read_text()) == json.loads(
+        (reference_folder / "sequential.json").read_text())
+    assert not list(tmp_path.glob(".record.npz.*.tmp")), "the killed writer's temporary file is cleared"
