@@ -105,7 +105,9 @@ rule sequential_search:
         location=model_location,
         model=model_options,
         task=task_options,
-        sequential=step_params(PLAN.sequential_params, higher_is_better=scoring_direction),
+        sequential=step_params(
+            PLAN.sequential_params, higher_is_better=scoring_direction
+        ),
     script:
         "../scripts/sequential_search.py"
 
