@@ -38,7 +38,8 @@ from headloc.report import FIGURES, TABLES
 N_MASKS, BUDGET, REPEATS, TOP_K, ID_DOCS = 8, 6, 2, 2, 4
 CHG = {"seeds": 2, "lam": 0.1, "steps": 6}
 # ioi is searched by every method; induction by the mask methods that need no gradients
-IOI_METHODS = ["cs_stratified", "greedy1s", "greedy", "cs_adaptive", "attribution", "chg", "random"]
+IOI_METHODS = ["cs_stratified", "greedy1s", "greedy", "cs_adaptive", "attribution", "chg", "random", "group_testing",
+               "thompson"]
 METHODS = ["cs_stratified", "greedy1s", "greedy"]
 TASKS = ("ioi", "induction")
 BATCH_SIZE = 8
@@ -62,6 +63,9 @@ HEADS = [f"L{layer}H{head}" for layer in range(2) for head in range(4)]
 GREEDY, ONE_SHOT = f"greedy_k{TOP_K}_xu_n{ID_DOCS}_s0", f"greedy1s_n{ID_DOCS}_s0"
 DRAWS = {"random_s0": 0, "random_s0_r1": 1}  # search id: seed (search.seed + repeat)
 GRADIENT = {f"attribution_n{ID_DOCS}_s0", f"chg_x{CHG['seeds']}_l{CHG['lam']:g}_t{CHG['steps']}_n{ID_DOCS}_s0"}
+SEQUENTIAL = {f"{method}_m{budget}{middle}_n{ID_DOCS}_s0{f'_r{repeat}' if repeat else ''}": (method, budget, repeat)
+              for method, middle in (("group_testing", "_gauto_per1"), ("thompson", "_p0.25_score"))
+              for budget in (BUDGET, N_MASKS) for repeat in range(REPEATS)}
 SEARCHES = {"cs_stratified": f"cs_stratified_m{N_MASKS}_p0.25_n{ID_DOCS}_s0",
             "attribution": f"attribution_n{ID_DOCS}_s0",
             "chg": f"chg_x{CHG['seeds']}_l{CHG['lam']:g}_t{CHG['steps']}_n{ID_DOCS}_s0"}
@@ -163,8 +167,8 @@ def test_table4_recall_and_unfiltered_columns(results):
     adaptive = {cs("cs_adaptive", b, r) for b in (BUDGET, N_MASKS) for r in (0, 1)}
     for task in TASKS:
         mine = table[table["task"] == task].set_index("search")
-        assert set(mine.index) == searches | {GREEDY, ONE_SHOT} | (adaptive | GRADIENT | set(DRAWS) if task == "ioi"
-                                                                 else set())
+        assert set(mine.index) == searches | {GREEDY, ONE_SHOT} | (
+            adaptive | GRADIENT | set(DRAWS) | set(SEQUENTIAL) if task == "ioi" else set())
         greedy_top = set(read_json(results / "tiny" / task / GREEDY / "recovery.json")["ranking"][:TOP_K])
         evals = results / "tiny" / "evals" / task
         baseline = read_json(evals / "none.json")["value"]
@@ -229,6 +233,31 @@ def test_random_draws_evaluate_nothing_and_sit_in_table4(results):
         assert table.loc[search, "method"] == "random" and table.loc[search, "n_evals"] == 0
     assert read_json(results / "tiny" / "ioi" / "random_s0" / "recovery.json")["ranking"] != \
         read_json(results / "tiny" / "ioi" / "random_s0_r1" / "recovery.json")["ranking"]
+
+
+def test_sequential_searches_resume_from_a_record_and_recover_like_the_others(results):
+    """group_testing and thompson: one sequential_search job each, its record (every scored mask
+    once, the unablated row first), its result turned into recovery.json by recover_heads."""
+    from headloc.methods import get
+    from headloc.methods.steps import SequentialParams
+
+    for search, (method, budget, repeat) in SEQUENTIAL.items():
+        folder = results / "tiny" / "ioi" / search
+        found = read_json(folder / "recovery.json")
+        assert (found["method"], found["search"]) == (method, search)
+        assert sorted(found["ranking"]) == sorted(HEADS) and sorted(found["labels"]) == sorted(HEADS)
+        assert found["top_heads"] == found["ranking"][:TOP_K]
+        with np.load(folder / "record.npz") as record:
+            masks, scores = record["masks"], record["scores"]
+        assert not masks[0].any() and len({row.tobytes() for row in masks}) == len(masks)
+        assert found["n_evals"] == len(masks) <= budget
+        assert found["intercept"] == pytest.approx(scores[0])  # the unablated score
+        # the search replayed on its record: finished, and the same ranking
+        params = SequentialParams(method, budget, repeat, TOP_K, 0.25, get(method).defaults)
+        replayed = get(method).search(8, params).recover(masks, scores)
+        assert found["ranking"] == [HEADS[i] for i in replayed.ranking]
+        log = results / "logs" / "sequential_search" / "tiny" / "ioi" / f"{search}.log"
+        assert f"done after {len(masks)} masks ({len(masks)} scored in this run)" in log.read_text()
 
 
 # ---------------------------------------------------------------- gradient methods
