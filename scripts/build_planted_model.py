@@ -4,11 +4,11 @@ import json
 import time
 
 from headloc.groundtruth.build import build
-from headloc.groundtruth.recipe import recipe_from_config
+from headloc.groundtruth.recipe import Recipe
 from headloc.io import log_to_file
 
 log = log_to_file(snakemake.log[0])
-recipe = recipe_from_config(snakemake.params.config, snakemake.wildcards.planted)
+recipe = Recipe.from_dict(snakemake.params.recipe)
 if recipe.digest() != snakemake.params.digest:
     raise RuntimeError(f"recipe digest {recipe.digest()} differs from the rule's {snakemake.params.digest}")
 log.info("building planted model %s (recipe %s): %s", recipe.name, recipe.digest(), json.dumps(recipe.as_dict()))
