@@ -210,6 +210,9 @@ def train_text(recipe: Recipe, model, masks, *, log=print) -> dict:
             history.append({"step": step, "text_loss": round(float(loss.detach()), 4),
                             "seconds": round(time.perf_counter() - start, 1)})
             log(str(history[-1]))
+            if not history[-1]["text_loss"] <= 1.5 * history[0]["text_loss"]:  # NaN too
+                raise RuntimeError(f"{recipe.name}: the text training diverged at step {step} (loss "
+                                   f"{history[-1]['text_loss']}, {history[0]['text_loss']} at step 0): lower its lr")
     for handle in handles:
         handle.remove()
     model.eval()
