@@ -202,16 +202,17 @@ def goal_cells(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 def budget_fit(table: pd.DataFrame) -> pd.DataFrame:
-    """Per (size, task, budgeted method), the fewest masks whose mean recall over placements x seeds
-    reached GOAL_RECALL, and that over k ln(N / k): the data of the budget advice (headloc.search.budget)."""
+    """Per (size, task, budgeted method), the mean evaluations of the smallest budget whose mean recall
+    over placements x seeds reached GOAL_RECALL, and that over k ln(N / k): the data of the budget
+    advice (headloc.search.budget)."""
     data = table[table["certified"] & table["method"].map(budgeted)].dropna(subset=["recall"])
     cells = data.groupby(["size", "n_heads", "task", "method", "budget"], as_index=False).agg(
-        recall=("recall", "mean"), k=("k", "first"))
+        recall=("recall", "mean"), k=("k", "first"), n_evals=("n_evals", "mean"))
     rows = []
     for (size, n, task, method), group in cells.groupby(["size", "n_heads", "task", "method"]):
         hit = group[group["recall"] >= GOAL_RECALL].sort_values("budget")
         k = int(group["k"].iloc[0])
-        masks = float(hit["budget"].iloc[0]) if len(hit) else float("nan")
+        masks = float(hit["n_evals"].iloc[0]) if len(hit) else float("nan")  # what it spent (a search may stop early)
         rows.append({"size": size, "n_heads": n, "task": task, "method": method, "k": k, "masks_at_goal": masks,
                      "per_k_log_n": masks / (k * math.log(n / k))})
     return pd.DataFrame(rows)
