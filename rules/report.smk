@@ -190,7 +190,7 @@ rule plot_heatmap:
             subcategory="{task}",
             labels=lambda w: {
                 "model": w.model,
-                "method": PLAN.search(w.task, w.search).method,
+                "method": search_method(w),
                 "search": w.search,
             },
         ),
