@@ -43,17 +43,11 @@ SCHEMA = REPO / "config/schema.yaml"
 FIRST_NUMBER = """\
 task: mine
 dataset_path: json
-dataset_kwargs: {data_files: {test: docs.jsonl}}
-test_split: test
 output_type: generate_until
-doc_to_text: "Question: {{question}}"
+doc_to_text: "{{question}}"
 doc_to_target: "{{answer}}"
-metric_list:
-  - metric: exact_match
-    higher_is_better: true
-filter_list:
-  - name: first-number
-    filter: [{function: take_first}]
+metric_list: [{metric: exact_match, higher_is_better: true}]
+filter_list: [{name: first-number, filter: [{function: take_first}]}]
 """
 
 

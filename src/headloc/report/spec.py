@@ -25,6 +25,7 @@ from headloc.collected import COLLECTIONS
 if TYPE_CHECKING:  # annotations only: the Snakefile and the table jobs read the specs without matplotlib
     from matplotlib.figure import Figure
 
+
 @dataclass(frozen=True)
 class ReportOptions:
     """What the run tells the report (the workflow passes these as the render rules' params).
