@@ -341,7 +341,7 @@ def check_config(config: dict, geometries: dict, tasks: TaskLookup | None = None
     Jinja must parse, and ``metric`` (``id_metric``) must be a ``metric,filter`` it reports
     (:func:`check_metric`; a bare name that :func:`complete_metrics` would complete passes). The
     config is not changed. Notes (too few masks for a model: :func:`budget_notes`) go to stderr;
-    ValueError lists every problem, one a line, in the order of the checks below.
+    ValueError lists every problem, one a line, in the order the checks run.
     """
     tasks = tasks or TaskLookup(config)
     problems = [*check_searched_tasks(config), *check_gen_tasks(config), *check_task_lists(config),
@@ -479,7 +479,8 @@ def check_templates(key: str, read: TaskYaml) -> list[Problem]:
     for template_key, message in template_errors(read.yaml):
         source = defining_file(read.path, template_key.split(".")[0].split("[")[0])
         where = "" if source == read.path else f" (set in its include {source})"
-        problems.append((key, f"task {read.task} ({read.path}) key {template_key}{where}: Jinja syntax error: {message}"))
+        problems.append((key, f"task {read.task} ({read.path}) key {template_key}{where}: Jinja syntax error: "
+                              f"{message}"))
     return problems
 
 
@@ -632,7 +633,8 @@ def check_heads(config: dict, model: str, geometry: HeadGeometry) -> list[Proble
     inside = f"model {model} has layers 0..{geometry.n_layers - 1} and heads 0..{geometry.n_heads - 1}"
     named = [(f"validation.headsets[{i}]", head) for i, headset in enumerate(validation.get("headsets") or [])
              for head in headset.split("+")]
-    named += [(f"universal.heads.{model}[{i}]", head) for i, head in enumerate(universal.get("heads", {}).get(model, []))]
+    named += [(f"universal.heads.{model}[{i}]", head)
+              for i, head in enumerate(universal.get("heads", {}).get(model, []))]
     problems = [(key, f"head {head} is outside the model: {inside}") for key, head in named
                 if _outside(parse_head(head), geometry)]
     for key, value in (("validation.top_k", validation["top_k"]), ("universal.top_n", universal.get("top_n")),
