@@ -1,6 +1,7 @@
 """The certified planted family (issue 31): a constructed model, its certificate, its own workflow.
 
-A small constructed model (the c32 recipe with a few text steps) is built once per module. What it
+A small constructed model (the c32 recipe with 60 text steps, about 35 s) is built once per module
+by the tests marked ``ground_truth`` (``make test-ground-truth``; ``make test`` runs the rest). What it
 must be is checked with code of the test's own: heads are removed by zeroing the output projection's
 columns that read them (not headloc's gate hooks), documents are tokenised by splitting on spaces
 from the saved vocabulary, and scores are the gold's log-probability among the choices.
@@ -67,6 +68,7 @@ def without(model, heads):
     return removed
 
 
+@pytest.mark.ground_truth
 def test_every_role_head_carries_its_own_documents_and_nothing_else(built):
     recipe, folder = built
     model, placement = load(folder), recipe.placement()
@@ -87,6 +89,7 @@ def test_every_role_head_carries_its_own_documents_and_nothing_else(built):
             assert np.abs(after[~mine] - base[~mine]).max(initial=0) < 0.01, (task, kind.role)
 
 
+@pytest.mark.ground_truth
 def test_trained_weights_never_touch_the_task_dims(built):
     recipe, folder = built
     model, layout = load(folder), C.layout_of(recipe)
@@ -112,6 +115,7 @@ def test_codes_are_orthogonal_within_a_part():
         assert np.allclose(rows @ rows.T, np.eye(len(part)), atol=1e-9)
 
 
+@pytest.mark.ground_truth
 def test_truth_carries_a_passing_certificate(built):
     recipe, folder = built
     truth, model = measure(folder, log=lambda *a: None), load(folder)
