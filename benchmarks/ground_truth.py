@@ -44,7 +44,6 @@ import logging
 import math
 import tempfile
 import time
-import types
 from pathlib import Path
 
 import numpy as np
@@ -54,7 +53,7 @@ import torch
 from headloc import methods
 from headloc.groundtruth.recipe import Design
 from headloc.groundtruth.truth import encode, load_planted, read_documents, score_masks
-from headloc.heads import head_name
+from headloc.heads import HeadGeometry
 from headloc.methods.driver import drive
 
 LOG = logging.getLogger("ground_truth")
@@ -131,10 +130,10 @@ def ranking_of(name: str, scorer: Scorer, names: list[str], budget, seed: int, k
         return [names[i] for i in found.ranking], found.n_evals
     method = methods.get(name)
     with tempfile.TemporaryDirectory() as tmp:
-        inputs = drive(method, scorer, names, Path(tmp), budget=budget or 0, seed=seed, k=k, sparsity=SPARSITY,
-                       alpha="cv", gradient=(model, scorer.examples(), {}) if method.kind == "gradient" else None)
-        params = types.SimpleNamespace(method=name, alpha="cv", seed=seed, rows=None, top_k=k)
-        found = method.recover(inputs, names, params, LOG)
+        gradient = (model, scorer.examples(), method.defaults) if method.kind == "gradient" else None
+        found = drive(method, scorer, HeadGeometry(model.config.num_hidden_layers, model.config.num_attention_heads),
+                      Path(tmp), budget=budget or 0, seed=seed, k=k, sparsity=SPARSITY, alpha="cv",
+                      gradient=gradient, log=LOG)
     return found["ranking"], found["n_evals"]
 
 
@@ -143,7 +142,7 @@ def benchmark(folder: Path, wanted: list[str], budgets, seeds, tasks: list[str] 
     model, tokenizer, planted = load_planted(folder / "model")
     design = Design.from_dict(planted["recipe"]["design"])
     n_layers, n_heads = model.config.num_hidden_layers, model.config.num_attention_heads
-    names = [head_name(i, n_heads) for i in range(n_layers * n_heads)]
+    names = HeadGeometry(n_layers, n_heads).names
     size = folder.name.rsplit("-s", 1)[0]
     rows = []
     for task, entry in truth["tasks"].items():

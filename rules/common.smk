@@ -9,6 +9,7 @@ import json
 import os
 import re
 import sys
+from dataclasses import asdict
 
 from headloc import collected, methods
 from headloc.heads import HEADSET_PATTERN
@@ -110,13 +111,19 @@ def per_search(answer):
 
 search_spec = per_search(lambda search: search.spec())
 search_method = per_search(lambda search: search.method)
-search_seed = per_search(lambda search: search.seed)  # search.seed, plus the repeat
-# The method's own config section (chg's): a change re-runs no other method's search.
-method_options = per_search(lambda search: PLAN.method_options(search.method))
 
 
-# A nested budget's number of rows (the first M of its full design); None: all of them.
-nested_rows = per_search(lambda search: search.n_masks if search.of else None)
+def step_params(build, **facts):
+    """A param: the parameters of the job's step, the headloc.methods.steps dataclass the plan builds
+    for its search (given ``facts``, param functions, by keyword), as a dict: a plain value, whose
+    change Snakemake sees (it ignores a dataclass)."""
+    return lambda wildcards: asdict(
+        build(
+            wildcards.task,
+            wildcards.search,
+            **{key: fact(wildcards) for key, fact in facts.items()},
+        )
+    )
 
 
 def universal_heads(wildcards):

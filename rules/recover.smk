@@ -12,12 +12,7 @@ checkpoint recover_heads:
         "../envs/headloc.yaml"
     params:
         location=model_location,
-        method=search_method,
-        alpha=SEARCH["alpha"],
-        seed=search_seed,
-        rows=nested_rows,
-        top_k=PLAN.top_k,
-        higher_is_better=scoring_direction,  # recorded: a scored method's coef is oriented by it
+        recover=step_params(PLAN.recover_params, higher_is_better=scoring_direction),
     script:
         "../scripts/recover_heads.py"
 

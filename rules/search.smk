@@ -10,8 +10,7 @@ rule make_masks:
         "../envs/headloc.yaml"
     params:
         location=model_location,
-        spec=search_spec,
-        seed=search_seed,
+        design=step_params(PLAN.design_params),
     script:
         "../scripts/make_masks.py"
 
@@ -74,9 +73,7 @@ rule gradient_search:
         location=model_location,
         model=model_options,
         task=validation_task_options,
-        method=search_method,
-        seed=SEARCH["seed"],
-        options=method_options,
+        gradient=step_params(PLAN.gradient_params),
     script:
         "../scripts/gradient_search.py"
 
@@ -96,10 +93,7 @@ rule refine_masks:
         "../envs/headloc.yaml"
     params:
         location=model_location,
-        spec=search_spec,
-        alpha=SEARCH["alpha"],
-        seed=search_seed,
-        top_k=PLAN.top_k,
+        refine=step_params(PLAN.refine_params),
     script:
         "../scripts/refine_masks.py"
 

@@ -82,6 +82,15 @@ class HeadGeometry:
     def total(self) -> int:
         return self.n_layers * self.n_heads
 
+    @property
+    def names(self) -> list[str]:
+        """Every head's name, in flat index order (a mask row's columns).
+
+        >>> HeadGeometry(2, 2).names
+        ['L0H0', 'L0H1', 'L1H0', 'L1H1']
+        """
+        return [head_name(i, self.n_heads) for i in range(self.total)]
+
     @classmethod
     def of(cls, config) -> "HeadGeometry":
         """From a transformers config (every architecture headloc ablates: headloc.model.architectures)."""

@@ -6,14 +6,12 @@ The model (tests/planted.py) has one head, PLANTED, that alone carries a copy ta
 scaled to noise; its output is scaled down (planted.weakened) so the task is not saturated. Each method is driven through its declaration as the workflow's rules drive it,
 by kind: a mask design scored (here by the gold continuation's log-likelihood, computed in this file
 with plain forward passes, not by headloc's evaluator) and recovered; greedy rounds scored and
-chosen; a gradient search run; or a draw. Then recover_heads' own call, ``method.recover``, turns
-the files into the ranking fields. Every method that looks at the model must rank PLANTED first.
+chosen; a gradient search run; or a draw. Then recover_heads' own step turns the files into the
+ranking fields. Every method that looks at the model must rank PLANTED first.
 """
 
 import contextlib
 import json
-import logging
-import types
 
 import numpy as np
 import pytest
@@ -29,7 +27,6 @@ NAMES = [head_name(i, N_HEADS) for i in range(N_LAYERS * N_HEADS)]
 GEOMETRY = HeadGeometry(N_LAYERS, N_HEADS)
 N_MASKS, SPARSITY, TOP_K = 12, 0.25, 2
 FAST_OPTIONS = {"chg": {"seeds": 1, "lam": 0.1, "steps": 10}}  # a method's options section, kept small
-LOG = logging.getLogger("contract")
 
 
 @pytest.fixture(scope="module")
@@ -65,8 +62,8 @@ def test_scores_agree_with_the_reference(model, examples):
 
 
 def drive(method, model, examples, folder) -> tuple[dict, int]:
-    """The files rule recover_heads would get for ``method`` (headloc.methods.driver, the workflow's
-    calls in one process), and the masks scored making them, counted here."""
+    """What rule recover_heads would write for ``method`` (headloc.methods.driver, the workflow's
+    steps in one process), and the masks scored making it, counted here."""
     spent = []
 
     def counted(masks):
@@ -74,17 +71,15 @@ def drive(method, model, examples, folder) -> tuple[dict, int]:
         return score(model, examples, masks)
 
     options = FAST_OPTIONS.get(method.options, {})
-    inputs = driver.drive(method, counted, NAMES, folder, budget=N_MASKS, seed=0, k=TOP_K, sparsity=SPARSITY,
-                          gradient=(model, examples, options))
-    return inputs, sum(spent)
+    found = driver.drive(method, counted, GEOMETRY, folder, budget=N_MASKS, seed=0, k=TOP_K, sparsity=SPARSITY,
+                         alpha=0.001, gradient=(model, examples, options))
+    return found, sum(spent)
 
 
 @pytest.mark.parametrize("name", methods.names())
 def test_every_method_keeps_the_contract(name, model, examples, tmp_path):
     method = methods.get(name)
-    params = types.SimpleNamespace(method=name, alpha=0.001, seed=0, rows=None, top_k=TOP_K)
-    inputs, spent = drive(method, model, examples, tmp_path)
-    found = method.recover(inputs, NAMES, params, LOG)
+    found, spent = drive(method, model, examples, tmp_path)
     json.dumps(found)  # recovery.json must be able to hold it
     assert sorted(found["ranking"]) == sorted(NAMES) and sorted(found["coef"]) == sorted(NAMES)
     assert {"n_evals", "alpha", "r2", "intercept"} <= set(found)
@@ -135,12 +130,10 @@ def test_a_lower_is_better_score_ranks_the_same_heads(name, model, examples, tmp
     PLANTED first; told the opposite direction, it ranks PLANTED last among the heads it ranks by
     effect: the direction, not the raw score's sign, decides which heads carry the task."""
     method = methods.get(name)
-    params = types.SimpleNamespace(method=name, alpha=0.001, seed=0, rows=None, top_k=TOP_K)
     planted = format_head(*PLANTED)
     for higher_is_better, folder in ((False, tmp_path / "told"), (True, tmp_path / "wrong")):
-        inputs = driver.drive(method, lambda masks: -score(model, examples, masks), NAMES, folder, budget=N_MASKS,
-                              seed=0, k=TOP_K, sparsity=SPARSITY, higher_is_better=higher_is_better)
-        found = method.recover(inputs, NAMES, params, LOG)
+        found = driver.drive(method, lambda masks: -score(model, examples, masks), GEOMETRY, folder, budget=N_MASKS,
+                             seed=0, k=TOP_K, sparsity=SPARSITY, alpha=0.001, higher_is_better=higher_is_better)
         if higher_is_better:
             assert found["ranking"][0] != planted and planted not in found["ranking"][:TOP_K], found["ranking"]
         else:

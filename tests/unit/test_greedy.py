@@ -122,3 +122,20 @@ def test_round_one_records_each_excluded_heads_own_one_shot_score():
     assert record["chosen"] == ["L1H1"]  # the lowest non-excluded head (0.7 beats 0.9)
     found = greedy_recovery([record], names, exclude=record["excluded"])
     assert found["coef"]["L0H1"] == pytest.approx(-0.4) and found["coef"]["L1H0"] == pytest.approx(-0.8)
+
+
+def test_the_driver_leaves_universal_heads_out_of_greedys_rounds_as_the_workflow_does(tmp_path):
+    """headloc.methods.driver.drive runs greedy's rounds through the workflow's steps: with universal
+    heads given (universal.filter on), round 1 still scores every head alone, no later round ablates
+    them, none is chosen and the ranking puts them last."""
+    from headloc.heads import HeadGeometry
+    from headloc.methods import get
+    from headloc.methods.driver import drive
+
+    effect = np.array([0.5, 0.1, 0.0, 0.0, 0.3, 0.0])  # L0H0 (universal) matters most, then L1H1
+    score = lambda masks: 1.0 - masks @ effect  # noqa: E731
+    found = drive(get("greedy"), score, HeadGeometry(2, 3), tmp_path, k=2, universal=["L0H0"])
+    assert found["ranking"][:2] == ["L1H1", "L0H1"] and found["ranking"][-1] == "L0H0"
+    assert found["n_evals"] == 7 + 4  # round 1: unablated + 6 heads; round 2: 4 candidates
+    unfiltered = drive(get("greedy"), score, HeadGeometry(2, 3), tmp_path / "unfiltered", k=2)
+    assert unfiltered["ranking"][:2] == ["L0H0", "L1H1"]

@@ -262,6 +262,25 @@ def test_budgets_repeats_and_shared_rows():
     assert Plan(config).main_search("ioi") == "greedy_k5_n20_s0"  # unfiltered greedy: no cycle
 
 
+def test_each_step_gets_its_parameters_from_the_plan():
+    """What each rule's step is told (headloc.methods.steps): the search's own seed (plus the repeat),
+    a nested budget's rows, a two-stage design's whole budget, a gradient method's options whole."""
+    from headloc.methods import steps
+
+    config = validated(accuracy_demo())
+    config["search"].update(methods=["cs_stratified", "cs_adaptive", "chg"], n_masks=200, budgets=[50],
+                            repeats=2, alpha=0.01)
+    plan = Plan(config)
+    assert plan.design_params("ioi", "cs_stratified_m200_p0.05_n20_s0_r1") == steps.DesignParams(
+        "cs_stratified", 200, 0.05, 1)
+    assert plan.recover_params("ioi", "cs_stratified_m50of200_p0.05_n20_s0_r1", higher_is_better=False) == \
+        steps.RecoverParams("cs_stratified", 0.01, 1, 5, False, nested_rows=50)
+    assert plan.recover_params("ioi", "cs_adaptive_m50_p0.05_n20_s0", higher_is_better=True).nested_rows is None
+    assert plan.refine_params("ioi", "cs_adaptive_m50_p0.05_n20_s0") == steps.RefineParams(50, 5, 0.01, 0)
+    assert plan.gradient_params("ioi", "chg_x4_l0.1_t500_n20_s0") == steps.GradientParams(
+        "chg", 0, {"seeds": 4, "lam": 0.1, "steps": 500})
+
+
 def test_budgets_must_be_below_n_masks():
     config = validated(accuracy_demo())
     config["search"]["budgets"] = [50, 100]

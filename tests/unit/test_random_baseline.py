@@ -1,12 +1,12 @@
 """The random baseline (search method ``random``): k heads drawn at random per seed, no evaluation."""
 
 import logging
-import types
 
 from scipy.stats import chisquare
 
 from conftest import REPO, accuracy_demo
 from headloc import methods
+from headloc.methods.steps import RecoverInputs, RecoverParams
 from headloc.workflow.config import check_workflow_config
 from headloc.workflow.plan import Plan
 
@@ -14,7 +14,8 @@ NAMES = [f"L{layer}H{head}" for layer in range(4) for head in range(6)]
 
 
 def draw(seed):
-    return methods.get("random").recover({}, NAMES, types.SimpleNamespace(seed=seed), logging.getLogger())
+    params = RecoverParams(method="random", alpha="cv", seed=seed, top_k=3)
+    return methods.get("random").recover(RecoverInputs(), NAMES, params, logging.getLogger())
 
 
 def test_a_draw_is_a_seeded_permutation_and_measures_nothing():

@@ -7,8 +7,8 @@
     found.heatmap(); found.validate(tasks=["headloc_capitals"]); found.to_frame(); found.save("ioi-search")
 
 The search is the workflow's: :func:`headloc.methods.driver.drive` makes the calls its rules make
-(mask design, scoring, refinement, greedy rounds, gradient job, draw) and the method's ``recover``
-(``scripts/recover_heads.py``'s call) ranks the heads; only the scoring runs here, on your model,
+(the steps of :mod:`headloc.methods.steps`: mask design, scoring, refinement, greedy rounds,
+gradient job, draw, then the recovery that ranks the heads); only the scoring runs here, on your model,
 through the engine the workflow's scoring jobs use. The defaults are the workflow's
 (config/schema.yaml): budget 100 masks, sparsity 0.05, Lasso penalty by cross-validation, seed 0,
 top 5, 16 rows per forward pass, 8 masks per pass.
@@ -19,7 +19,6 @@ from __future__ import annotations
 import logging
 import shutil
 import tempfile
-import types
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,7 +26,7 @@ import numpy as np
 
 from headloc import methods
 from headloc.api.tasks import Task, count_documents, mask_scorer, resolve_task
-from headloc.heads import HeadGeometry, head_name, headset_mask
+from headloc.heads import HeadGeometry, headset_mask
 from headloc.io import write_json
 from headloc.methods.driver import drive
 
@@ -71,23 +70,17 @@ def locate(model, tokenizer, task, *, method: str = "cs_stratified", budget: int
         raise ValueError(f"method {method!r} differentiates the gold continuations of an lm-eval task; "
                          f"a callable task has none. Use an lm-eval task, or one of "
                          f"{', '.join(methods.names(kind='masks') + methods.names(kind='rounds'))}")
-    geometry = HeadGeometry.of(model.config)
-    names = [head_name(i, geometry.n_heads) for i in range(geometry.total)]
-    params = types.SimpleNamespace(method=method, alpha=alpha, seed=seed, rows=None, top_k=top_k)
-    method_options = {**spec.defaults, **(options or {})} if spec.options else dict(options or {})
+    method_options = spec.with_defaults(options) if spec.options else dict(options or {})
     work = tempfile.TemporaryDirectory(prefix="headloc-locate-")  # the files drive writes, kept for save()
     score = _scorer(spec, resolved, model, tokenizer, batch_size, masks_per_pass, progress)
     gradient = _gradient(spec, resolved, model, tokenizer, method_options)
-    inputs = drive(spec, score, names, work.name, budget=budget, seed=seed, k=top_k, sparsity=sparsity,
-                   alpha=alpha, gradient=gradient, higher_is_better=resolved.higher_is_better)
-    result = spec.recover(inputs, names, params, LOG)
+    found = drive(spec, score, HeadGeometry.of(model.config), work.name, budget=budget, seed=seed, k=top_k,
+                  sparsity=sparsity, alpha=alpha, gradient=gradient, higher_is_better=resolved.higher_is_better,
+                  log=LOG)
     n_docs = count_documents(resolved)
     search = _search_id(spec, n_docs, seed=seed, budget=budget, sparsity=sparsity, top_k=top_k,
                         options=method_options)
-    record = {"model": model_name or _model_name(model), "task": resolved.name, "search": search,
-              "method": method, "n_layers": geometry.n_layers, "n_heads": geometry.n_heads,
-              "higher_is_better": resolved.higher_is_better if spec.scored else True, **result,
-              "top_heads": result["ranking"][:top_k]}
+    record = {"model": model_name or _model_name(model), "task": resolved.name, "search": search, **found}
     parameters = {"method": method, "budget": budget, "top_k": top_k, "seed": seed, "sparsity": sparsity,
                   "alpha": alpha, "options": method_options, "n_docs": n_docs,
                   "metric": None if resolved.callable else resolved.spec.metric_key}

@@ -4,10 +4,10 @@ order, one gradient of the gold continuation's log-likelihood at gate = 1 (rule 
 from headloc.methods.contract import SCALE, Method, read_gradient
 
 
-def run(model, examples, options, seed, rows):
+def run(model, examples, options, seed, batch_size):
     from headloc.search.attribution import attribution
 
-    return attribution(model, examples, batch_size=rows)
+    return attribution(model, examples, batch_size=batch_size)
 
 
 METHODS = (

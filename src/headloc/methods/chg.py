@@ -5,11 +5,11 @@ fitted by gradient descent, heads ranked by facilitation. Its hyperparameters ar
 from headloc.methods.contract import Method, read_gradient
 
 
-def run(model, examples, options, seed, rows):
+def run(model, examples, options, seed, batch_size):
     from headloc.search.chg import chg
 
     return chg(model, examples, seeds=tuple(range(options["seeds"])), lam=options["lam"],
-               init_steps=options["steps"], fit_steps=options["steps"], split_seed=seed, rows_per_pass=rows)
+               init_steps=options["steps"], fit_steps=options["steps"], split_seed=seed, rows_per_pass=batch_size)
 
 
 def search_id(parts) -> str:

@@ -5,14 +5,13 @@ A method module of :mod:`headloc.methods` declares one or more :class:`Method` i
 lm-eval) is imported inside those functions, so that reading the registry (the Snakefile does, at
 parse time) stays fast.
 
-Kinds: how a method spends its evaluations, which decides the rules that run it.
+Kinds: how a method spends its evaluations, which decides the steps (:mod:`headloc.methods.steps`)
+and the rules that run it.
 
-- ``masks``: a design of masks (``design``), each scored on the identification subset (rules
-  make_masks, score_masks; with ``stages=2`` also refine_masks and a second design), ranked by a fit
-  of the scores (``recover``).
-- ``rounds``: greedy rounds (rules make_greedy_masks, score_greedy_masks, choose_greedy_head), ranked
-  from its rounds.
-- ``gradient``: one gradient job on the gold continuations (rule gradient_search runs ``run``).
+- ``masks``: a design of masks (``design``), each scored on the identification subset (steps
+  design and, with ``stages=2``, refine), ranked by a fit of the scores (``recover``).
+- ``rounds``: greedy rounds (steps round_masks and choose_head per round), ranked from its rounds.
+- ``gradient``: one gradient job on the gold continuations (step gradient runs ``run``).
 - ``draw``: no evaluation at all; ``recover`` ranks the heads from the seed alone (a baseline).
 """
 
@@ -76,10 +75,11 @@ class Method:
     search_id: the directory name of one search from its :class:`SearchParts`.
     recover: ``recover(inputs, names, params, log) -> dict``: the ranking fields of recovery.json
         (``ranking``, ``coef``, ``n_evals``, ``alpha``, ``r2``, ``intercept`` and its own) from the
-        inputs of rule recover_heads (:meth:`headloc.workflow.plan.Plan.recovery_inputs` names them).
+        files its search's steps left (a :class:`~headloc.methods.steps.RecoverInputs`), the head
+        names and the step's parameters (a :class:`~headloc.methods.steps.RecoverParams`).
     design: kind ``masks``: ``design(n_heads, n_masks, sparsity, rng) -> (M, N) int8 array``.
-    run: kind ``gradient``: ``run(model, examples, options, seed, rows) -> result`` (see
-        :func:`headloc.engine.supervision.recovery_fields`).
+    run: kind ``gradient``: ``run(model, examples, options, seed, batch_size) -> result`` (see
+        :func:`headloc.engine.supervision.recovery_fields`); ``batch_size``: rows per forward pass.
     budgeted: spends ``search.n_masks`` masked evaluations (``budgets`` and ``sparsity`` apply).
     nested: a smaller budget is the first rows of the full design (one scoring serves every budget).
     repeats: random, so ``search.repeats`` draws it again (seed + repeat).
@@ -117,6 +117,10 @@ class Method:
             raise ValueError(f"method {self.name}: a masks method needs a design, a gradient method a run, "
                              "and no other kind has either")
 
+    def with_defaults(self, options: Mapping | None) -> dict:
+        """Its hyperparameters: ``options`` (its config section, or some of it) over its ``defaults``."""
+        return {**self.defaults, **(options or {})}
+
     @property
     def scored(self) -> bool:
         """Whether it scores masked evaluations (so a search's scoring task and metric name it)."""
@@ -139,20 +143,21 @@ def scored_masks(masks_path, score_paths):
 
 def fit_masks(inputs, names, params, log, *, estimator, stability: bool) -> dict:
     """Fit ``estimator`` (a :mod:`headloc.search.recovery` estimator) to the masks and their scores
-    (both stages' rows when there is a stage 2; the first ``params.rows`` for a nested budget);
+    (both stages' rows when there is a stage 2; the first ``params.nested_rows`` for a nested budget);
     ``stability`` adds the bootstrap probability of each head being in the top k."""
     import pandas as pd
 
     from headloc.search.recovery import top_k_probability  # sklearn (~1 s): only here
 
-    masks, scores = scored_masks(inputs["masks"], inputs["scores"])
-    if "stage2_masks" in inputs:
-        masks2, scores2 = scored_masks(inputs["stage2_masks"], inputs["stage2_scores"])
+    masks, scores = scored_masks(inputs.masks, inputs.scores)
+    if inputs.stage2_masks:
+        masks2, scores2 = scored_masks(inputs.stage2_masks, inputs.stage2_scores)
         log.info("stage 1: %d masks, stage 2: %d masks", len(masks), len(masks2))
         masks, scores = np.vstack([masks, masks2]), pd.concat([scores, scores2])
-    if params.rows:  # a nested budget: the first rows of the full design
-        log.info("budget %d: the first %d of %d scored masks", params.rows, params.rows, len(masks))
-        masks, scores = masks[: params.rows], scores.iloc[: params.rows]
+    rows = params.nested_rows
+    if rows:  # a nested budget: the first rows of the full design
+        log.info("budget %d: the first %d of %d scored masks", rows, rows, len(masks))
+        masks, scores = masks[:rows], scores.iloc[:rows]
     y = scores["score"].to_numpy()
     fit = estimator.fit(masks, y)
     log.info("alpha %.4g, R^2 %.3f", fit.alpha_, fit.r2_)
@@ -181,10 +186,10 @@ def read_gradient(inputs, names, params, log) -> dict:
     """What rule gradient_search found (gradient.json), checked against the method and the model's heads."""
     from headloc.io import read_json
 
-    found = read_json(inputs["gradient"])
+    found = read_json(inputs.gradient)
     method = found.pop("method")
     if method != params.method:
-        raise ValueError(f"{inputs['gradient']} holds a {method!r} search, expected {params.method!r}")
+        raise ValueError(f"{inputs.gradient} holds a {method!r} search, expected {params.method!r}")
     if sorted(found["ranking"]) != sorted(names) or sorted(found["coef"]) != sorted(names):
-        raise ValueError(f"{inputs['gradient']} ranks {len(found['ranking'])} heads, not the model's {len(names)}")
+        raise ValueError(f"{inputs.gradient} ranks {len(found['ranking'])} heads, not the model's {len(names)}")
     return found

@@ -1,78 +1,112 @@
-"""One search in one process, by the method's kind, with the calls the workflow's rules make.
+"""One search in one process: the steps of :mod:`headloc.methods.steps` that the workflow's rules
+run, in the rules' order, with a ``score`` function in place of the scoring jobs.
 
 The workflow spreads a search over jobs (make_masks, score_masks, refine_masks, greedy's rounds,
-gradient_search) and hands their files to rule recover_heads. :func:`drive` makes the same calls
-in the same order, with a ``score`` function in place of the scoring jobs, and writes the files
-``Method.recover`` reads: benchmarks/ground_truth.py and the method contract test run every method
-this way, without Snakemake.
+gradient_search, recover_heads), each a script that makes one step's call. :func:`drive` makes the
+same calls, writing the same files under one folder; headloc.locate, benchmarks/ground_truth.py and
+the method contract test run every method this way, without Snakemake.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
-from headloc.io import read_scores, save_npy, write_json, write_table
-from headloc.methods import make_masks
+from headloc.heads import HeadGeometry
+from headloc.io import write_json
+from headloc.methods import steps
+
+LOG = logging.getLogger("headloc.methods")
+GRADIENT_BATCH = 256  # rows per forward pass of a gradient method: memory only, not the result
 
 
-def drive(method, score, names: list[str], folder, *, budget: int = 0, seed: int = 0, k: int = 1,
-          sparsity: float = 0.05, alpha: float = 0.001, gradient: tuple | None = None,
-          higher_is_better: bool = True) -> dict:
-    """Run ``method`` (a registered :class:`~headloc.methods.Method`) and return the inputs rule
-    recover_heads would give ``method.recover``; their files are written under ``folder``.
+def drive(method, score, geometry: HeadGeometry, folder, *, budget: int = 0, seed: int = 0, k: int = 1,
+          sparsity: float = 0.05, alpha: float | str = 0.001, gradient: tuple | None = None,
+          universal: Sequence[str] = (), higher_is_better: bool = True, log=LOG) -> dict:
+    """Run ``method`` (a registered :class:`~headloc.methods.Method`) by its kind and recover its
+    ranking; return recovery.json as rule recover_heads writes it, less the search's identity
+    (model, task, search). The steps' files are written under ``folder``.
 
-    ``score`` maps masks (rows x heads, 1 = ablated) to one score per row. ``budget`` is a mask
-    design's size, ``k`` greedy's number of rounds and cs_adaptive's top k; ``gradient`` is
-    ``(model, examples, options)`` for a gradient method (examples as
-    :class:`headloc.engine.supervision.Example`, options its config section). ``higher_is_better``
-    is the scored metric's direction (False: a perplexity): the score tables say it, as the scoring
-    jobs' do, and every ranking follows it (:func:`headloc.io.read_scores`).
+    ``score`` maps masks (rows x heads, 1 = ablated) to one score per row; ``higher_is_better`` is
+    its metric's direction (False: a perplexity), written beside the scores as the scoring jobs do.
+    ``budget`` is a mask design's size, ``k`` the top k (greedy's rounds, cs_adaptive's target);
+    ``seed``, ``sparsity`` and ``alpha`` (the Lasso penalty, or ``"cv"``) are the config's
+    ``search`` keys. ``gradient`` is ``(model, examples, options)`` for a gradient method (examples
+    as :class:`headloc.engine.supervision.Example`; options its whole config section, defaults
+    included: :meth:`headloc.methods.Method.with_defaults`). ``universal``: heads greedy's
+    rounds leave out, as with ``universal.filter`` on.
     """
-    folder = Path(folder)
+    run = _Run(score, geometry, Path(folder), higher_is_better, log)
     if method.kind == "masks":
-        masks = make_masks(len(names), budget, method=method.name, sparsity=sparsity, random_state=seed)
-        y = score(masks)
-        inputs = dict(zip(("masks", "scores"), _scored(folder, "masks", masks, y, higher_is_better)))
-        if method.stages == 2:  # rule refine_masks, then stage 2's scoring
-            from headloc.search.adaptive import refine, stage_sizes
-
-            plan = refine(masks, read_scores(inputs["scores"])["score"].to_numpy(), k=k, n_rows=stage_sizes(budget)[1], alpha=alpha, random_state=seed)
-            if len(plan.masks):
-                inputs.update(zip(("stage2_masks", "stage2_scores"),
-                                  _scored(folder, "stage2", plan.masks, score(plan.masks), higher_is_better)))
-        return inputs
-    if method.kind == "rounds":
-        from headloc.methods.greedy import choose_round
-        from headloc.search.greedy import round_masks
-
-        record, rounds = None, []
-        for r in range(1, k + 1):
-            chosen = [names.index(h) for h in (record or {"chosen": []})["chosen"]]
-            masks = round_masks(len(names), chosen)
-            _, scores = _scored(folder, f"round{r}", masks, score(masks), higher_is_better)
-            record = choose_round(record, masks, read_scores(scores)["score"].to_numpy(), names)
-            write_json(folder / f"round{r}.json", record)
-            rounds.append(str(folder / f"round{r}.json"))
-        return {"rounds": rounds}
-    if method.kind == "gradient":
-        import torch
-
-        from headloc.engine.supervision import recovery_fields
-
+        refinement = steps.RefineParams(budget, k, alpha, seed) if method.stages == 2 else None
+        inputs = run.masks(steps.DesignParams(method.name, budget, sparsity, seed), refinement)
+    elif method.kind == "rounds":
+        inputs = run.rounds(k, universal)
+    elif method.kind == "gradient":
         model, examples, options = gradient
-        torch.manual_seed(seed)
-        fields = recovery_fields(method.run(model, examples, {**method.defaults, **options}, seed, 256))
-        write_json(folder / "gradient.json", {"method": method.name, "n_docs": len(examples), **fields})
-        return {"gradient": str(folder / "gradient.json")}
-    return {"model": []}  # a draw evaluates nothing
+        inputs = run.gradient(steps.GradientParams(method.name, seed, options), model, examples)
+    else:
+        inputs = steps.RecoverInputs()  # a draw evaluates nothing
+    recovery = steps.RecoverParams(method.name, alpha, seed, k, higher_is_better)
+    return steps.recover(recovery, inputs, geometry, log)
 
 
-def _scored(folder: Path, name: str, masks, scores, higher_is_better: bool) -> tuple[str, list[str]]:
-    """A design and its scores as rule score_masks leaves them: masks.npy, one table of scores."""
-    save_npy(folder / f"{name}.npy", masks)
-    write_table(folder / f"{name}.tsv", pd.DataFrame({"mask": np.arange(len(masks)), "score": scores,
-                                                      "higher_is_better": higher_is_better}))
-    return str(folder / f"{name}.npy"), [str(folder / f"{name}.tsv")]
+@dataclass(frozen=True)
+class _Run:
+    """One driven search: where its files go, and how its masks are scored."""
+
+    score: Callable
+    geometry: HeadGeometry
+    folder: Path
+    higher_is_better: bool
+    log: logging.Logger
+
+    def masks(self, design: steps.DesignParams, refinement: steps.RefineParams | None) -> steps.RecoverInputs:
+        """Steps design and, for a two-stage design, refine, each design scored."""
+        masks = self.folder / "masks.npy"
+        scored = self.scored(steps.design(design, self.geometry, masks, self.log), "masks")
+        if refinement is None:
+            return steps.RecoverInputs(masks=str(masks), scores=scored)
+        stage2 = self.folder / "stage2.npy"
+        stage2_masks = steps.refine(refinement, self.geometry, str(masks), scored, masks_out=stage2,
+                                    plan_out=self.folder / "refinement.json", log=self.log)
+        return steps.RecoverInputs(masks=str(masks), scores=scored, stage2_masks=str(stage2),
+                                   stage2_scores=self.scored(stage2_masks, "stage2"))
+
+    def rounds(self, k: int, universal: Sequence[str]) -> steps.RecoverInputs:
+        """Greedy's ``k`` rounds: steps round_masks and choose_head, each round's masks scored."""
+        heads = None
+        if universal:
+            heads = self.folder / "universal.json"
+            write_json(heads, {"heads": list(universal)})
+        rounds = []
+        for r in range(1, k + 1):
+            masks, chosen = self.folder / f"round{r}.npy", self.folder / f"round{r}.json"
+            previous = rounds[-1] if rounds else None
+            scored = self.scored(steps.round_masks(self.geometry, previous, heads, masks, self.log), f"round{r}")
+            steps.choose_head(r, self.geometry, str(masks), scored, previous, heads, chosen, self.log)
+            rounds.append(str(chosen))
+        return steps.RecoverInputs(rounds=rounds)
+
+    def gradient(self, params: steps.GradientParams, model, examples) -> steps.RecoverInputs:
+        """Step gradient."""
+        result = self.folder / "gradient.json"
+        steps.gradient(params, model, examples, GRADIENT_BATCH, result, self.log)
+        return steps.RecoverInputs(gradient=str(result))
+
+    def scored(self, masks: np.ndarray, name: str) -> list[str]:
+        """Score ``masks`` and write their table as rule score_masks does (no rows: nothing to
+        score, an empty table); the table's path, as a design's list of chunk tables."""
+        import pandas as pd
+
+        from headloc.io import write_table
+
+        scores = self.score(masks) if len(masks) else []
+        table = self.folder / f"{name}.tsv"
+        write_table(table, pd.DataFrame({"mask": np.arange(len(masks)), "score": scores,
+                                         "higher_is_better": self.higher_is_better}))
+        return [str(table)]

@@ -1,6 +1,6 @@
 """Greedy search (the paper's baseline and headloc's reference): ``top_k`` rounds; round r ablates
 the r - 1 heads already chosen plus each remaining head in turn and keeps the most damaging
-(:mod:`headloc.search.greedy`; rules make_greedy_masks, score_greedy_masks, choose_greedy_head).
+(:mod:`headloc.search.greedy`; steps round_masks and choose_head of :mod:`headloc.methods.steps`).
 With the universal filter on, its rounds leave the universal heads out (``_xu`` in its name)."""
 
 from headloc.methods.contract import SCALE, Method
@@ -10,7 +10,7 @@ def recover(inputs, names, params, log) -> dict:
     from headloc.io import read_json
     from headloc.search.recovery import greedy_recovery
 
-    rounds = [read_json(path) for path in inputs["rounds"]]
+    rounds = [read_json(path) for path in inputs.rounds]
     return greedy_recovery(rounds, names, exclude=rounds[-1].get("excluded", []))
 
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass, replace
 from headloc import methods
 from headloc.collected import COLLECTIONS
 from headloc.heads import format_headset
+from headloc.methods import steps
 from headloc.workflow import paths
 from headloc.workflow.selection import select_heads
 
@@ -145,7 +146,7 @@ class Plan:
         """A method's own config section (e.g. ``chg``: seeds, lam, steps), its defaults filled in for
         configs that lack it; empty for a method that has none."""
         spec = methods.get(method)
-        return {**spec.defaults, **self.config.get(spec.options, {})} if spec.options else {}
+        return spec.with_defaults(self.config.get(spec.options)) if spec.options else {}
 
     def _search(self, task, method, n_masks, sparsity, repeat=0, of=None, rows_of=None) -> Search:
         return Search(task, self.search_id(task, method, n_masks, sparsity, repeat=repeat, of=of), method,
@@ -225,6 +226,30 @@ class Plan:
             found["stage2_masks"] = paths.STAGE2_MASKS.format(**where)
             found["stage2_scores"] = self.chunk_files(paths.STAGE2_SCORES, **where)
         return found
+
+    # ------------------------------------------------------------ each step's parameters (headloc.methods.steps)
+
+    def design_params(self, task: str, search_id: str) -> steps.DesignParams:
+        """Rule make_masks: the search's mask design."""
+        search = self.search(task, search_id)
+        return steps.DesignParams(search.method, search.n_masks, search.sparsity, search.seed)
+
+    def refine_params(self, task: str, search_id: str) -> steps.RefineParams:
+        """Rule refine_masks: a two-stage design's stage 2."""
+        search = self.search(task, search_id)
+        return steps.RefineParams(search.n_masks, self.top_k, self.config["search"]["alpha"], search.seed)
+
+    def gradient_params(self, task: str, search_id: str) -> steps.GradientParams:
+        """Rule gradient_search: the method, its seed and its options."""
+        search = self.search(task, search_id)
+        return steps.GradientParams(search.method, search.seed, self.method_options(search.method))
+
+    def recover_params(self, task: str, search_id: str, *, higher_is_better: bool) -> steps.RecoverParams:
+        """Checkpoint recover_heads; ``higher_is_better``, the scored metric's direction, is a fact of
+        the task's YAML (:class:`headloc.workflow.facts.TaskFacts`), recorded in recovery.json."""
+        search = self.search(task, search_id)
+        return steps.RecoverParams(search.method, self.config["search"]["alpha"], search.seed, self.top_k,
+                                   higher_is_better, nested_rows=search.n_masks if search.of else None)
 
     def searches_of(self, collection: str) -> list[tuple[str, str]]:
         """(task, search id) of every search a collected table needs (none for models and tuning).

@@ -1,0 +1,45 @@
+"""The registry: every :class:`~headloc.methods.contract.Method` that a module of
+:mod:`headloc.methods` declares in its ``METHODS`` tuple, found the way scikit-learn's
+``all_estimators()`` finds estimators, so that adding a method is adding a module.
+
+It reads the package's folder instead of importing the package, so that
+:mod:`headloc.methods.steps` can ask it for a method while the package imports the steps.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from pathlib import Path
+
+from headloc.methods.contract import Method
+
+# The package's modules that run methods instead of declaring them.
+MACHINERY = ("contract", "driver", "registry", "steps")
+_REGISTRY: dict[str, Method] = {}
+
+
+def registry() -> dict[str, Method]:
+    """Every method of every module of this package, by name, in module order."""
+    if not _REGISTRY:
+        for module in pkgutil.iter_modules([str(Path(__file__).parent)]):
+            if module.name in MACHINERY:
+                continue
+            for method in importlib.import_module(f"headloc.methods.{module.name}").METHODS:
+                if method.name in _REGISTRY:
+                    raise ValueError(f"search method {method.name!r} declared twice (in {module.name})")
+                _REGISTRY[method.name] = method
+    return _REGISTRY
+
+
+def names(*, kind: str | None = None) -> list[str]:
+    """The registered methods' names (of one kind only, if given)."""
+    return [name for name, method in registry().items() if kind is None or method.kind == kind]
+
+
+def get(name: str) -> Method:
+    """A method by name; ValueError naming the known ones if there is none."""
+    try:
+        return registry()[name]
+    except KeyError:
+        raise ValueError(f"unknown search method {name!r}; known: {', '.join(registry())}") from None
