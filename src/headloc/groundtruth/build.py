@@ -25,7 +25,6 @@ Everything is seeded by the recipe; with the same torch thread count the weights
 from __future__ import annotations
 
 import json
-import math
 import os
 import random
 import shutil
@@ -39,38 +38,8 @@ import torch
 from headloc.model.ablation import hook_module_path
 from headloc.groundtruth import tasks as T
 from headloc.groundtruth.recipe import UNIVERSAL, Recipe
+from headloc.groundtruth.training import cosine, make_config, make_tokenizer, text_batch_loss, train_on_text
 from headloc.heads import parse_head
-
-def make_tokenizer(recipe: Recipe):
-    """A word-level PreTrainedTokenizerFast: one token per whitespace-separated word, no BOS/EOS added."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
-    vocab = T.token_ids(recipe.design)
-    backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
-    backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    backend.decoder = decoders.WordPiece(prefix="##", cleanup=False)  # joins words with spaces
-    return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>", pad_token="<pad>",
-                                   bos_token="<s>", eos_token="</s>", model_max_length=64)
-
-
-def make_config(recipe: Recipe, *, hidden: int | None = None, bias: bool = True):
-    """Llama with ``heads`` query heads of ``head_dim`` per layer, no GQA, biases on q/k/v/o.
-
-    The attention biases give every key a content-independent part (heads can find a position or
-    a token class from the start of training). The constructed scheme has none, and a residual
-    wider than ``size.hidden`` (``hidden``: its task dims)."""
-    from transformers import LlamaConfig
-
-    size = recipe.size
-    vocab = T.vocabulary(recipe.design)
-    return LlamaConfig(
-        vocab_size=len(vocab), hidden_size=hidden or size.hidden, intermediate_size=size.mlp,
-        num_hidden_layers=size.layers, num_attention_heads=size.heads, num_key_value_heads=size.heads,
-        head_dim=size.head_dim, max_position_embeddings=64, rms_norm_eps=1e-5, tie_word_embeddings=False,
-        attention_bias=bias, pad_token_id=vocab.index("<pad>"), bos_token_id=vocab.index("<s>"),
-        eos_token_id=vocab.index("</s>"),
-    )
 
 
 ON, OFF, SAME_TASK, DETACHED = 0, 1, 3, 4  # gate states of a head in a task row (TrainingGate)
@@ -231,21 +200,6 @@ def train(recipe: Recipe, *, threads: int = 1, log=print):
                      "docs/ground-truth.md)")
 
 
-def cosine(warmup: int, steps: int):
-    """Linear warm-up over ``warmup`` steps, then a cosine from 1 to 0.1 at ``steps``."""
-    def lr_at(step):
-        if step < warmup:
-            return (step + 1) / warmup
-        return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * (step - warmup) / max(1, steps - warmup)))
-    return lr_at
-
-
-def text_batch_loss(model, design, tables, rows: int, rng) -> torch.Tensor:
-    text = torch.from_numpy(T.text_token_ids(design, T.sample_text(design, tables, rows, rng)))
-    logits = model(text[:, :-1]).logits
-    return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), text[:, 1:].reshape(-1))
-
-
 def freeze_all_but(model, heads) -> list[torch.nn.Parameter]:
     """Freeze every parameter but the q/k/v rows and o_proj columns of ``heads`` ((layer, head)).
 
@@ -320,15 +274,12 @@ def train_frozen(recipe: Recipe, *, threads: int = 1, log=print):
     optimizer = torch.optim.AdamW(model.parameters(), lr=size.lr, weight_decay=float(training.get("weight_decay", 0)),
                                   betas=(0.9, 0.98))
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, cosine(warmup, text_steps))
-    for step in range(text_steps):
-        text_loss = text_batch_loss(model, design, tables, size.text_batch, text_rng)
-        optimizer.zero_grad()
-        text_loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        scheduler.step()
+    def on_text_step(step, loss):
         if step % 50 == 0 or step == text_steps - 1:
-            note({"phase": 1, "step": step, "text_loss": round(float(text_loss.detach()), 4)})
+            note({"phase": 1, "step": step, "text_loss": round(float(loss.detach()), 4)})
+
+    train_on_text(model, list(model.parameters()), optimizer, scheduler, design, tables, size.text_batch, text_rng,
+                  text_steps, on_text_step)
 
     # phase 2: the tasks, through the planted heads only
     planted = [parse_head(h) for hs in recipe.placement().values() for h in hs]

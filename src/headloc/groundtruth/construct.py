@@ -45,6 +45,7 @@ import torch
 
 from headloc.groundtruth import tasks as T
 from headloc.groundtruth.recipe import UNIVERSAL, Recipe
+from headloc.groundtruth.training import cosine, make_config, train_on_text
 from headloc.heads import parse_head
 
 CODE = 8  # dims of a word's code (one head's value width: head_dim must be at least this)
@@ -183,8 +184,6 @@ def text_masks(model, layout: Layout, planted) -> dict[str, torch.Tensor]:
 
 def train_text(recipe: Recipe, model, masks, *, log=print) -> dict:
     """Train the text dims on the general text; every masked weight stays exactly as it was."""
-    from headloc.groundtruth.build import cosine, text_batch_loss
-
     size, design = recipe.size, recipe.design
     params = dict(model.named_parameters())
     handles = []
@@ -199,13 +198,8 @@ def train_text(recipe: Recipe, model, masks, *, log=print) -> dict:
     tables = T.markov_tables(design)
     history, start = [], time.perf_counter()
     model.train()
-    for step in range(size.steps):
-        loss = text_batch_loss(model, design, tables, size.text_batch, rng)
-        optimizer.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        scheduler.step()
+
+    def on_step(step, loss):
         if step % 50 == 0 or step == size.steps - 1:
             history.append({"step": step, "text_loss": round(float(loss.detach()), 4),
                             "seconds": round(time.perf_counter() - start, 1)})
@@ -213,6 +207,9 @@ def train_text(recipe: Recipe, model, masks, *, log=print) -> dict:
             if not history[-1]["text_loss"] <= 1.5 * history[0]["text_loss"]:  # NaN too
                 raise RuntimeError(f"{recipe.name}: the text training diverged at step {step} (loss "
                                    f"{history[-1]['text_loss']}, {history[0]['text_loss']} at step 0): lower its lr")
+
+    train_on_text(model, list(model.parameters()), optimizer, scheduler, design, tables, size.text_batch, rng,
+                  size.steps, on_step)
     for handle in handles:
         handle.remove()
     model.eval()
@@ -333,8 +330,6 @@ def plant(recipe: Recipe, model, layout: Layout, contexts: torch.Tensor) -> dict
 def build_constructed(recipe: Recipe, *, threads: int = 1, log=print):
     """The constructed model (eval mode) and its record: text training, then the planted heads."""
     from transformers import LlamaForCausalLM
-
-    from headloc.groundtruth.build import make_config
 
     if not recipe.design.bos:
         raise ValueError("scheme constructed needs design.bos: true (heads rest on <s> when they have nothing to do)")

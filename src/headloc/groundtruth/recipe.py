@@ -243,7 +243,7 @@ def load_recipe(path, name: str) -> Recipe:
 
 
 # The modules a built model depends on; its truth depends on these and truth.py.
-BUILDER = ("build.py", "construct.py", "recipe.py", "tasks.py")
+BUILDER = ("build.py", "construct.py", "recipe.py", "tasks.py", "training.py")
 
 
 def code_digest(modules=None) -> str:

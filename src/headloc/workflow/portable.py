@@ -54,12 +54,6 @@ def lm_eval_version() -> str:
     return importlib.metadata.version("lm_eval")
 
 
-def include_path(config: dict) -> list[str]:
-    """The task folders as text: an old spelling of :func:`headloc.workflow.config.task_folders`,
-    kept only for scripts/gradient_search.py until issue 32's step contract rewrites it; use that."""
-    return [str(folder) for folder in task_folders(config)]
-
-
 def mirror(config: dict) -> str | None:
     """The data mirror of this checkout (``data.mirror``, relative to the working directory)."""
     folder = (config.get("data") or {}).get("mirror")
