@@ -45,8 +45,7 @@ rule planted_model:
         "envs/headloc.yaml"
     threads: 1
     params:
-        recipe=lambda wildcards: PLANTED[wildcards.planted].as_dict(),  # its cache key
-        digest=lambda wildcards: PLANTED[wildcards.planted].digest(),
+        recipe=lambda wildcards: PLANTED[wildcards.planted].as_dict(),  # what it is built from: its cache key
         builder=BUILDER_CODE,
     script:
         "scripts/build_planted_model.py"

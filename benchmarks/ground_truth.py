@@ -49,6 +49,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
+import yaml
 
 from headloc import methods
 from headloc.groundtruth.recipe import Design
@@ -58,7 +59,10 @@ from headloc.methods.driver import drive
 
 LOG = logging.getLogger("ground_truth")
 DEFAULT_BUDGETS = (50, 100, 200)
-SPARSITY = 0.05  # config/schema.yaml's default search.sparsity
+# the workflow's defaults, read where they live (config/schema.yaml's search section)
+SEARCH = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "schema.yaml").read_text())[
+    "properties"]["search"]["properties"]
+SPARSITY, ALPHA = SEARCH["sparsity"]["default"], SEARCH["alpha"]["default"]
 GOAL_RECALL, GOAL_ALL_FOUND = 0.95, 0.9
 
 
@@ -132,7 +136,7 @@ def ranking_of(name: str, scorer: Scorer, names: list[str], budget, seed: int, k
     with tempfile.TemporaryDirectory() as tmp:
         gradient = (model, scorer.examples(), method.defaults) if method.kind == "gradient" else None
         found = drive(method, scorer, HeadGeometry(model.config.num_hidden_layers, model.config.num_attention_heads),
-                      Path(tmp), budget=budget or 0, seed=seed, k=k, sparsity=SPARSITY, alpha="cv",
+                      Path(tmp), budget=budget or 0, seed=seed, k=k, sparsity=SPARSITY, alpha=ALPHA,
                       gradient=gradient, log=LOG)
     return found["ranking"], found["n_evals"]
 

@@ -9,22 +9,21 @@ from the saved vocabulary, and scores are the gold's log-probability among the c
 
 from __future__ import annotations
 
-import copy
 import dataclasses
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
 from headloc.groundtruth import construct as C
 from headloc.groundtruth import tasks as T
 from headloc.groundtruth.build import build
 from headloc.groundtruth.recipe import load_config, recipe_from_config
 from headloc.groundtruth.truth import certificate, measure
+
+from checkpoint_checks import documents, gold_logprobs, load, read_docs, without
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "config" / "ground_truth.yaml"
@@ -38,34 +37,8 @@ def built(tmp_path_factory):
     return recipe, folder
 
 
-def load(folder):
-    from transformers import AutoModelForCausalLM
-
-    return AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
-
-
-def documents(folder, task, n):
-    vocab = json.loads((Path(folder) / "tokenizer.json").read_text())["model"]["vocab"]
-    docs = [json.loads(line) for line in (Path(folder) / "tasks" / f"{task}.jsonl").read_text().splitlines()][:n]
-    contexts = torch.tensor([[vocab[w] for w in d["text"].split(" ")] for d in docs])
-    choices = torch.tensor([[vocab[c] for c in d["choices"]] for d in docs])
-    return docs, contexts, choices, torch.tensor([d["label"] for d in docs])
-
-
-def gold_logprob(model, contexts, choices, labels) -> np.ndarray:
-    with torch.no_grad():
-        last = model(contexts).logits[:, -1].double()
-    return torch.log_softmax(last.gather(1, choices), -1).gather(1, labels[:, None])[:, 0].numpy()
-
-
-def without(model, heads):
-    removed = copy.deepcopy(model)
-    d = removed.config.head_dim
-    with torch.no_grad():
-        for name in heads:
-            layer, head = (int(x) for x in name[1:].split("H"))
-            removed.model.layers[layer].self_attn.o_proj.weight[:, head * d:(head + 1) * d] = 0
-    return removed
+def per_doc(model, *data) -> np.ndarray:
+    return gold_logprobs(model, *data).numpy()
 
 
 @pytest.mark.ground_truth
@@ -73,18 +46,18 @@ def test_every_role_head_carries_its_own_documents_and_nothing_else(built):
     recipe, folder = built
     model, placement = load(folder), recipe.placement()
     for task, kinds in recipe.design.tasks.items():
-        docs, *data = documents(folder, task, recipe.design.stratify)
-        base = gold_logprob(model, *data)
+        docs, data = read_docs(folder, task, recipe.design.stratify), documents(folder, task, recipe.design.stratify)
+        base = per_doc(model, *data)
         assert base.min() > -0.2 and base.mean() > -0.05, task  # every searched document answered, by a margin
-        assert gold_logprob(without(model, placement["universal"]), *data).mean() < -1.0  # near chance (-1.39)
+        assert per_doc(without(model, placement["universal"]), *data).mean() < -1.0  # near chance (-1.39)
         for kind in kinds:
             mine = np.array([d["role"] == kind.role for d in docs])
             assert mine.sum() == round(kind.weight * recipe.design.stratify)  # stratified: the kind's share
             heads = placement[kind.role]
             if len(heads) == 2:  # the redundant pair: either head suffices, both removed is chance
                 for head in heads:
-                    assert gold_logprob(without(model, [head]), *data).mean() > base.mean() - 0.05
-            after = gold_logprob(without(model, heads), *data)
+                    assert per_doc(without(model, [head]), *data).mean() > base.mean() - 0.05
+            after = per_doc(without(model, heads), *data)
             assert after[mine].mean() < -1.0, (task, kind.role)
             assert np.abs(after[~mine] - base[~mine]).max(initial=0) < 0.01, (task, kind.role)
 
@@ -124,9 +97,9 @@ def test_truth_carries_a_passing_certificate(built):
         c = entry["certificate"]
         assert c["passes"], (task, c)
         # the certificate's numbers, recomputed: every unplanted head removed by zeroing its columns
-        _, *data = documents(folder, task, recipe.design.stratify)
-        base = gold_logprob(model, *data).mean()
-        unplanted = {h: gold_logprob(without(model, [h]), *data).mean() - base for h in entry["single"]
+        data = documents(folder, task, recipe.design.stratify)
+        base = per_doc(model, *data).mean()
+        unplanted = {h: per_doc(without(model, [h]), *data).mean() - base for h in entry["single"]
                      if h not in entry["planted"]}
         assert c["tau"] == pytest.approx(np.std(list(unplanted.values())), abs=1e-6)
         assert c["largest_unplanted"] == pytest.approx(max(unplanted.values(), key=abs), abs=1e-5)

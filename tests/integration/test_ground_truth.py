@@ -10,7 +10,6 @@ token gets the highest logit at the last position.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import json
 from pathlib import Path
@@ -22,6 +21,8 @@ import torch
 from headloc.groundtruth.build import build
 from headloc.groundtruth.recipe import code_digest, load_config, recipe_from_config
 from headloc.groundtruth.truth import measure
+
+from checkpoint_checks import accuracy, documents, gold_logprob, load, parse, without
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "config" / "ground_truth.yaml"
@@ -41,50 +42,6 @@ def tiny(tmp_path_factory):
     assert json.loads((folder / "planted.json").read_text())["digest"] == recipe.digest()
     truth = measure(folder, log=lambda *a: None)
     return recipe, folder, truth
-
-
-def load(folder):
-    from transformers import AutoModelForCausalLM
-
-    return AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
-
-
-def documents(folder, task):
-    vocab = json.loads((Path(folder) / "tokenizer.json").read_text())["model"]["vocab"]
-    docs = [json.loads(line) for line in (Path(folder) / "tasks" / f"{task}.jsonl").read_text().splitlines()]
-    contexts = torch.tensor([[vocab[w] for w in d["text"].split(" ")] for d in docs])
-    choices = torch.tensor([[vocab[c] for c in d["choices"]] for d in docs])
-    return contexts, choices, torch.tensor([d["label"] for d in docs])
-
-
-def without(model, heads):
-    """A copy of ``model`` whose output projections ignore ``heads`` ((layer, head) pairs)."""
-    removed = copy.deepcopy(model)
-    d = removed.config.head_dim
-    with torch.no_grad():
-        for layer, head in heads:
-            removed.model.layers[layer].self_attn.o_proj.weight[:, head * d:(head + 1) * d] = 0
-    return removed
-
-
-def accuracy(model, contexts, choices, labels) -> float:
-    with torch.no_grad():
-        last = model(contexts).logits[:, -1]
-    return float((last.gather(1, choices).argmax(1) == labels).double().mean())
-
-
-def gold_logprob(model, contexts, choices, labels) -> float:
-    """Mean log-probability of the gold answer among the choices (a continuous score: a task whose
-    baseline accuracy is 1.0 with wide margins can lose much of its margin without flipping a choice)."""
-    with torch.no_grad():
-        last = model(contexts).logits[:, -1].double()
-    logp = torch.log_softmax(last.gather(1, choices), dim=-1)
-    return float(logp.gather(1, labels[:, None]).mean())
-
-
-def parse(name):
-    layer, head = name[1:].split("H")
-    return int(layer), int(head)
 
 
 @pytest.mark.ground_truth

@@ -282,8 +282,7 @@ def train_frozen(recipe: Recipe, *, threads: int = 1, log=print):
                   text_steps, on_text_step)
 
     # phase 2: the tasks, through the planted heads only
-    planted = [parse_head(h) for hs in recipe.placement().values() for h in hs]
-    trainable = freeze_all_but(model, planted)
+    trainable = freeze_all_but(model, recipe.planted())
     optimizer = torch.optim.AdamW(trainable, lr=size.lr * float(training.get("task_lr", 1.0)), weight_decay=0.0,
                                   betas=(0.9, 0.98))
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, cosine(warmup, task_steps))

@@ -156,10 +156,6 @@ def token_features(recipe: Recipe, layout: Layout, const: float) -> torch.Tensor
     return features
 
 
-def planted_heads(recipe: Recipe) -> list[tuple[int, int]]:
-    return [parse_head(h) for heads in recipe.placement().values() for h in heads]
-
-
 def text_masks(model, layout: Layout, planted) -> dict[str, torch.Tensor]:
     """Parameter name -> 0/1 mask: 1 where the text training may put weight. Nothing trained reads or
     writes a task dim; the planted heads' q/k/v rows and o_proj columns stay zero."""
@@ -320,7 +316,7 @@ def plant(recipe: Recipe, model, layout: Layout, contexts: torch.Tensor) -> dict
                 attn.o_proj.weight[:, rows] = weights[3]
     s_final = _input_scale(model, contexts, model.model.norm)
     scales["final"] = round(s_final, 5)
-    margin = float(recipe.training.get("margin", 12.0))
+    margin = float(recipe.training["margin"])
     codes = model.model.embed_tokens.weight[:, layout.code].detach()
     with torch.no_grad():
         model.lm_head.weight[:, layout.answer] = margin * codes / s_final
@@ -331,6 +327,10 @@ def build_constructed(recipe: Recipe, *, threads: int = 1, log=print):
     """The constructed model (eval mode) and its record: text training, then the planted heads."""
     from transformers import LlamaForCausalLM
 
+    missing = {"margin", "const"} - set(recipe.training)
+    if missing:
+        raise ValueError(f"{recipe.name}: scheme constructed needs training keys {sorted(missing)} "
+                         "(config/ground_truth.yaml, trainings.constructed)")
     if not recipe.design.bos:
         raise ValueError("scheme constructed needs design.bos: true (heads rest on <s> when they have nothing to do)")
     torch.set_num_threads(threads)
@@ -339,7 +339,7 @@ def build_constructed(recipe: Recipe, *, threads: int = 1, log=print):
     heads = recipe.size.heads  # transformers wants the residual a multiple of the heads: unused dims pad it
     model = LlamaForCausalLM(make_config(recipe, hidden=-(-layout.width // heads) * heads, bias=False))
     start = time.perf_counter()
-    const = float(recipe.training.get("const", 1000.0))
+    const = float(recipe.training["const"])
     with torch.no_grad():
         model.model.embed_tokens.weight[:, layout.text:layout.width] = token_features(recipe, layout, const)
         # The constant dominates every position's rms (about const / sqrt(width)), so RMSNorm divides
@@ -348,7 +348,7 @@ def build_constructed(recipe: Recipe, *, threads: int = 1, log=print):
         for name, param in model.named_parameters():
             if name.endswith("norm.weight"):
                 param[:layout.text] = const / math.sqrt(model.config.hidden_size)
-    masks = text_masks(model, layout, planted_heads(recipe))
+    masks = text_masks(model, layout, recipe.planted())
     record = train_text(recipe, model, masks, log=log)
     docs = [d for task in recipe.design.tasks for d in T.task_documents(recipe.design, task)]
     contexts = torch.from_numpy(T.encode_documents(recipe.design, docs)[0])

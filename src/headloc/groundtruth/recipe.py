@@ -22,7 +22,7 @@ from pathlib import Path
 
 import yaml
 
-from headloc.heads import format_head
+from headloc.heads import format_head, parse_head
 
 UNIVERSAL = "universal"
 
@@ -171,6 +171,10 @@ class Recipe:
 
     def placement(self) -> dict[str, list[str]]:
         return place_roles(self.design, self.size)
+
+    def planted(self) -> list[tuple[int, int]]:
+        """Every planted head as (layer, head), in placement order."""
+        return [parse_head(head) for heads in self.placement().values() for head in heads]
 
 
 def place_roles(design: Design, size: Size) -> dict[str, list[str]]:
