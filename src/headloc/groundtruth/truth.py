@@ -100,10 +100,13 @@ def encode(tokenizer, docs: list[dict]):
 def score_masks(model, contexts, choices, labels, masks) -> tuple[np.ndarray, np.ndarray]:
     """Accuracy and mean gold log-probability among the choices, for each mask (1 = ablated).
 
-    ``masks`` is [M, layers * heads]; several masks share one forward pass (a batched gate).
+    ``masks`` is [M, layers * heads]; several masks share one forward pass (a batched gate), on
+    the model's device.
     """
     masks = np.atleast_2d(np.asarray(masks))
     n_layers, n_heads = model.config.num_hidden_layers, model.config.num_attention_heads
+    device = model.device
+    contexts, choices, labels = contexts.to(device), choices.to(device), labels.to(device)
     n = len(labels)
     per_pass = max(1, MAX_ROWS // n)
     accs, logps = [], []
@@ -116,16 +119,17 @@ def score_masks(model, contexts, choices, labels, masks) -> tuple[np.ndarray, np
             chosen = logits.gather(1, choices.repeat(len(group), 1)).double()
             logp = torch.log_softmax(chosen, dim=-1).reshape(len(group), n, -1)
             correct = (logp.argmax(-1) == labels[None]).double()
-            accs.append(correct.mean(1).numpy())
-            logps.append(logp.gather(2, labels[None, :, None].expand(len(group), n, 1))[..., 0].mean(1).numpy())
+            accs.append(correct.mean(1).cpu().numpy())
+            logps.append(logp.gather(2, labels[None, :, None].expand(len(group), n, 1))[..., 0].mean(1).cpu().numpy())
     return np.concatenate(accs), np.concatenate(logps)
 
 
 def text_losses(model, rows: torch.Tensor, masks) -> np.ndarray:
-    """Mean next-token loss (nats) of the general text for each mask (1 = ablated)."""
+    """Mean next-token loss (nats) of the general text for each mask (1 = ablated), on the model's device."""
     masks = np.atleast_2d(np.asarray(masks))
     n_layers, n_heads = model.config.num_hidden_layers, model.config.num_attention_heads
     per_pass = max(1, MAX_ROWS // (4 * len(rows)))
+    rows = rows.to(model.device)
     out = []
     with torch.no_grad():
         for start in range(0, len(masks), per_pass):
@@ -135,7 +139,7 @@ def text_losses(model, rows: torch.Tensor, masks) -> np.ndarray:
             with ablate_heads(model, gate):
                 logits = model(batch[:, :-1]).logits
             loss = torch.nn.functional.cross_entropy(logits.transpose(1, 2), batch[:, 1:], reduction="none")
-            out.append(loss.mean(1).reshape(len(group), len(rows)).mean(1).numpy())
+            out.append(loss.mean(1).reshape(len(group), len(rows)).mean(1).cpu().numpy())
     return np.concatenate(out)
 
 
