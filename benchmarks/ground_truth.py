@@ -141,9 +141,11 @@ def ranking_of(name: str, scorer: Scorer, names: list[str], budget, seed: int, k
     return found["ranking"], found["n_evals"]
 
 
-def benchmark(folder: Path, wanted: list[str], budgets, seeds, tasks: list[str] | None = None) -> pd.DataFrame:
+def benchmark(folder: Path, wanted: list[str], budgets, seeds, tasks: list[str] | None = None,
+              device: str = "cpu") -> pd.DataFrame:
     truth = json.loads((folder / "truth.json").read_text())
     model, tokenizer, planted = load_planted(folder / "model")
+    model.to(device)  # the scores and the gradient methods run where the model is
     design = Design.from_dict(planted["recipe"]["design"])
     n_layers, n_heads = model.config.num_hidden_layers, model.config.num_attention_heads
     names = HeadGeometry(n_layers, n_heads).names
@@ -285,15 +287,18 @@ def main(argv=None) -> None:
                         help="the first seed (more seeds for an earlier run: --merge both recall.csv files)")
     parser.add_argument("--tasks", nargs="+", help="only these tasks (default: every task in truth.json)")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--device", default="cpu", help="where the model runs: cpu, cuda, cuda:1, ...")
     parser.add_argument("--out", type=Path, default=Path("results/ground_truth"))
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)  # its font search is no progress report
     torch.set_num_threads(args.threads)
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     if args.merge:
         table = pd.concat([pd.read_csv(path) for path in args.merge])
     elif args.models:
-        table = pd.concat([benchmark(m, args.methods, args.budgets, seeds, args.tasks) for m in args.models])
+        table = pd.concat([benchmark(m, args.methods, args.budgets, seeds, args.tasks, args.device)
+                           for m in args.models])
     else:
         parser.error("name planted model folders, or --merge recall.csv files")
     print(report(table, args.out))
