@@ -48,9 +48,10 @@ test: venv
 	$(VENV)/bin/pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=15 -rs
 
 # The planted-head tests (docs/ground-truth.md): they train the tiny planted model on first use
-# (about 3.5 min; cached in results/test-cache/planted/ by recipe and code), so make test leaves them out.
+# (about 3.5 min; cached in results/test-cache/planted/ by recipe and code) and build a small certified
+# model (about 35 s), so make test leaves them out.
 test-ground-truth: venv
-	$(VENV)/bin/pytest -m ground_truth tests/integration/test_ground_truth.py -rA
+	$(VENV)/bin/pytest -m ground_truth tests/integration/test_ground_truth.py tests/integration/test_certified.py -rA
 
 lint: venv
 	$(VENV)/bin/snakemake --lint --configfile config/demo.yaml

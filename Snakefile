@@ -32,7 +32,6 @@ include: "rules/recover.smk"
 include: "rules/validate.smk"
 include: "rules/report.smk"
 include: "rules/export.smk"
-include: "rules/ground_truth.smk"
 
 
 rule all:

@@ -1,28 +1,39 @@
-"""Every search method measured against planted heads (issue 22): recall of a planted model's task
-heads in each method's top k, by budget and seed.
+"""Every search method measured against certified planted heads: what a user needs to know (issue 31).
 
-    .venv/bin/python benchmarks/ground_truth.py results/planted/tiny            # every method
-    .venv/bin/python benchmarks/ground_truth.py results/planted/tiny results/planted/smol \\
-        --methods cs_stratified cs_adaptive greedy --budgets 25 50 100 200 --seeds 5 --score acc
-    .venv/bin/python benchmarks/ground_truth.py --help
+    .venv/bin/python benchmarks/ground_truth.py results/planted/c32-s0 results/planted/c32-s1 ...
+    .venv/bin/python benchmarks/ground_truth.py results/planted/c1024-s* --methods cs_stratified greedy1s \
+        group_testing --budgets 50 100 200 --seeds 5
+    .venv/bin/python benchmarks/ground_truth.py --merge out1/recall.csv out2/recall.csv --out merged
 
-Input: planted model folders as rules/ground_truth.smk builds them (``<name>/model/`` and
-``<name>/truth.json``). For each task of each model, k is the size of the task's planted set (its
-universal head, its role heads, both heads of a redundant pair). Each method runs by its kind
-through :func:`headloc.methods.driver.drive`, the calls the workflow's rules make: a mask design
-(cs_adaptive's stage 2 as rule refine_masks makes it), greedy's rounds (k rounds, no universal
-filter: the universal head is one of the planted heads to find), a gradient method's ``run``, a
-draw; then the recovery step ranks the heads. It runs in one process: the masks are scored with
-:func:`headloc.groundtruth.truth.score_masks` (several masks per forward pass) on all of the task's
-documents, by accuracy (``--score acc``, the task's lm-eval metric) or by the gold answer's mean
-log-probability among the choices (``--score logprob``, a continuous score).
+Input: planted model folders as ground_truth.smk builds them (``<name>/model/`` and
+``<name>/truth.json``); placements of one size share the part of the name before ``-s``. Each
+task's documents are the first ``stratify`` ones of its design (every kind in its share: the
+documents truth.json's certificate is measured on), scored by the searches' score, the gold
+answer's mean log-probability among the choices (:func:`headloc.groundtruth.truth.score_masks`).
 
-Reported per model, task, method and budget (mean over seeds): evaluations spent, recall of the
-planted set in the top k, recall of the *effective* set (the planted heads truth.json does not flag
-as ``planted_but_weak``, in the top k of the same size), and whether the redundant pair is in the
-top k. Then, per model and method, the smallest budget whose mean recall over every task reaches
-``--goal`` (95 %) and its ratio to greedy's evaluations. Writes ``<out>/recall.csv``,
-``<out>/summary.md`` and ``<out>/recall.png`` (recall against evaluations, one panel per model).
+Each method runs as the workflow runs it: by its kind through :func:`headloc.methods.driver.drive`
+(a mask design, cs_adaptive's refinement, greedy's rounds, a gradient run, a draw) with the
+config's defaults (alpha ``cv``, sparsity 0.05), then ``Method.recover``; the sequential searches
+of :mod:`headloc.search` (group testing, Thompson sampling) run through their own ``run``.
+
+What is scored, per task (``task_truth``):
+
+- **recall**: the share of the task's *role heads* (planted, neither the universal head nor a
+  redundant pair's) in the method's top k, where k = roles + 1 (the universal head) + the pair's 2
+  heads. The universal head and the pair have slots of their own in k, so a method that finds
+  them is not capped, and they are not counted in the recall, so finding the universal head (which
+  nearly every method does) does not inflate it.
+- **universal_found**, **pair_found** (both heads in the top k): metrics of their own.
+- **certified**: whether truth.json's certificate passes for the task; the goal claims use
+  certified tasks only (a failing task is reported, never hidden). The planted set equals the
+  measured one on a certified task (every planted effect is at least 5 x the largest other), so
+  recall against the design is recall against the truth; ``agrees`` says so per task.
+
+Reported per size, method and budget over placements x seeds: mean recall with its standard
+error, P(recall = 1), the share of runs that found the universal head and the pair, evaluations,
+and the ratio of evaluations to greedy's on the same task; the smallest budget meeting the goal
+(mean recall >= 0.95 and P(recall = 1) >= 0.9); the budget advice refit from every cell. Writes
+``<out>/recall.csv``, ``<out>/summary.md`` and ``<out>/recall.png``.
 """
 
 from __future__ import annotations
@@ -38,26 +49,47 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
+import yaml
 
 from headloc import methods
+from headloc.groundtruth.recipe import Design
 from headloc.groundtruth.truth import encode, load_planted, read_documents, score_masks
 from headloc.heads import HeadGeometry
 from headloc.methods.driver import drive
 
 LOG = logging.getLogger("ground_truth")
-DEFAULT_BUDGETS = (25, 50, 100, 200)
+DEFAULT_BUDGETS = (50, 100, 200)
+# the workflow's defaults, read where they live (config/schema.yaml's search section)
+SEARCH = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "schema.yaml").read_text())[
+    "properties"]["search"]["properties"]
+SPARSITY, ALPHA = SEARCH["sparsity"]["default"], SEARCH["alpha"]["default"]
+GOAL_RECALL, GOAL_ALL_FOUND = 0.95, 0.9
+
+
+def _sequential():
+    """The sequential searches (name -> settings class), by the name the benchmark gives them."""
+    from headloc.search.group_testing import GroupTesting
+    from headloc.search.thompson import ThompsonSampling
+
+    return {"group_testing": lambda n, budget, seed, k: GroupTesting(n, budget, seed=seed, k=k),
+            "thompson": lambda n, budget, seed, k: ThompsonSampling(n, budget, seed=seed, sparsity=SPARSITY),
+            "thompson_damage": lambda n, budget, seed, k: ThompsonSampling(n, budget, seed=seed, sparsity=SPARSITY,
+                                                                           reward="damage",
+                                                                           score_range=(-3.0, 0.0))}
+
+
+SEQUENTIAL = tuple(_sequential())
 
 
 class Scorer:
-    """One task's documents on one model: masks -> scores, counting the evaluations."""
+    """One task's searched documents on one model: masks -> gold log-probabilities, counting evaluations."""
 
-    def __init__(self, model, tokenizer, folder, task: str, score: str, docs: int | None = None):
+    def __init__(self, model, tokenizer, folder, task: str, docs: int):
         self.model = model
         self.data = encode(tokenizer, read_documents(folder, task)[:docs])
-        self.column = {"acc": 0, "logprob": 1}[score]
 
     def __call__(self, masks) -> np.ndarray:
-        return score_masks(self.model, *self.data, masks)[self.column]
+        return score_masks(self.model, *self.data, masks)[1]
 
     def examples(self):
         """The documents as gold continuations (the gradient methods' input)."""
@@ -68,172 +100,208 @@ class Scorer:
         return [Example(i, tuple(c.tolist()), (int(g),)) for i, (c, g) in enumerate(zip(contexts, gold))]
 
 
-def runs_of(method, budgets, seeds):
+def budgeted(name: str) -> bool:
+    return name in SEQUENTIAL or methods.get(name).budgeted
+
+
+def runs_of(name: str, budgets, seeds):
     """(budget, seed) pairs a method is run at: budgets only for budgeted methods, seeds only where
-    the method is random (greedy and one-shot greedy are deterministic: one run)."""
+    the method is random (greedy and one-shot greedy are deterministic: one run per placement)."""
+    if name in SEQUENTIAL:
+        return [(b, s) for b in budgets for s in seeds]
+    method = methods.get(name)
     spend = budgets if method.budgeted else [None]
     draws = seeds if (method.repeats or method.kind in ("gradient", "draw")) else seeds[:1]
     return [(b, s) for b in spend for s in draws]
 
 
-def recall(top: list[str], truth: list[str]) -> float:
-    return len(set(top) & set(truth)) / len(truth) if truth else float("nan")
-
-
 def task_truth(entry: dict) -> dict:
-    planted = entry["planted_set"]["heads"]
-    weak = set(entry.get("planted_but_weak", []))
+    """A task's heads to find, by what they are, and k (see the module docstring)."""
+    planted = entry["planted"]
     pair = entry.get("pair", {}).get("heads", [])
-    return {"planted": planted, "effective": [h for h in planted if h not in weak or h in pair], "pair": pair}
+    universal = [h for h, p in planted.items() if p["role"] == "universal"]
+    roles = [h for h in planted if h not in universal and h not in pair]
+    certificate = entry.get("certificate", {})
+    return {"roles": roles, "universal": universal, "pair": pair, "k": len(roles) + len(universal) + len(pair),
+            "certified": bool(certificate.get("passes")), "weakest": certificate.get("weakest")}
 
 
-def benchmark(folder: Path, wanted: list[str], budgets, seeds, score: str, sparsity: float,
-              docs: int | None = None, tasks: list[str] | None = None) -> pd.DataFrame:
+def ranking_of(name: str, scorer: Scorer, names: list[str], budget, seed: int, k: int, model) -> tuple[list[str], int]:
+    """The method's ranking (head names, most damaging first) and its evaluations."""
+    if name in SEQUENTIAL:
+        search = _sequential()[name](len(names), budget, seed, k)
+        _, _, found = search.run(scorer)
+        return [names[i] for i in found.ranking], found.n_evals
+    method = methods.get(name)
+    with tempfile.TemporaryDirectory() as tmp:
+        gradient = (model, scorer.examples(), method.defaults) if method.kind == "gradient" else None
+        found = drive(method, scorer, HeadGeometry(model.config.num_hidden_layers, model.config.num_attention_heads),
+                      Path(tmp), budget=budget or 0, seed=seed, k=k, sparsity=SPARSITY, alpha=ALPHA,
+                      gradient=gradient, log=LOG)
+    return found["ranking"], found["n_evals"]
+
+
+def benchmark(folder: Path, wanted: list[str], budgets, seeds, tasks: list[str] | None = None,
+              device: str = "cpu") -> pd.DataFrame:
     truth = json.loads((folder / "truth.json").read_text())
-    model, tokenizer, _ = load_planted(folder / "model")
+    model, tokenizer, planted = load_planted(folder / "model")
+    model.to(device)  # the scores and the gradient methods run where the model is
+    design = Design.from_dict(planted["recipe"]["design"])
     n_layers, n_heads = model.config.num_hidden_layers, model.config.num_attention_heads
-    geometry = HeadGeometry(n_layers, n_heads)
-    names = geometry.names
+    names = HeadGeometry(n_layers, n_heads).names
+    size = folder.name.rsplit("-s", 1)[0]
     rows = []
     for task, entry in truth["tasks"].items():
         if tasks and task not in tasks:
             continue
-        scorer, sets = Scorer(model, tokenizer, folder / "model", task, score, docs), task_truth(entry)
-        k = len(sets["planted"])
+        scorer, sets = Scorer(model, tokenizer, folder / "model", task, design.stratify or None), task_truth(entry)
+        k = sets["k"]
         for name in wanted:
-            method = methods.get(name)
-            for budget, seed in runs_of(method, budgets, seeds):
+            for budget, seed in runs_of(name, budgets, seeds):
                 start = time.perf_counter()
-                with tempfile.TemporaryDirectory() as tmp:
-                    gradient = (model, scorer.examples(), method.defaults) if method.kind == "gradient" else None
-                    found = drive(method, scorer, geometry, Path(tmp), budget=budget or 0, seed=seed, k=k,
-                                  sparsity=sparsity, alpha=0.001, gradient=gradient, log=LOG)
-                top = found["ranking"][:k]
+                ranking, n_evals = ranking_of(name, scorer, names, budget, seed, k, model)
+                top = set(ranking[:k])
                 rows.append({
-                    "model": folder.name, "n_heads": len(names), "task": task, "method": name, "budget": budget,
-                    "seed": seed, "n_evals": found["n_evals"], "k": k,
-                    "recall": recall(top, sets["planted"]),
-                    "recall_effective": recall(found["ranking"][:len(sets["effective"])], sets["effective"]),
-                    "pair_found": bool(sets["pair"]) and set(sets["pair"]) <= set(top),
-                    "top": "+".join(top), "seconds": round(time.perf_counter() - start, 2),
+                    "size": size, "model": folder.name, "n_heads": len(names), "task": task, "method": name,
+                    "budget": budget, "seed": seed, "n_evals": n_evals, "k": k, "certified": sets["certified"],
+                    "recall": len(top & set(sets["roles"])) / len(sets["roles"]) if sets["roles"] else np.nan,
+                    "universal_found": set(sets["universal"]) <= top,
+                    "pair_found": bool(sets["pair"]) and set(sets["pair"]) <= top if sets["pair"] else np.nan,
+                    "top": "+".join(ranking[:k]), "seconds": round(time.perf_counter() - start, 2),
                 })
-                LOG.info("%s %s %s budget %s seed %d: recall %.2f (%d evaluations)", folder.name, task, name,
-                         budget, seed, rows[-1]["recall"], found["n_evals"])
+                LOG.info("%s %s %s budget %s seed %d: recall %.2f (%d evaluations, %.1f s)", folder.name, task, name,
+                         budget, seed, rows[-1]["recall"], n_evals, rows[-1]["seconds"])
     return pd.DataFrame(rows)
 
 
-def summarise(table: pd.DataFrame, goal: float) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Mean over seeds per (model, task, method, budget), and per (model, method) the budget where the
-    mean recall over the model's tasks first reaches ``goal``, with its ratio to greedy's evaluations."""
-    keys = ["model", "n_heads", "task", "method", "budget"]
-    means = (table.assign(budget=table["budget"].fillna(-1))
-             .groupby(keys, as_index=False)
-             .agg(n_evals=("n_evals", "mean"), recall=("recall", "mean"), recall_sd=("recall", "std"),
-                  recall_effective=("recall_effective", "mean"), pair_found=("pair_found", "mean"),
-                  k=("k", "first"), seeds=("seed", "nunique")))
-    per_budget = means.groupby(["model", "n_heads", "method", "budget"], as_index=False).agg(
-        n_evals=("n_evals", "mean"), recall=("recall", "mean"), recall_effective=("recall_effective", "mean"))
-    greedy = per_budget[per_budget["method"] == methods.REFERENCE].set_index("model")["n_evals"]
-    reached = []
-    for (model, n, method), group in per_budget.groupby(["model", "n_heads", "method"]):
-        row = {"model": model, "n_heads": n, "method": method}
-        for column in ("recall", "recall_effective"):
-            hit = group[group[column] >= goal].sort_values("n_evals")
-            evals = float(hit["n_evals"].iloc[0]) if len(hit) else float("nan")
-            row.update({f"best_{column}": group[column].max(), f"evals_at_goal_{column}": evals,
-                        f"ratio_to_greedy_{column}": evals / greedy.get(model, float("nan"))})
-        reached.append(row)
-    return means, pd.DataFrame(reached)
-
-
-def task_budgets(means: pd.DataFrame, goal: float) -> pd.DataFrame:
-    """Per (model, task), the fewest masks at which a budgeted mask design's mean recall of the
-    planted set reached ``goal``, the best design's, and that budget over k ln(N / k): the data of
-    the budget advice (headloc.search.budget). Tasks no design reached are listed with NaN."""
-    budgeted = means[means["method"].map(lambda name: methods.get(name).budgeted)]
+def summarise(table: pd.DataFrame) -> pd.DataFrame:
+    """Per (size, method, budget), over certified tasks x placements x seeds: mean recall and its
+    standard error, P(recall = 1), universal head and pair found, evaluations, ratio to greedy."""
+    table = table[table["certified"]].assign(budget=table["budget"].fillna(-1))
+    greedy = (table[table["method"] == methods.REFERENCE].groupby(["model", "task"])["n_evals"].mean()
+              .rename("greedy_evals"))
+    table = table.join(greedy, on=["model", "task"])
     rows = []
-    for (model, n, task), group in budgeted.groupby(["model", "n_heads", "task"]):
+    for (size, n, method, budget), group in table.groupby(["size", "n_heads", "method", "budget"]):
+        scored = group.dropna(subset=["recall"])
+        pairs = group.dropna(subset=["pair_found"])
+        rows.append({
+            "size": size, "n_heads": n, "method": method, "budget": None if budget < 0 else int(budget),
+            "runs": len(scored), "placements": group["model"].nunique(),
+            "recall": scored["recall"].mean(), "se": scored["recall"].std(ddof=1) / math.sqrt(len(scored))
+            if len(scored) > 1 else np.nan,
+            "p_all_found": (scored["recall"] == 1).mean(),
+            "universal_found": group["universal_found"].mean(),
+            "pair_found": pairs["pair_found"].astype(float).mean() if len(pairs) else np.nan,
+            "n_evals": group["n_evals"].mean(),
+            "ratio_to_greedy": (group["n_evals"] / group["greedy_evals"]).mean(),
+            "seconds": group["seconds"].mean(),
+        })
+    return pd.DataFrame(rows)
+
+
+def goal_cells(summary: pd.DataFrame) -> pd.DataFrame:
+    """Per (size, method), the cheapest budget whose mean recall >= GOAL_RECALL and P(recall = 1) >= GOAL_ALL_FOUND."""
+    met = summary[(summary["recall"] >= GOAL_RECALL) & (summary["p_all_found"] >= GOAL_ALL_FOUND)]
+    return met.sort_values("n_evals").groupby(["size", "method"], as_index=False).first()
+
+
+def budget_fit(table: pd.DataFrame) -> pd.DataFrame:
+    """Per (size, task, budgeted method), the mean evaluations of the smallest budget whose mean recall
+    over placements x seeds reached GOAL_RECALL, and that over k ln(N / k): the data of the budget
+    advice (headloc.search.budget)."""
+    data = table[table["certified"] & table["method"].map(budgeted)].dropna(subset=["recall"])
+    cells = data.groupby(["size", "n_heads", "task", "method", "budget"], as_index=False).agg(
+        recall=("recall", "mean"), k=("k", "first"), n_evals=("n_evals", "mean"))
+    rows = []
+    for (size, n, task, method), group in cells.groupby(["size", "n_heads", "task", "method"]):
+        hit = group[group["recall"] >= GOAL_RECALL].sort_values("budget")
         k = int(group["k"].iloc[0])
-        hit = group[group["recall"] >= goal].sort_values(["n_evals", "method"])
-        masks = float(hit["n_evals"].iloc[0]) if len(hit) else float("nan")
-        rows.append({"model": model, "n_heads": n, "task": task, "k": k,
-                     "method": hit["method"].iloc[0] if len(hit) else "-", "masks_at_goal": masks,
+        masks = float(hit["n_evals"].iloc[0]) if len(hit) else float("nan")  # what it spent (a search may stop early)
+        rows.append({"size": size, "n_heads": n, "task": task, "method": method, "k": k, "masks_at_goal": masks,
                      "per_k_log_n": masks / (k * math.log(n / k))})
     return pd.DataFrame(rows)
 
 
-def plot(means: pd.DataFrame, path: Path) -> None:
+def plot(summary: pd.DataFrame, path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    models = list(dict.fromkeys(means.sort_values("n_heads")["model"]))  # smallest model first
-    colours = {name: f"C{i}" for i, name in enumerate(sorted(means["method"].unique()))}  # one per method in every panel
-    fig, axes = plt.subplots(1, len(models), figsize=(5 * len(models), 4), squeeze=False)
-    for ax, model in zip(axes[0], models):
-        mine = means[means["model"] == model].groupby(["method", "budget"], as_index=False).agg(
-            n_evals=("n_evals", "mean"), recall=("recall", "mean"))
+    sizes = list(dict.fromkeys(summary.sort_values("n_heads")["size"]))  # smallest first
+    colours = {name: f"C{i % 10}" for i, name in enumerate(sorted(summary["method"].unique()))}
+    fig, axes = plt.subplots(1, len(sizes), figsize=(5 * len(sizes), 4), squeeze=False)
+    for ax, size in zip(axes[0], sizes):
+        mine = summary[summary["size"] == size]
         for method, group in mine.groupby("method"):
             group = group.sort_values("n_evals")
             if (group["n_evals"] <= 0).all():  # a draw: no evaluations, a level line
                 ax.axhline(group["recall"].mean(), ls=":", color="gray", label=method)
                 continue
-            ax.plot(group["n_evals"].clip(lower=1), group["recall"], marker=methods.get(method).marker,
-                    color=colours[method], label=method)
-        n_heads = int(means.loc[means["model"] == model, "n_heads"].iloc[0])
+            marker = "o" if method in SEQUENTIAL else methods.get(method).marker
+            ax.errorbar(group["n_evals"].clip(lower=1), group["recall"], yerr=group["se"].fillna(0),
+                        marker=marker, color=colours[method], label=method, capsize=2)
+        n_heads = int(mine["n_heads"].iloc[0])
         ax.set(xscale="log", ylim=(0, 1.05), xlabel="evaluations (masked forward passes of the task)",
-               ylabel="recall of the planted heads in the top k", title=f"{model} ({n_heads} heads)")
+               ylabel="recall of the role heads in the top k", title=f"{size} ({n_heads} heads)")
         ax.grid(alpha=0.3)
-    handles = {}  # every method of any panel, once (a panel may lack some)
+    handles = {}
     for ax in axes[0]:
         handles.update(zip(*reversed(ax.get_legend_handles_labels())))
-    axes[0][-1].legend(handles.values(), handles.keys(), fontsize=8)
+    axes[0][-1].legend(handles.values(), handles.keys(), fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
 
+def report(table: pd.DataFrame, out: Path) -> str:
+    summary = summarise(table)
+    failing = table[~table["certified"]][["model", "task"]].drop_duplicates()
+    text = (f"# Recall of the certified role heads (gold log-probability, sparsity {SPARSITY:g})\n\n"
+            + summary.round(3).to_markdown(index=False)
+            + f"\n\n## Cheapest budget with mean recall >= {GOAL_RECALL} and P(recall = 1) >= {GOAL_ALL_FOUND}\n\n"
+            + (goal_cells(summary).round(3).to_markdown(index=False) if len(summary) else "none")
+            + "\n\n## Budget advice data (fewest masks at mean recall >= 0.95, per task)\n\n"
+            + budget_fit(table).round(2).to_markdown(index=False)
+            + "\n\nTasks left out (certificate failing): "
+            + (", ".join(f"{m}/{t}" for m, t in failing.itertuples(index=False)) or "none") + "\n")
+    out.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out / "recall.csv", index=False)
+    (out / "summary.md").write_text(text)
+    if len(summary):
+        plot(summary, out / "recall.png")
+    return text
+
+
 def main(argv=None) -> None:
+    names = methods.names() + list(SEQUENTIAL)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("models", nargs="*", type=Path, help="planted model folders (results/planted/<name>)")
     parser.add_argument("--merge", nargs="+", type=Path, metavar="CSV",
                         help="summarise the recall.csv files of earlier runs instead of running")
-    parser.add_argument("--methods", nargs="+", default=methods.names(), choices=methods.names())
+    parser.add_argument("--methods", nargs="+", default=names, choices=names)
     parser.add_argument("--budgets", nargs="+", type=int, default=list(DEFAULT_BUDGETS))
     parser.add_argument("--seeds", type=int, default=5, help="seeds per random method and budget")
     parser.add_argument("--first-seed", type=int, default=0,
                         help="the first seed (more seeds for an earlier run: --merge both recall.csv files)")
-    parser.add_argument("--score", choices=("acc", "logprob"), default="acc")
-    parser.add_argument("--sparsity", type=float, default=0.05, help="share of heads a random mask ablates")
-    parser.add_argument("--docs", type=int, help="score the first N documents of each task (default: all)")
     parser.add_argument("--tasks", nargs="+", help="only these tasks (default: every task in truth.json)")
-    parser.add_argument("--goal", type=float, default=0.95)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--device", default="cpu", help="where the model runs: cpu, cuda, cuda:1, ...")
     parser.add_argument("--out", type=Path, default=Path("results/ground_truth"))
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)  # its font search is no progress report
     torch.set_num_threads(args.threads)
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     if args.merge:
         table = pd.concat([pd.read_csv(path) for path in args.merge])
     elif args.models:
-        table = pd.concat([benchmark(m, args.methods, args.budgets, seeds, args.score, args.sparsity, args.docs,
-                                     args.tasks) for m in args.models])
+        table = pd.concat([benchmark(m, args.methods, args.budgets, seeds, args.tasks, args.device)
+                           for m in args.models])
     else:
         parser.error("name planted model folders, or --merge recall.csv files")
-    means, reached = summarise(table, args.goal)
-    args.out.mkdir(parents=True, exist_ok=True)
-    table.to_csv(args.out / "recall.csv", index=False)
-    text = (f"# Recall of the planted heads ({args.score} score, sparsity {args.sparsity:g}, "
-            f"{table['seed'].nunique()} seeds)\n\n" + means.round(3).to_markdown(index=False) +
-            f"\n\n## Smallest budget whose mean recall over the tasks reaches {args.goal:.0%}\n\n" +
-            reached.round(4).to_markdown(index=False) +
-            f"\n\n## Per task: the fewest masks whose mean recall reaches {args.goal:.0%} (budget advice)\n\n" +
-            task_budgets(means, args.goal).round(2).to_markdown(index=False) + "\n")
-    (args.out / "summary.md").write_text(text)
-    plot(means, args.out / "recall.png")
-    print(text)
+    print(report(table, args.out))
 
 
 if __name__ == "__main__":

@@ -11,14 +11,14 @@ import re
 import sys
 from dataclasses import asdict
 
-from headloc import methods
+from headloc import collected, methods
 from headloc.heads import HEADSET_PATTERN
 from headloc.report import FIGURES, TABLES
 from headloc.workflow import paths
 from headloc.workflow.config import check_workflow_config
 from headloc.workflow.facts import ModelFacts, TaskFacts
 from headloc.workflow.gpu_plan import plan_warnings
-from headloc.workflow.plan import COLLECTIONS, Plan
+from headloc.workflow.plan import Plan
 from headloc.workflow.portable import files_digest
 
 # Every config check, before any job: the schema (filling in defaults), the models, the cross-key
@@ -168,7 +168,7 @@ def main_recovery_files(wildcards):
     """The main method's recovery of every searched task of one model (universal heads)."""
     return [
         recovery_file(wildcards.model, task, search)
-        for task, search in PLAN.searches_of("evals_main")
+        for task, search in PLAN.main_searches()
     ]
 
 
@@ -241,7 +241,7 @@ def heatmap_files():
 def report_targets():
     tables = [name for name in TABLES if name != "tuning" or PLAN.tuning]
     universal = expand(paths.UNIVERSAL, model=MODELS) if LOCALIZED else []
-    published = expand(paths.PUBLISHED, name=["evals_all", "recoveries"])
+    published = expand(paths.PUBLISHED, name=collected.published())
     return (
         table_files(tables)
         + figure_files(list(FIGURES))

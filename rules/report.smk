@@ -54,7 +54,7 @@ rule collect_recoveries:
     log:
         "results/logs/collect_recoveries/{digest}/{collection}.log",
     wildcard_constraints:
-        collection="recoveries|recoveries_main",
+        collection=alternatives(collected.holding("recoveries")),
     conda:
         "../envs/headloc.yaml"
     params:
@@ -78,9 +78,7 @@ rule collect_evals:
     log:
         "results/logs/collect_evals/{digest}/{collection}.log",
     wildcard_constraints:
-        collection=alternatives(
-            name for name, c in COLLECTIONS.items() if c.kind == "evals"
-        ),
+        collection=alternatives(collected.holding("evals")),
     conda:
         "../envs/headloc.yaml"
     params:
@@ -116,7 +114,7 @@ rule publish_collected:
     log:
         "results/logs/publish_collected/{name}.log",
     wildcard_constraints:
-        name="evals_all|recoveries",
+        name=alternatives(collected.published()),
     conda:
         "../envs/headloc.yaml"
     script:
@@ -150,8 +148,7 @@ rule render_table:
     params:
         options=PLAN.report_options(),
         about=lambda wildcards: TABLES[wildcards.table].about,
-        deltas=lambda wildcards: "Delta" in TABLES[wildcards.table].about
-        or any(c.startswith("delta") for c in TABLES[wildcards.table].columns),
+        deltas=lambda wildcards: TABLES[wildcards.table].deltas,
     script:
         "../scripts/render_table.py"
 
@@ -193,7 +190,7 @@ rule plot_heatmap:
             subcategory="{task}",
             labels=lambda w: {
                 "model": w.model,
-                "method": PLAN.search(w.task, w.search).method,
+                "method": search_method(w),
                 "search": w.search,
             },
         ),

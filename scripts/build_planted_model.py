@@ -4,13 +4,11 @@ import json
 import time
 
 from headloc.groundtruth.build import build
-from headloc.groundtruth.recipe import recipe_from_config
+from headloc.groundtruth.recipe import Recipe
 from headloc.io import log_to_file
 
 log = log_to_file(snakemake.log[0])
-recipe = recipe_from_config(snakemake.params.config, snakemake.wildcards.planted)
-if recipe.digest() != snakemake.params.digest:
-    raise RuntimeError(f"recipe digest {recipe.digest()} differs from the rule's {snakemake.params.digest}")
+recipe = Recipe.from_dict(snakemake.params.recipe)
 log.info("building planted model %s (recipe %s): %s", recipe.name, recipe.digest(), json.dumps(recipe.as_dict()))
 start = time.perf_counter()
 build(recipe, snakemake.output.model, threads=snakemake.threads, log=log.info)

@@ -7,11 +7,12 @@ documents it evaluates, and writes the indices the full-data validation scores (
 
 from headloc.engine.evaluation import TaskSpec, count_documents
 from headloc.io import log_to_file, write_json
-from headloc.workflow.portable import include_path, located
+from headloc.workflow.config import task_folders
+from headloc.workflow.portable import located
 
 log = log_to_file(snakemake.log[0])
 task = TaskSpec(**located(snakemake.params.task, snakemake.config))
-total = count_documents(task, include_path(snakemake.config))
+total = count_documents(task, task_folders(snakemake.config))
 if total == 0:
     raise ValueError(f"task {task.lm_eval_task} has no evaluation documents; check the data_files and "
                      "splits in its YAML")

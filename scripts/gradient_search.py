@@ -15,7 +15,8 @@ from headloc.methods import steps
 from headloc.model.gpus import claim_gpu
 from headloc.model.loading import load_model
 from headloc.model.memory import CPU_ROWS
-from headloc.workflow.portable import include_path, located
+from headloc.workflow.config import task_folders
+from headloc.workflow.portable import located
 
 log = log_to_file(snakemake.log[0])
 claim_gpu(log, spread=bool(snakemake.params.model.get("device_map")))  # before CUDA starts (headloc.model.gpus)
@@ -24,7 +25,7 @@ p = snakemake.params
 model, tokenizer = load_model(p.location, dtype=p.model["dtype"], device=p.model["device"],
                               device_map=p.model.get("device_map"))
 task = TaskSpec(**located(p.task, snakemake.config)).with_documents(snakemake.input.docs)
-examples = task_examples(tokenizer, task, include_path=include_path(snakemake.config))
+examples = task_examples(tokenizer, task, include_path=[str(folder) for folder in task_folders(snakemake.config)])
 # rows per forward pass: memory only, the result does not depend on it. No out-of-memory back-off
 # for gradients yet, so `auto` is the safe default here, on any device.
 batch_size = CPU_ROWS if p.model["batch_size"] == "auto" else p.model["batch_size"]

@@ -7,7 +7,8 @@ import pandas as pd
 import torch
 
 from headloc.engine.evaluation import TaskSpec, load_evaluator
-from headloc.workflow.portable import include_path, located
+from headloc.workflow.config import task_folders
+from headloc.workflow.portable import located
 from headloc.io import log_to_file, write_table, write_text
 from headloc.model.gpus import claim_gpu
 
@@ -21,7 +22,7 @@ if len(rows) == 0:  # an empty chunk (cs_adaptive's stage 2 after a settled stag
     results = []
 else:
     task = TaskSpec(**located(snakemake.params.task, snakemake.config)).with_documents(snakemake.input.docs)
-    evaluator = load_evaluator(snakemake.params.location, task, include_path=include_path(snakemake.config),
+    evaluator = load_evaluator(snakemake.params.location, task, include_path=task_folders(snakemake.config),
                                log=log, **snakemake.params.model)
     log.info("scoring masks %d..%d of %d on %s", rows[0], rows[-1], len(masks), task.lm_eval_task)
     results = evaluator.evaluate_masks(masks[rows], desc=f"chunk {snakemake.wildcards.chunk}")

@@ -5,7 +5,8 @@ import torch
 
 from headloc.engine.evaluation import TaskSpec, load_evaluator
 from headloc.heads import HeadGeometry, headset_mask
-from headloc.workflow.portable import include_path, located
+from headloc.workflow.config import task_folders
+from headloc.workflow.portable import located
 from headloc.io import log_to_file, read_json, write_json
 from headloc.model.gpus import claim_gpu
 from headloc.workflow.results import display_score
@@ -15,7 +16,7 @@ claim_gpu(log, spread=bool(snakemake.params.model.get("device_map")))  # before 
 torch.set_num_threads(snakemake.threads)
 recovery = read_json(snakemake.input.recovery)
 task = TaskSpec(**located(snakemake.params.task, snakemake.config)).with_documents(snakemake.input.docs)
-evaluator = load_evaluator(snakemake.params.location, task, include_path=include_path(snakemake.config),
+evaluator = load_evaluator(snakemake.params.location, task, include_path=task_folders(snakemake.config),
                            log=log, **snakemake.params.model)
 geometry = HeadGeometry.of(evaluator.lm.model.config)
 mask = headset_mask(recovery["top_heads"], geometry.n_layers, geometry.n_heads)

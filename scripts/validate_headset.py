@@ -7,7 +7,8 @@ from headloc.heads import HeadGeometry, headset_mask, parse_headset
 from headloc.io import log_to_file, write_json
 from headloc.model.gpus import claim_gpu
 from headloc.model.loading import load_model
-from headloc.workflow.portable import include_path, located
+from headloc.workflow.config import task_folders
+from headloc.workflow.portable import located
 
 log = log_to_file(snakemake.log[0])
 claim_gpu(log, spread=bool(snakemake.params.model.get("device_map")))  # before CUDA starts (headloc.model.gpus)
@@ -20,7 +21,7 @@ heads = parse_headset(snakemake.wildcards.headset)
 mask = headset_mask(heads, geometry.n_layers, geometry.n_heads)
 
 p = snakemake.params
-folders = include_path(snakemake.config)  # this checkout's task folders (not a param)
+folders = task_folders(snakemake.config)  # this checkout's task folders (not a param)
 for name, options, docs, output in zip(p.names, p.tasks, snakemake.input.docs, snakemake.output):
     task = TaskSpec(**located(options, snakemake.config)).with_documents(docs)
     evaluator = MaskEvaluator(model, tokenizer, task, batch_size=placement["batch_size"], include_path=folders,

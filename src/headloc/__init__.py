@@ -5,9 +5,10 @@ Localization in Large Language Models").
 The package is layered; each part imports only the parts listed before it (tests/unit/
 test_layout.py checks this and that there is no import circle):
 
-``heads``, ``io``
+``heads``, ``io``, ``collected``
     The vocabulary every part shares: head names (``L3H7``), head sets, head geometry; atomic
-    writes of JSON, tables and arrays.
+    writes of JSON, tables and arrays; the registry of collected tables (their names, what each
+    holds and makes the workflow run, which are published).
 ``model``
     Loading a model from any source (hub id, local folder, GGUF, the embedded SmolLM2) and zeroing
     attention heads in it (``model.ablation.ablate_heads``).
@@ -25,12 +26,13 @@ test_layout.py checks this and that there is no import circle):
 ``methods``
     The registry of search methods, one module each: what the workflow and the report need to know
     of a method, and the glue from its rule's inputs to its algorithm.
-``workflow``
-    What the Snakemake workflow asks, without Snakemake: config checks, the plan, every results
-    path, model and task facts, head selection, finished results, portable caching.
 ``report``
     The paper's tables and figures from collected results, their formats, the heatmaps and the
-    efficiency summaries.
+    efficiency summaries. It draws what it is handed and never imports the workflow.
+``workflow``
+    What the Snakemake workflow asks, without Snakemake: config checks, the plan, every results
+    path, model and task facts, the jobs' memory and time, head selection, finished results,
+    portable caching.
 ``groundtruth``
     Planted-head models whose capability heads are known (docs/ground-truth.md): their recipe,
     tasks, training and measured truth.

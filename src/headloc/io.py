@@ -118,7 +118,8 @@ def read_scores(paths):
     if frame["higher_is_better"].nunique() > 1:
         raise ValueError(f"the score tables {', '.join(map(str, paths))} mix metrics of both directions")
     frame["raw"] = frame["score"]
-    frame["score"] = oriented(frame["raw"], bool(frame["higher_is_better"].iloc[0]))
+    if len(frame):  # no rows (cs_adaptive's stage 2 after a settled stage 1): nothing to orient
+        frame["score"] = oriented(frame["raw"], bool(frame["higher_is_better"].iloc[0]))
     return frame
 
 

@@ -10,7 +10,6 @@ token gets the highest logit at the last position.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import json
 from pathlib import Path
@@ -22,6 +21,8 @@ import torch
 from headloc.groundtruth.build import build
 from headloc.groundtruth.recipe import code_digest, load_config, recipe_from_config
 from headloc.groundtruth.truth import measure
+
+from checkpoint_checks import accuracy, documents, gold_logprob, load, parse, without
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "config" / "ground_truth.yaml"
@@ -41,50 +42,6 @@ def tiny(tmp_path_factory):
     assert json.loads((folder / "planted.json").read_text())["digest"] == recipe.digest()
     truth = measure(folder, log=lambda *a: None)
     return recipe, folder, truth
-
-
-def load(folder):
-    from transformers import AutoModelForCausalLM
-
-    return AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
-
-
-def documents(folder, task):
-    vocab = json.loads((Path(folder) / "tokenizer.json").read_text())["model"]["vocab"]
-    docs = [json.loads(line) for line in (Path(folder) / "tasks" / f"{task}.jsonl").read_text().splitlines()]
-    contexts = torch.tensor([[vocab[w] for w in d["text"].split(" ")] for d in docs])
-    choices = torch.tensor([[vocab[c] for c in d["choices"]] for d in docs])
-    return contexts, choices, torch.tensor([d["label"] for d in docs])
-
-
-def without(model, heads):
-    """A copy of ``model`` whose output projections ignore ``heads`` ((layer, head) pairs)."""
-    removed = copy.deepcopy(model)
-    d = removed.config.head_dim
-    with torch.no_grad():
-        for layer, head in heads:
-            removed.model.layers[layer].self_attn.o_proj.weight[:, head * d:(head + 1) * d] = 0
-    return removed
-
-
-def accuracy(model, contexts, choices, labels) -> float:
-    with torch.no_grad():
-        last = model(contexts).logits[:, -1]
-    return float((last.gather(1, choices).argmax(1) == labels).double().mean())
-
-
-def gold_logprob(model, contexts, choices, labels) -> float:
-    """Mean log-probability of the gold answer among the choices (a continuous score: a task whose
-    baseline accuracy is 1.0 with wide margins can lose much of its margin without flipping a choice)."""
-    with torch.no_grad():
-        last = model(contexts).logits[:, -1].double()
-    logp = torch.log_softmax(last.gather(1, choices), dim=-1)
-    return float(logp.gather(1, labels[:, None]).mean())
-
-
-def parse(name):
-    layer, head = name[1:].split("H")
-    return int(layer), int(head)
 
 
 @pytest.mark.ground_truth
@@ -209,7 +166,8 @@ def test_frozen_phase_moves_only_the_planted_heads(monkeypatch):
 def test_the_benchmark_scores_a_method_against_the_truth(tiny, tmp_path):
     """benchmarks/ground_truth.py on copy3: one-shot greedy's top k are the k heads whose removal
     alone lowers the gold log-probability most (recomputed here by zeroing o_proj columns), its
-    recall is their overlap with the planted set, and it spent one evaluation per head plus one."""
+    recall is their overlap with the role heads (the universal head scored on its own), and it
+    spent one evaluation per head plus one."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("ground_truth_benchmark", REPO / "benchmarks" / "ground_truth.py")
@@ -220,16 +178,18 @@ def test_the_benchmark_scores_a_method_against_the_truth(tiny, tmp_path):
     planted.mkdir()
     (planted / "model").symlink_to(folder)
     (planted / "truth.json").write_text(json.dumps(truth))
-    table = bench.benchmark(planted, ["greedy1s"], budgets=[], seeds=[0], score="logprob", sparsity=0.05,
-                            tasks=["copy3"])
+    table = bench.benchmark(planted, ["greedy1s"], budgets=[], seeds=[0], tasks=["copy3"])
     (row,) = table.to_dict("records")
     model = load(folder)
     data = documents(folder, "copy3")
     base = gold_logprob(model, *data)
     heads = [(l, h) for l in range(recipe.size.layers) for h in range(recipe.size.heads)]
     effect = {f"L{l}H{h}": gold_logprob(without(model, [(l, h)]), *data) - base for l, h in heads}
+    sets = bench.task_truth(truth["tasks"]["copy3"])  # the universal head and the role heads (no pair here)
     k = len(truth["tasks"]["copy3"]["planted_set"]["heads"])
+    assert sets["k"] == k and len(sets["roles"]) == k - 1
     expected = sorted(effect, key=effect.get)[:k]
     assert row["k"] == k and set(row["top"].split("+")) == set(expected)
-    assert row["recall"] == pytest.approx(len(set(expected) & set(truth["tasks"]["copy3"]["planted_set"]["heads"])) / k)
+    assert row["recall"] == pytest.approx(len(set(expected) & set(sets["roles"])) / len(sets["roles"]))
+    assert row["universal_found"] == (set(sets["universal"]) <= set(expected))
     assert row["n_evals"] == len(heads) + 1

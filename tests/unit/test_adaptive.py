@@ -50,6 +50,22 @@ def test_a_settled_screen_spends_no_more_evaluations():
     assert plan.probability[3] >= 0.9 and plan.probability[17] >= 0.9  # the stopping rule
 
 
+def test_a_settled_screen_recovers_from_stage_one_alone(tmp_path):
+    """The recovery reads stage 2's empty score table (it crashed on it) and fits stage 1's rows."""
+    from headloc import methods
+    from headloc.heads import HeadGeometry
+    from headloc.methods.driver import drive
+
+    def score(masks):
+        return 0.9 - 0.5 * masks[:, 3] - 0.4 * masks[:, 17]
+
+    found = drive(methods.get("cs_adaptive"), score, HeadGeometry(4, 10), tmp_path, budget=86, k=2,
+                  sparsity=0.1, seed=0)
+    assert (tmp_path / "stage2.tsv").read_text().count("\n") == 1  # the header only: settled
+    first, _ = stage_sizes(86)
+    assert found["n_evals"] == first and found["ranking"][:2] == ["L0H3", "L1H7"]
+
+
 def test_two_stages_find_more_planted_heads_than_one_design_of_the_same_budget():
     adaptive, single = [], []
     for seed in range(6):

@@ -80,7 +80,7 @@ def test_readme_documents_no_key_the_schema_lacks():
     assert sorted(set(README_ROWS) - set(KEYS)) == []
 
 
-# the workflow's configs; ground_truth.yaml is the planted models' recipe (rules/ground_truth.smk)
+# the workflow's configs; ground_truth.yaml is the planted models' recipe (ground_truth.smk)
 CONFIGS = sorted(path.name for path in (REPO / "config").glob("*.yaml")
                  if path.name not in ("schema.yaml", "ground_truth.yaml"))
 
@@ -91,11 +91,15 @@ def test_every_shipped_config_is_checked():
 
 def test_the_ground_truth_config_makes_a_recipe_of_every_model():
     """config/ground_truth.yaml is checked by the recipe it feeds (its design's rules, each model's keys)."""
-    from headloc.groundtruth.recipe import load_config, recipe_from_config
+    from headloc.groundtruth.recipe import load_config, model_entries, recipe_from_config
 
     config = load_config(REPO / "config/ground_truth.yaml")
-    recipes = [recipe_from_config(config, name) for name in config["models"]]
-    assert [r.name for r in recipes] == ["tiny", "smol", "large"] and set(config["build"]) <= set(config["models"])
+    recipes = {name: recipe_from_config(config, name) for name in model_entries(config)}
+    certified = [f"c{n}-s{seed}" for n in (32, 270, 1024) for seed in range(3)]
+    assert set(recipes) == {"tiny", "smol", "large", *certified} and config["build"] == certified
+    assert {recipes[name].size.n_heads for name in certified} == {32, 270, 1024}
+    # three placements per size, each its own draw
+    assert len({str(recipes[name].placement()) for name in certified}) == len(certified)
 
 
 @pytest.mark.parametrize("config", CONFIGS)

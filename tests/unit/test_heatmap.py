@@ -167,3 +167,39 @@ def test_unscored_head_is_gray_not_an_error():
     assert image.norm.vmin == -50.0 and image.norm.vmax == 50.0, "the scale ignores the gap"
     assert "gray: no value" in fig.get_suptitle()
     assert "gray" not in heatmap_figure(record("greedy")).get_suptitle()
+
+
+def outside_the_figure(fig) -> list[str]:
+    """The texts of the figure itself (title, footer) whose drawn extent leaves the figure."""
+    renderer = fig.canvas.get_renderer()
+    fig.draw(renderer)
+    return [text.get_text() for text in fig.texts
+            if text.get_window_extent(renderer).x0 < 0 or text.get_window_extent(renderer).x1 > fig.bbox.x1]
+
+
+@pytest.mark.parametrize("search", [
+    "cs_stratified_m100_p0.05_n20_s0_yheadloc_ioi_margin-margin",  # wider than the figure: broken at clauses
+    "cs_stratified_m100_p0.05_n20_s0_r1_" + "yheadloc_a_very_long_identification_task-and_metric" * 2,  # one word
+])
+def test_a_long_title_and_footer_fit_their_figure(search):
+    """The demo's searches are named wider than a small model's figure: the title breaks at its
+    clauses and spaces, a word wider than the figure shrinks; the footer shrinks."""
+    probability = {"L2H1": 1.0, "L0H0": 0.5}
+    footer = f"made by rule plot_heatmap with scripts/plot_heatmap.py from results/tiny/ioi/{search}/recovery.json"
+    for chg in (False, True):
+        rec = record(search=search, top_k_probability=probability)
+        rec["coef"]["L0H1"] = None  # the gray clause too
+        if chg:
+            rec.update(method="chg", g_minus=rec["coef"], g_plus=rec["coef"])
+        fig = heatmap_figure(rec, footer=footer)
+        assert outside_the_figure(fig) == []
+        title = fig.get_suptitle()
+        assert title.replace("\n", " ") == (f"tiny / ioi: {rec['method']} search {search}, 17 evaluations; top 2 "
+                                            "outlined, numbered by rank; gray: no value bootstrap P(in top 2), by "
+                                            "rank: 1.00 0.50")
+
+
+def test_a_title_that_fits_is_left_as_it_is():
+    fig = heatmap_figure(record(top_heads=[]))
+    assert fig.get_suptitle() == "tiny / ioi: cs_stratified\nsearch cs_stratified_n4_s0, 17 evaluations"
+    assert fig.texts[0].get_fontsize() == 9 and outside_the_figure(fig) == []

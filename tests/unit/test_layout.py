@@ -9,8 +9,8 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 # headloc/__init__.py's order: a part may import itself and the parts before it, never one after.
-LAYERS = [("heads", "io"), ("model",), ("data", "tasks"), ("engine",), ("search",), ("methods",),
-          ("workflow",), ("report",), ("groundtruth",), ("api", "__main__")]
+LAYERS = [("heads", "io", "collected"), ("model",), ("data", "tasks"), ("engine",), ("search",), ("methods",),
+          ("report",), ("workflow",), ("groundtruth",), ("api", "__main__")]
 RANK = {part: rank for rank, parts in enumerate(LAYERS) for part in parts}
 
 
@@ -77,7 +77,8 @@ GRAPH = graph()
 def test_the_graph_sees_the_imports_it_must():
     assert "headloc.engine.lm" in GRAPH["headloc.engine.grouped"]
     assert "headloc.methods.contract" in GRAPH["headloc.methods"]
-    assert "headloc.workflow.plan" in GRAPH["headloc.report.efficiency"]
+    assert "headloc.collected" in GRAPH["headloc.report.spec"]
+    assert "headloc.workflow.config" in GRAPH["headloc.workflow.facts"]
 
 
 def test_no_import_circles():
@@ -91,7 +92,7 @@ def test_the_cycle_finder_finds_a_circle():
 def test_every_part_is_a_layer_with_a_package():
     parts = {part(m) for m in GRAPH} - {"(package)"}
     assert parts <= set(RANK), f"parts without a layer: {parts - set(RANK)}"
-    for name in set(RANK) - {"heads", "io", "tasks", "__main__"}:  # modules, not packages
+    for name in set(RANK) - {"heads", "io", "collected", "tasks", "__main__"}:  # modules, not packages
         assert (SRC / "headloc" / name / "__init__.py").is_file(), name
         assert f"``{name}``" in (SRC / "headloc" / "__init__.py").read_text(), f"headloc/__init__.py omits {name}"
 
@@ -102,12 +103,21 @@ def test_imports_only_go_down(module):
     assert not up, f"{module} imports {up}, a later layer (headloc/__init__.py)"
 
 
+def test_the_report_never_imports_the_workflow():
+    """The report draws what it is handed (collected frames, a plan passed in): it knows the collected
+    tables by the registry below both (headloc.collected), never by asking the workflow."""
+    reaching = {module: sorted(m for m in GRAPH[module] if part(m) == "workflow")
+                for module in GRAPH if part(module) == "report"}
+    assert {module: found for module, found in reaching.items() if found} == {}
+    assert RANK["report"] < RANK["workflow"]
+
+
 def test_reading_the_registry_imports_nothing_heavy():
     """The Snakefile reads the registry at parse time: no torch, sklearn, lm-eval or pandas for it."""
     import subprocess
     import sys
 
-    code = ("import sys; from headloc import methods; from headloc.workflow import plan, facts, config; "
+    code = ("import sys; from headloc import methods, collected; from headloc.workflow import plan, facts, config; "
             "[methods.get(n).label for n in methods.names()]; "
             "print(sorted({'torch', 'sklearn', 'lm_eval', 'transformers', 'pandas', 'matplotlib'} & set(sys.modules)))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -753,6 +753,14 @@ def test_registry_names_inputs_about_and_titles_as_today():
         assert spec.title(ReportOptions()) == DEFAULT_TITLES.get(name, TITLES[name]), name
 
 
+def test_the_tables_of_deltas_say_so():
+    """The report's caption explains deltas for the tables that declare them (rules/report.smk):
+    every table with a delta column, and Tables 7 and 8, whose per-task columns are deltas."""
+    assert [name for name, spec in TABLES.items() if spec.deltas] == [f"table{n}" for n in range(2, 9)]
+    for name, spec in TABLES.items():
+        assert spec.deltas or not any(column.startswith("delta") for column in spec.columns), name
+
+
 def test_every_table_spec_builds_its_declared_columns(pevals):
     given = report_frames(pevals)
     for name, spec in TABLES.items():

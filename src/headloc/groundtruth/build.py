@@ -12,23 +12,12 @@ heads can learn the tasks. The planted heads' states in a task row are those bel
 that in a break row that loses the universal head the role head stays *on* (it learns not to
 answer without the marker).
 
-``training.scheme: patched`` (:func:`train_patched`, the first recipe; plants on tiny, not on
-smol): each training step has a *text* batch and a *task* batch.
+``training.scheme: constructed`` (:mod:`headloc.groundtruth.construct`, the certified family):
+the text dims are trained on the general text and the planted heads written by hand.
 
-- Text rows (the general 4th-order Markov text) run with every head on: every head is trained and
-  does real work on the general objective.
-- Task rows set each head's output per row (:class:`TrainingGate`): *on* (trained), *off*
-  (removed), *detached* (present, not trained), *other* (its output on a document with the same
-  query but another marker and other items, no gradient) or *same task* (its output on a
-  document of the same task and kind with other items, trained through that pass). The row's role
-  head(s) are on; the universal head is *same task*, so it can carry only the marker; the other
-  roles' heads are on (they learn to stay silent outside their kinds) or off with probability
-  ``other_roles_off``; every other head is off for the first ``isolate`` share of the steps, then
-  *other*, or off with probability ``off_prob``. A redundant role's row has one of its two heads
-  off with probability ``pair_one_off`` (never both on the gold path). With probability
-  ``break_prob`` a row instead loses its universal head or its role head(s) (the pair: both) and
-  is trained towards a uniform choice between its answers: the capability is made to fail
-  without its planted heads rather than find another way.
+The first scheme (``patched``: every head outside the planted ones patched with another
+document's output in task rows) planted on tiny only; it is described in docs/ground-truth.md and
+no longer in the code.
 
 Everything is seeded by the recipe; with the same torch thread count the weights are identical.
 """
@@ -36,7 +25,6 @@ Everything is seeded by the recipe; with the same torch thread count the weights
 from __future__ import annotations
 
 import json
-import math
 import os
 import random
 import shutil
@@ -50,59 +38,40 @@ import torch
 from headloc.model.ablation import hook_module_path
 from headloc.groundtruth import tasks as T
 from headloc.groundtruth.recipe import UNIVERSAL, Recipe
+from headloc.groundtruth.training import cosine, make_config, make_tokenizer, text_batch_loss, train_on_text
 from headloc.heads import parse_head
 
-def make_tokenizer(recipe: Recipe):
-    """A word-level PreTrainedTokenizerFast: one token per whitespace-separated word, no BOS/EOS added."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
 
-    vocab = T.token_ids(recipe.design)
-    backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
-    backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    backend.decoder = decoders.WordPiece(prefix="##", cleanup=False)  # joins words with spaces
-    return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>", pad_token="<pad>",
-                                   bos_token="<s>", eos_token="</s>", model_max_length=64)
-
-
-def make_config(recipe: Recipe):
-    """Llama with ``heads`` query heads of ``head_dim`` per layer, no GQA, biases on q/k/v/o.
-
-    The attention biases give every key a content-independent part (heads can find a position or
-    a token class from the start of training)."""
-    from transformers import LlamaConfig
-
-    size = recipe.size
-    vocab = T.vocabulary(recipe.design)
-    return LlamaConfig(
-        vocab_size=len(vocab), hidden_size=size.hidden, intermediate_size=size.mlp,
-        num_hidden_layers=size.layers, num_attention_heads=size.heads, num_key_value_heads=size.heads,
-        head_dim=size.head_dim, max_position_embeddings=64, rms_norm_eps=1e-5, tie_word_embeddings=False,
-        attention_bias=True, pad_token_id=vocab.index("<pad>"), bos_token_id=vocab.index("<s>"),
-        eos_token_id=vocab.index("</s>"),
-    )
-
-
-ON, OFF, OTHER, SAME_TASK, DETACHED = 0, 1, 2, 3, 4  # gate states of a head in a task row (TrainingGate)
+ON, OFF, SAME_TASK, DETACHED = 0, 1, 3, 4  # gate states of a head in a task row (TrainingGate)
 
 
 class TrainingGate:
     """Forward pre-hooks on every layer's output projection that set each head's output per row.
 
-    States: ``ON`` (this row's own output, trained), ``OFF`` (removed), ``OTHER`` (the head's output
-    on an unrelated document, recorded in an earlier pass; no gradient) and ``SAME_TASK`` (its
-    output on another document of the same task: the same marker, other items; no gradient) and
-    ``DETACHED`` (this row's own output, no gradient).
-    With ``record`` set, the hooks only record each layer's head outputs (a corrupted pass).
+    States: ``ON`` (this row's own output, trained), ``OFF`` (removed), ``SAME_TASK`` (its output on
+    another document of the same task and kind, recorded by :meth:`run_recorded` in the graph) and
+    ``DETACHED`` (this row's own output, no gradient). With ``record`` set, the hooks only record
+    each layer's head outputs. A context manager: the hooks are removed on leaving it.
     """
 
     def __init__(self, model, n_heads: int):
+        self.model = model
         self.n_heads = n_heads
         self.state: torch.Tensor | None = None  # [batch, layers, heads]
         self.record: dict | None = None
-        self.patches: dict[int, dict[int, torch.Tensor]] = {OTHER: {}, SAME_TASK: {}}
+        self.same_task: dict[int, torch.Tensor] | None = None
+        self.handles = []
+
+    def __enter__(self):
+        model = self.model
         self.handles = [model.get_submodule(hook_module_path(model, layer)).register_forward_pre_hook(
             self._hook(layer), with_kwargs=True) for layer in range(model.config.num_hidden_layers)]
+        return self
+
+    def __exit__(self, *exc):
+        for handle in self.handles:
+            handle.remove()
+        self.handles = []
 
     def _hook(self, layer: int):
         def hook(module, args, kwargs):
@@ -116,10 +85,8 @@ class TrainingGate:
                 return None
             state = self.state[:, layer][:, None, :, None]
             out = torch.where(state == ON, z4, torch.where(state == DETACHED, z4.detach(), torch.zeros_like(z4)))
-            for code, cache in self.patches.items():
-                if cache is None:
-                    continue
-                out = torch.where(state == code, cache[layer], out)
+            if self.same_task is not None:
+                out = torch.where(state == SAME_TASK, self.same_task[layer], out)
             return (out.reshape(batch, pos, width), *args[1:]), kwargs
         return hook
 
@@ -133,10 +100,6 @@ class TrainingGate:
         finally:
             self.record = None
 
-    def remove(self):
-        for handle in self.handles:
-            handle.remove()
-
 
 def role_heads(recipe: Recipe) -> dict[str, list[tuple[int, int]]]:
     return {role: [parse_head(h) for h in heads] for role, heads in recipe.placement().items()}
@@ -145,11 +108,8 @@ def role_heads(recipe: Recipe) -> dict[str, list[tuple[int, int]]]:
 class TaskSampler:
     """Fresh training rows of every (task, kind), drawn uniformly, with their gate states (seeded).
 
-    Each row comes with two corrupted documents: one with the same query in any task (other marker,
-    other items) whose head outputs replace those of the heads outside the planted ones, and one of
-    the same task and kind (same marker and query, other items) whose outputs replace the universal
-    head's: the universal head can carry the marker to the answer and nothing else, and no head but
-    the role's can carry the items.
+    Each row comes with a document of the same task and kind (same marker and query, other items)
+    whose outputs replace the universal head's: it can carry the marker to the answer and nothing else.
     """
 
     def __init__(self, recipe: Recipe, seed):
@@ -176,15 +136,15 @@ class TaskSampler:
         choices = [self.ids[c] for c in doc["choices"]]
         return [self.ids[t] for t in doc["text"].split()], choices, choices[doc["label"]]
 
-    def __call__(self, n: int, isolate: bool = False):
-        if self.recipe.training.get("scheme", "patched") == "frozen":
-            return self.frozen_rows(n)
-        return self.patched_rows(n, isolate)
+    def __call__(self, n: int):
+        return self.frozen_rows(n)
 
     def frozen_rows(self, n: int):
         """Task rows of the ``frozen`` scheme (:func:`train_frozen`): every head outside the planted
         ones is present on its own document (as at evaluation); the planted heads' states as in
-        the module docstring. Same keys as :meth:`patched_rows` (``other`` is unused)."""
+        the module docstring.
+
+        Dict of tensors: contexts, same_task [n, T]; choices [n, C]; gold [n]; states [n, L, H]; broken [n]."""
         training, size, gen = self.recipe.training, self.recipe.size, self.gen
         pair = gen.integers(0, len(self.pairs), size=n)
         rows = [self._doc(p) for p in pair]
@@ -223,93 +183,21 @@ class TaskSampler:
             elif len(role) == 2 and one_off[i]:
                 states[i][role[which[i]]] = OFF
         as_tensor = torch.from_numpy
-        return {"contexts": as_tensor(contexts), "other": as_tensor(contexts), "same_task": as_tensor(same_task),
-                "choices": as_tensor(choices), "gold": as_tensor(gold), "states": as_tensor(states),
-                "broken": as_tensor(broken), "marker": torch.zeros(n, dtype=torch.bool)}
-
-    def patched_rows(self, n: int, isolate: bool = False):
-        """With ``isolate`` every head off the path is off (the path is learnt alone); else it
-        gets an unrelated document's output (or is off with probability ``off_prob``).
-
-        Dict of tensors: contexts, other, same_task [n, T]; choices [n, C]; gold [n];
-        states [n, L, H]; broken, marker [n]."""
-        design, training, size, gen = self.recipe.design, self.recipe.training, self.recipe.size, self.gen
-        pair = gen.integers(0, len(self.pairs), size=n)
-        rows = [self._doc(p) for p in pair]
-        contexts = np.array([r[0] for r in rows])
-        choices = np.array([r[1] for r in rows])
-        gold = np.array([r[2] for r in rows])
-        # corrupted documents: the same query in any task (other marker, other items) and the same
-        # task and kind (same marker and query, other items)
-        other = np.array([self._doc(self.by_query[p][gen.integers(0, len(self.by_query[p]))])[0] for p in pair])
-        same_task = np.array([self._doc(p)[0] for p in pair])
-        # marker rows: no items (filler instead), the answer is the task marker itself
-        marker = gen.random(n) < training["marker_prob"]
-        contexts[marker, 1:1 + design.content] = self.filler
-        gold = np.where(marker, contexts[:, 0], gold)
-        choices[marker] = gold[marker, None]
-        off = gen.random((n, size.layers, size.heads)) < training["off_prob"]
-        # heads off the path: other roles' heads are present as they are (their items are the
-        # wrong choices the marker must rule out); the rest carry an unrelated document's output
-        # (or nothing while the path is learnt in isolation)
-        other_roles = {"same_task": SAME_TASK, "on": ON, "detached": DETACHED}[training.get("other_roles", "same_task")]
-        states = np.where(self.planted[None], other_roles, OFF if isolate else OTHER)
-        states = np.where(off, OFF, states)
-        role_off = gen.random((n, size.layers, size.heads)) < training.get("other_roles_off", training["off_prob"])
-        states = np.where(self.planted[None] & role_off, OFF, states)
-        broken = (gen.random(n) < training["break_prob"]) & ~marker
-        break_universal = gen.random(n) < training["break_universal"]
-        one_off = gen.random(n) < training["pair_one_off"]
-        which = gen.integers(0, 2, size=n)
-        for i in range(n):
-            role = self.role_heads[pair[i]]
-            if marker[i]:  # the universal head learns to move the marker
-                for head in self.universal:
-                    states[i][head] = ON
-                continue
-            for head in self.universal:
-                states[i][head] = SAME_TASK
-            for head in role:
-                states[i][head] = ON
-            if broken[i] and break_universal[i]:  # no marker: the items are there, the task unknown
-                for head in self.universal:
-                    states[i][head] = OFF
-                for head in role:
-                    states[i][head] = DETACHED
-            elif broken[i]:
-                for head in role:
-                    states[i][head] = OFF
-            elif len(role) == 2 and one_off[i]:
-                states[i][role[which[i]]] = OFF
-        as_tensor = torch.from_numpy
-        return {"contexts": as_tensor(contexts), "other": as_tensor(other), "same_task": as_tensor(same_task),
-                "choices": as_tensor(choices), "gold": as_tensor(gold), "states": as_tensor(states),
-                "broken": as_tensor(broken), "marker": as_tensor(marker)}
+        return {"contexts": as_tensor(contexts), "same_task": as_tensor(same_task), "choices": as_tensor(choices),
+                "gold": as_tensor(gold), "states": as_tensor(states), "broken": as_tensor(broken)}
 
 
 def train(recipe: Recipe, *, threads: int = 1, log=print):
     """The trained model (eval mode) and a training record (losses, seconds)."""
-    scheme = recipe.training.get("scheme", "patched")
+    scheme = recipe.training.get("scheme")
+    if scheme == "constructed":
+        from headloc.groundtruth.construct import build_constructed
+
+        return build_constructed(recipe, threads=threads, log=log)
     if scheme == "frozen":
         return train_frozen(recipe, threads=threads, log=log)
-    if scheme != "patched":
-        raise ValueError(f"unknown training scheme {scheme!r}: frozen or patched")
-    return train_patched(recipe, threads=threads, log=log)
-
-
-def cosine(warmup: int, steps: int):
-    """Linear warm-up over ``warmup`` steps, then a cosine from 1 to 0.1 at ``steps``."""
-    def lr_at(step):
-        if step < warmup:
-            return (step + 1) / warmup
-        return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * (step - warmup) / max(1, steps - warmup)))
-    return lr_at
-
-
-def text_batch_loss(model, design, tables, rows: int, rng) -> torch.Tensor:
-    text = torch.from_numpy(T.text_token_ids(design, T.sample_text(design, tables, rows, rng)))
-    logits = model(text[:, :-1]).logits
-    return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), text[:, 1:].reshape(-1))
+    raise ValueError(f"unknown training scheme {scheme!r}: constructed or frozen (patched, the first, is retired: "
+                     "docs/ground-truth.md)")
 
 
 def freeze_all_but(model, heads) -> list[torch.nn.Parameter]:
@@ -340,6 +228,18 @@ def freeze_all_but(model, heads) -> list[torch.nn.Parameter]:
         attn.o_proj.weight.register_hook(lambda grad, mask=keep[None, :].float(): grad * mask)
         trainable.append(attn.o_proj.weight)
     return trainable
+
+
+def _task_loss(logp: torch.Tensor, rows: dict) -> tuple[torch.Tensor, float]:
+    """Task rows' loss (the gold's, or a uniform choice between the answers in a break row) and the
+    accuracy of the rows that are not broken."""
+    choices, golds, broken = rows["choices"], rows["gold"], rows["broken"]
+    gold_loss = -logp.gather(1, golds[:, None])[:, 0]
+    uniform_loss = -logp.gather(1, choices).mean(1)
+    with torch.no_grad():
+        picked = choices.gather(1, logp.gather(1, choices).argmax(1, keepdim=True))[:, 0]
+        acc = float((picked == golds)[~broken].float().mean())
+    return torch.where(broken, uniform_loss, gold_loss).mean(), acc
 
 
 def train_frozen(recipe: Recipe, *, threads: int = 1, log=print):
@@ -374,124 +274,45 @@ def train_frozen(recipe: Recipe, *, threads: int = 1, log=print):
     optimizer = torch.optim.AdamW(model.parameters(), lr=size.lr, weight_decay=float(training.get("weight_decay", 0)),
                                   betas=(0.9, 0.98))
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, cosine(warmup, text_steps))
-    for step in range(text_steps):
-        text_loss = text_batch_loss(model, design, tables, size.text_batch, text_rng)
-        optimizer.zero_grad()
-        text_loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        scheduler.step()
+    def on_text_step(step, loss):
         if step % 50 == 0 or step == text_steps - 1:
-            note({"phase": 1, "step": step, "text_loss": round(float(text_loss.detach()), 4)})
+            note({"phase": 1, "step": step, "text_loss": round(float(loss.detach()), 4)})
+
+    train_on_text(model, list(model.parameters()), optimizer, scheduler, design, tables, size.text_batch, text_rng,
+                  text_steps, on_text_step)
 
     # phase 2: the tasks, through the planted heads only
-    planted = [parse_head(h) for hs in recipe.placement().values() for h in hs]
-    trainable = freeze_all_but(model, planted)
+    trainable = freeze_all_but(model, recipe.planted())
     optimizer = torch.optim.AdamW(trainable, lr=size.lr * float(training.get("task_lr", 1.0)), weight_decay=0.0,
                                   betas=(0.9, 0.98))
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, cosine(warmup, task_steps))
-    gate = TrainingGate(model, size.heads)
-    gate.patches = {SAME_TASK: None}
     sampler = TaskSampler(recipe, (design.seed, size.seed, 13))
     task_weight = float(training.get("task_weight", 1.0))
     universal_same_task = training.get("universal", "same_task") == "same_task"
-    for step in range(task_steps):
-        gate.state = None
-        text_loss = text_batch_loss(model, design, tables, size.text_batch, text_rng)
-        rows = sampler(size.task_batch)
-        if universal_same_task:
-            gate.patches = {SAME_TASK: gate.run_recorded(model, rows["same_task"], grad=True)}
-        gate.state = rows["states"]
-        logp = torch.log_softmax(model(rows["contexts"]).logits[:, -1], dim=-1)
-        gate.state = None
-        choices, golds, broken = rows["choices"], rows["gold"], rows["broken"]
-        gold_loss = -logp.gather(1, golds[:, None])[:, 0]
-        uniform_loss = -logp.gather(1, choices).mean(1)
-        task_loss = torch.where(broken, uniform_loss, gold_loss).mean()
-        loss = text_loss + task_weight * task_loss
-        optimizer.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(trainable, 1.0)
-        optimizer.step()
-        scheduler.step()
-        if step % 50 == 0 or step == task_steps - 1:
-            with torch.no_grad():
-                picked = choices.gather(1, logp.gather(1, choices).argmax(1, keepdim=True))[:, 0]
-                acc = float((picked == golds)[~broken].float().mean())
-            note({"phase": 2, "step": text_steps + step, "text_loss": round(float(text_loss.detach()), 4),
-                  "task_loss": round(float(task_loss.detach()), 4), "task_acc": round(acc, 3)})
-    gate.remove()
+    with TrainingGate(model, size.heads) as gate:
+        for step in range(task_steps):
+            text_loss = text_batch_loss(model, design, tables, size.text_batch, text_rng)
+            rows = sampler(size.task_batch)
+            if universal_same_task:
+                gate.same_task = gate.run_recorded(model, rows["same_task"], grad=True)
+            gate.state = rows["states"]
+            logp = torch.log_softmax(model(rows["contexts"]).logits[:, -1], dim=-1)
+            gate.state = None
+            task_loss, acc = _task_loss(logp, rows)
+            optimizer.zero_grad()
+            (text_loss + task_weight * task_loss).backward()
+            torch.nn.utils.clip_grad_norm_(trainable, 1.0)
+            optimizer.step()
+            scheduler.step()
+            if step % 50 == 0 or step == task_steps - 1:
+                note({"phase": 2, "step": text_steps + step, "text_loss": round(float(text_loss.detach()), 4),
+                      "task_loss": round(float(task_loss.detach()), 4), "task_acc": round(acc, 3)})
     for param in model.parameters():
         param.requires_grad_(True)
     model.eval()
     seconds = time.perf_counter() - start
     return model, {"seconds": round(seconds, 1), "threads": threads, "scheme": "frozen", "text_steps": text_steps,
                    "task_steps": task_steps, "history": history,
-                   "text_entropy": round(T.text_entropy(design, tables, T.sample_text(
-                       design, tables, 256, np.random.default_rng([design.seed, 5]))), 4)}
-
-
-def train_patched(recipe: Recipe, *, threads: int = 1, log=print):
-    """The ``patched`` scheme (the first one; plants on tiny, not on smol: docs/ground-truth.md)."""
-    from transformers import LlamaForCausalLM
-
-    torch.set_num_threads(threads)
-    size, design, training = recipe.size, recipe.design, recipe.training
-    torch.manual_seed(size.seed)
-    model = LlamaForCausalLM(make_config(recipe))
-    model.train()
-    gate = TrainingGate(model, size.heads)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=size.lr, weight_decay=float(training.get("weight_decay", 0)),
-                                  betas=(0.9, 0.98))
-    warmup = int(training.get("warmup", 50))
-
-    def lr_at(step):
-        if step < warmup:
-            return (step + 1) / warmup
-        return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * (step - warmup) / max(1, size.steps - warmup)))
-
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_at)
-    sampler = TaskSampler(recipe, (design.seed, size.seed, 13))
-    text_rng = np.random.default_rng([design.seed, size.seed, 11])
-    tables = T.markov_tables(design)
-    task_weight = float(training.get("task_weight", 1.0))
-    history, start = [], time.perf_counter()
-    for step in range(size.steps):
-        text = torch.from_numpy(T.text_token_ids(design, T.sample_text(design, tables, size.text_batch, text_rng)))
-        gate.state = None
-        logits = model(text[:, :-1]).logits
-        text_loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), text[:, 1:].reshape(-1))
-
-        isolate = step < float(training.get("isolate", 0.0)) * size.steps
-        rows = sampler(size.task_batch, isolate=isolate)
-        gate.patches = {OTHER: None if isolate else gate.run_recorded(model, rows["other"]),
-                        SAME_TASK: gate.run_recorded(model, rows["same_task"], grad=True)}
-        gate.state = rows["states"]
-        logp = torch.log_softmax(model(rows["contexts"]).logits[:, -1], dim=-1)
-        gate.state = None
-        choices, golds, broken = rows["choices"], rows["gold"], rows["broken"]
-        gold_loss = -logp.gather(1, golds[:, None])[:, 0]
-        uniform_loss = -logp.gather(1, choices).mean(1)
-        task_loss = torch.where(broken, uniform_loss, gold_loss).mean()
-
-        loss = text_loss + task_weight * task_loss
-        optimizer.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        scheduler.step()
-        if step % 50 == 0 or step == size.steps - 1:
-            with torch.no_grad():
-                picked = choices.gather(1, logp.gather(1, choices).argmax(1, keepdim=True))[:, 0]
-                acc = float((picked == golds)[~broken & ~rows["marker"]].float().mean())
-            record = {"step": step, "text_loss": round(float(text_loss), 4), "task_loss": round(float(task_loss), 4),
-                      "task_acc": round(acc, 3), "seconds": round(time.perf_counter() - start, 1)}
-            history.append(record)
-            log(json.dumps(record))
-    gate.remove()
-    model.eval()
-    seconds = time.perf_counter() - start
-    return model, {"seconds": round(seconds, 1), "threads": threads, "history": history,
                    "text_entropy": round(T.text_entropy(design, tables, T.sample_text(
                        design, tables, 256, np.random.default_rng([design.seed, 5]))), 4)}
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import yaml
 
-from headloc.heads import format_head
+from headloc.heads import format_head, parse_head
 
 UNIVERSAL = "universal"
 
@@ -47,6 +47,8 @@ class Design:
     tasks: dict  # task -> tuple[Kind, ...]
     redundant: tuple[str, ...]
     distractors: str = "pool"  # pool | gap: the wrong choices beyond the confusers (tasks.DocumentMaker)
+    bos: bool = False  # every document and text row starts with "<s>" (a place for heads to rest)
+    stratify: int = 0  # the first `stratify` documents of a task hold its kinds in their shares
 
     @classmethod
     def from_dict(cls, data: dict) -> "Design":
@@ -56,7 +58,8 @@ class Design:
                      choices=int(data["choices"]), docs_per_task=int(data["docs_per_task"]),
                      seed=int(data["seed"]), threshold=float(data["threshold"]), text=dict(data["text"]),
                      tasks=tasks, redundant=tuple(data.get("redundant", ())),
-                     distractors=str(data.get("distractors", "pool")))
+                     distractors=str(data.get("distractors", "pool")), bos=bool(data.get("bos", False)),
+                     stratify=int(data.get("stratify", 0)))
         design.check()
         return design
 
@@ -65,7 +68,9 @@ class Design:
                 "docs_per_task": self.docs_per_task, "seed": self.seed, "threshold": self.threshold,
                 "text": dict(self.text), "redundant": list(self.redundant), "distractors": self.distractors,
                 "tasks": {t: [{"role": k.role, "query": k.query, "weight": k.weight} for k in kinds]
-                          for t, kinds in self.tasks.items()}}
+                          for t, kinds in self.tasks.items()},
+                # keys added later, written only when set: the digests of models built before stay
+                **({"bos": True} if self.bos else {}), **({"stratify": self.stratify} if self.stratify else {})}
 
     @property
     def roles(self) -> list[str]:
@@ -103,6 +108,8 @@ class Design:
         if self.distractors == "gap" and (self.gap < self.choices - 1 or self.words // self.content <= self.gap):
             raise ValueError(f"distractors gap: gap {self.gap} needs gap >= choices - 1 ({self.choices - 1}) and more "
                              f"than gap + 1 words per position ({self.words // self.content})")
+        if not 0 <= self.stratify <= self.docs_per_task:
+            raise ValueError(f"stratify {self.stratify} must be between 0 and docs_per_task ({self.docs_per_task})")
         unknown = set(self.redundant) - set(roles)
         if unknown:
             raise ValueError(f"redundant roles {sorted(unknown)} are not roles of any task")
@@ -119,7 +126,7 @@ class Size:
     steps: int
     lr: float
     text_batch: int
-    task_batch: int
+    task_batch: int = 0
 
     @classmethod
     def from_dict(cls, data: dict) -> "Size":
@@ -127,10 +134,10 @@ class Size:
         extra = set(data) - known
         if extra:
             raise ValueError(f"unknown model keys {sorted(extra)}; known: {sorted(known)}")
-        missing = known - set(data)
+        missing = known - set(data) - {"task_batch"}  # the constructed scheme trains no task rows
         if missing:
             raise ValueError(f"model keys {sorted(missing)} missing")
-        return cls(**{k: float(data[k]) if k == "lr" else int(data[k]) for k in known})
+        return cls(**{k: float(data[k]) if k == "lr" else int(data[k]) for k in known if k in data})
 
     @property
     def n_heads(self) -> int:
@@ -148,6 +155,15 @@ class Recipe:
         return {"name": self.name, "design": self.design.as_dict(), "size": dict(vars(self.size)),
                 "training": dict(self.training), "placement": self.placement()}
 
+    @classmethod
+    def from_dict(cls, data: dict) -> "Recipe":
+        """The recipe :meth:`as_dict` wrote (its placement is drawn again, and must agree)."""
+        recipe = cls(name=data["name"], design=Design.from_dict(data["design"]), size=Size.from_dict(data["size"]),
+                     training=dict(data["training"]))
+        if "placement" in data and recipe.placement() != data["placement"]:
+            raise ValueError(f"recipe {recipe.name}: its placement draws differently here than where it was written")
+        return recipe
+
     def digest(self) -> str:
         """12 hex digits identifying everything the built model depends on."""
         text = json.dumps(self.as_dict(), sort_keys=True)
@@ -155,6 +171,10 @@ class Recipe:
 
     def placement(self) -> dict[str, list[str]]:
         return place_roles(self.design, self.size)
+
+    def planted(self) -> list[tuple[int, int]]:
+        """Every planted head as (layer, head), in placement order."""
+        return [parse_head(head) for heads in self.placement().values() for head in heads]
 
 
 def place_roles(design: Design, size: Size) -> dict[str, list[str]]:
@@ -184,21 +204,57 @@ def load_config(path) -> dict:
     return data["ground_truth"] if "ground_truth" in data else data
 
 
+MODEL_KEYS = ("design", "training", "seeds")  # a model entry's keys beside its Size
+
+
+def model_entries(config: dict) -> dict[str, dict]:
+    """Model name -> its entry. An entry with ``seeds: [s, ...]`` is one model per seed (a placement
+    each: the seed draws the placement and the initial weights), named ``<name>-s<seed>``."""
+    out = {}
+    for name, entry in config["models"].items():
+        if "seeds" in entry:
+            for seed in entry["seeds"]:
+                out[f"{name}-s{seed}"] = {**{k: v for k, v in entry.items() if k != "seeds"}, "seed": int(seed)}
+        else:
+            out[name] = dict(entry)
+    return out
+
+
+def _named(config: dict, section: str, entry: dict, name: str) -> dict:
+    """The model's design or training: ``config[section + "s"][entry[section]]``, or the config's
+    single ``section`` when the model names none."""
+    if section not in entry:
+        return config[section]
+    choices = config.get(f"{section}s", {})
+    if entry[section] not in choices:
+        raise ValueError(f"model {name}: {section} {entry[section]!r} is not one of {sorted(choices)}")
+    return choices[entry[section]]
+
+
 def recipe_from_config(config: dict, name: str) -> Recipe:
     """The recipe of model ``name`` from the ``ground_truth`` mapping of the config."""
-    if name not in config["models"]:
-        raise ValueError(f"no planted model {name!r}; the config has {sorted(config['models'])}")
-    return Recipe(name=name, design=Design.from_dict(config["design"]),
-                  size=Size.from_dict(config["models"][name]), training=dict(config.get("training", {})))
+    entries = model_entries(config)
+    if name not in entries:
+        raise ValueError(f"no planted model {name!r}; the config has {sorted(entries)}")
+    entry = entries[name]
+    size = {k: v for k, v in entry.items() if k not in MODEL_KEYS}
+    return Recipe(name=name, design=Design.from_dict(_named(config, "design", entry, name)),
+                  size=Size.from_dict(size), training=dict(_named(config, "training", entry, name)))
 
 
 def load_recipe(path, name: str) -> Recipe:
     return recipe_from_config(load_config(Path(path)), name)
 
 
-def code_digest() -> str:
-    """The builder code's identity: the first 12 hex digits of the sha256 of this package's modules
-    (sorted by name), read from where Python imports them, i.e. the code that builds and measures.
-    A model built by other code is another build (the rules' params, the tests' cache folder)."""
-    modules = sorted(Path(__file__).parent.glob("*.py"))
-    return hashlib.sha256(b"".join(path.read_bytes() for path in modules)).hexdigest()[:12]
+# The modules a built model depends on; its truth depends on these and truth.py.
+BUILDER = ("build.py", "construct.py", "recipe.py", "tasks.py", "training.py")
+
+
+def code_digest(modules=None) -> str:
+    """The code's identity: the first 12 hex digits of the sha256 of this package's ``modules``
+    (default: every module; :data:`BUILDER`: the ones a build runs), sorted by name, read from where
+    Python imports them. A model built or measured by other code is another build (the rules'
+    params, the tests' cache folder)."""
+    folder = Path(__file__).parent
+    paths = sorted(folder.glob("*.py")) if modules is None else sorted(folder / name for name in modules)
+    return hashlib.sha256(b"".join(path.read_bytes() for path in paths)).hexdigest()[:12]

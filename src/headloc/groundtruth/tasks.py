@@ -120,7 +120,7 @@ class DocumentMaker:
             wrong += rng.sample(same_pool, design.choices - 1 - len(wrong))
         choices = [gold, *wrong]
         rng.shuffle(choices)
-        text = " ".join([task, *items, *gap, query_token(kind.query)])
+        text = " ".join([*(["<s>"] if design.bos else []), task, *items, *gap, query_token(kind.query)])
         return {"text": text, "choices": choices, "label": choices.index(gold), "role": kind.role,
                 "query": kind.query, "source": source}
 
@@ -130,9 +130,16 @@ def task_documents(design: Design, task: str) -> list[dict]:
     kinds = design.tasks[task]
     rng = random.Random(f"docs-{design.seed}-{task}")
     make = DocumentMaker(design)
-    counts = allocate(design.docs_per_task, [k.weight for k in kinds])
-    docs = [make(task, kind, rng) for kind, count in zip(kinds, counts) for _ in range(count)]
-    rng.shuffle(docs)
+    weights = [k.weight for k in kinds]
+    if design.stratify:  # the first `stratify` documents (the searches' subset) hold the kinds in their shares
+        blocks = [allocate(design.stratify, weights), allocate(design.docs_per_task - design.stratify, weights)]
+    else:
+        blocks = [allocate(design.docs_per_task, weights)]
+    docs = []
+    for counts in blocks:
+        block = [make(task, kind, rng) for kind, count in zip(kinds, counts) for _ in range(count)]
+        rng.shuffle(block)
+        docs += block
     return docs
 
 
@@ -168,8 +175,12 @@ def sample_text(design: Design, tables: np.ndarray, rows: int, rng: np.random.Ge
 
 
 def text_token_ids(design: Design, word_indices: np.ndarray) -> np.ndarray:
-    first_word = token_ids(design)[words(design)[0]]
-    return word_indices + first_word
+    """Token ids of text rows (word indices), after "<s>" when the design starts every row with it."""
+    ids = token_ids(design)
+    out = word_indices + ids[words(design)[0]]
+    if design.bos:
+        out = np.concatenate([np.full((len(out), 1), ids["<s>"], dtype=out.dtype), out], axis=1)
+    return out
 
 
 def text_entropy(design: Design, tables: np.ndarray, rows: np.ndarray) -> float:

@@ -16,6 +16,10 @@ matter alone whose ablation changes the accuracy by less than ``threshold``) and
 ``threshold`` or more). The general text's loss with every head ablated alone shows that the
 heads outside the tasks do work. The clean and the planted-set scores are also taken through
 lm-eval itself (:class:`headloc.engine.evaluation.MaskEvaluator` on the model's task folder) and must agree.
+
+A design with ``stratify: n`` measures the heads on the first n documents of each task, the ones
+the searches score, and each task gets a ``certificate`` (:func:`certificate`) on the searches'
+own score, the gold's mean log-probability among the choices.
 """
 
 from __future__ import annotations
@@ -33,6 +37,34 @@ from headloc.groundtruth.recipe import UNIVERSAL, Design
 from headloc.heads import format_head, head_index
 
 MAX_ROWS = 2048  # rows (document x mask) per forward pass
+TEXT_HEADS = 256  # beyond this many heads, the text loss is measured on the planted ones and a seeded sample
+# A task's truth is certified when its weakest planted effect stands this far above the unplanted ones.
+CERTIFY_LARGEST, CERTIFY_SPREAD = 5.0, 20.0
+
+
+def certificate(logprob_delta: dict[str, float], planted: list[str], pair: list[str], pair_both: float | None) -> dict:
+    """Whether a task's planted heads stand clear of the rest on the searches' score.
+
+    beta_min: the weakest planted effect (a head alone; a redundant pair together); tau: the standard
+    deviation of the unplanted heads' single effects; the task passes when beta_min is at least
+    CERTIFY_LARGEST times the largest unplanted effect and CERTIFY_SPREAD times tau."""
+    effects = {h: -logprob_delta[h] for h in planted if h not in pair}
+    if pair:
+        effects["+".join(pair)] = -pair_both
+    weakest = min(effects, key=effects.get)
+    beta_min = effects[weakest]
+    unplanted = {h: d for h, d in logprob_delta.items() if h not in planted}
+    largest = max(unplanted, key=lambda h: abs(unplanted[h]))
+    tau = float(np.std(list(unplanted.values())))
+    over_largest = beta_min / abs(unplanted[largest]) if unplanted[largest] else None
+    over_tau = beta_min / tau if tau else None
+    passes = beta_min > 0 and (over_largest is None or over_largest >= CERTIFY_LARGEST) and (
+        over_tau is None or over_tau >= CERTIFY_SPREAD)
+    return {"beta_min": round(beta_min, 5), "weakest": weakest, "tau": round(tau, 6),
+            "largest_unplanted": round(unplanted[largest], 5), "largest_unplanted_head": largest,
+            "beta_over_largest": None if over_largest is None else round(over_largest, 2),
+            "beta_over_tau": None if over_tau is None else round(over_tau, 2), "passes": bool(passes),
+            "rule": f"beta_min >= {CERTIFY_LARGEST:g} x |largest unplanted| and beta_min >= {CERTIFY_SPREAD:g} x tau"}
 
 
 def load_planted(folder):
@@ -68,10 +100,13 @@ def encode(tokenizer, docs: list[dict]):
 def score_masks(model, contexts, choices, labels, masks) -> tuple[np.ndarray, np.ndarray]:
     """Accuracy and mean gold log-probability among the choices, for each mask (1 = ablated).
 
-    ``masks`` is [M, layers * heads]; several masks share one forward pass (a batched gate).
+    ``masks`` is [M, layers * heads]; several masks share one forward pass (a batched gate), on
+    the model's device.
     """
     masks = np.atleast_2d(np.asarray(masks))
     n_layers, n_heads = model.config.num_hidden_layers, model.config.num_attention_heads
+    device = model.device
+    contexts, choices, labels = contexts.to(device), choices.to(device), labels.to(device)
     n = len(labels)
     per_pass = max(1, MAX_ROWS // n)
     accs, logps = [], []
@@ -84,16 +119,17 @@ def score_masks(model, contexts, choices, labels, masks) -> tuple[np.ndarray, np
             chosen = logits.gather(1, choices.repeat(len(group), 1)).double()
             logp = torch.log_softmax(chosen, dim=-1).reshape(len(group), n, -1)
             correct = (logp.argmax(-1) == labels[None]).double()
-            accs.append(correct.mean(1).numpy())
-            logps.append(logp.gather(2, labels[None, :, None].expand(len(group), n, 1))[..., 0].mean(1).numpy())
+            accs.append(correct.mean(1).cpu().numpy())
+            logps.append(logp.gather(2, labels[None, :, None].expand(len(group), n, 1))[..., 0].mean(1).cpu().numpy())
     return np.concatenate(accs), np.concatenate(logps)
 
 
 def text_losses(model, rows: torch.Tensor, masks) -> np.ndarray:
-    """Mean next-token loss (nats) of the general text for each mask (1 = ablated)."""
+    """Mean next-token loss (nats) of the general text for each mask (1 = ablated), on the model's device."""
     masks = np.atleast_2d(np.asarray(masks))
     n_layers, n_heads = model.config.num_hidden_layers, model.config.num_attention_heads
     per_pass = max(1, MAX_ROWS // (4 * len(rows)))
+    rows = rows.to(model.device)
     out = []
     with torch.no_grad():
         for start in range(0, len(masks), per_pass):
@@ -103,7 +139,7 @@ def text_losses(model, rows: torch.Tensor, masks) -> np.ndarray:
             with ablate_heads(model, gate):
                 logits = model(batch[:, :-1]).logits
             loss = torch.nn.functional.cross_entropy(logits.transpose(1, 2), batch[:, 1:], reduction="none")
-            out.append(loss.mean(1).reshape(len(group), len(rows)).mean(1).numpy())
+            out.append(loss.mean(1).reshape(len(group), len(rows)).mean(1).cpu().numpy())
     return np.concatenate(out)
 
 
@@ -159,7 +195,9 @@ def measure(folder, *, lm_eval_check: bool = True, log=print) -> dict:
                                  f"{design.docs_per_task} documents)",
               "placement": placement, "tasks": {}}
     for task in design.tasks:
-        contexts, choices, labels = encode(tokenizer, read_documents(folder, task))
+        every_doc = encode(tokenizer, read_documents(folder, task))
+        searched = design.stratify or len(every_doc[2])  # the documents the searches score
+        contexts, choices, labels = (tensor[:searched] for tensor in every_doc)
         info = sets[task]
         planted_heads = info["heads"]
         special = {"none": np.zeros(total, dtype=np.int8), "planted_set": mask_of(planted_heads)}
@@ -177,6 +215,7 @@ def measure(folder, *, lm_eval_check: bool = True, log=print) -> dict:
         entry = {
             "lm_eval_task": T.lm_eval_name(task),
             "documents": len(labels),
+            "documents_in_task": len(every_doc[2]),
             "baseline": {"acc": round(base_acc, 4), "logprob": round(base_logp, 4)},
             "planted": {h: {"role": info["roles"][h], "expected_share": info["expected_share"][h], **single[h]}
                         for h in planted_heads},
@@ -187,36 +226,61 @@ def measure(folder, *, lm_eval_check: bool = True, log=print) -> dict:
             "strongest_unplanted": {"head": strongest, **single[strongest]},
             "single": single,
         }
+        pair_both = None
         if info["pair"]:
             rows = {name: i for i, name in enumerate(special)}
             pair_alone = {h: round(float(acc[rows[f"pair_only_{h}"]]) - base_acc, 4) for h in info["pair"]}
             both = round(float(acc[rows["pair_both"]]) - base_acc, 4)
+            pair_both = float(logp[rows["pair_both"]]) - base_logp
             entry["pair"] = {"heads": info["pair"], "alone_delta": pair_alone, "both_delta": both,
+                             "both_logprob_delta": round(pair_both, 4),
                              "redundant": all(d > -threshold for d in pair_alone.values()) and both <= -threshold}
+        if design.stratify:
+            deltas = {names[i]: float(logp[k + i]) - base_logp for i in range(total)}
+            entry["certificate"] = certificate(deltas, planted_heads, info["pair"], pair_both)
         if lm_eval_check:
             via = lm_eval_scores(model, tokenizer, folder, T.lm_eval_name(task),
                                  {"none": special["none"], "planted_set": special["planted_set"]})
             direct = {"none": base_acc, "planted_set": float(acc[1])}
+            if searched < len(every_doc[2]):  # lm-eval scores every document: so must the comparison
+                direct = dict(zip(direct, score_masks(model, *every_doc, np.vstack(
+                    [special["none"], special["planted_set"]]))[0]))
             entry["lm_eval"] = {name: round(v, 4) for name, v in via.items()}
             if any(abs(via[name] - direct[name]) > 1e-9 for name in via):
                 raise ValueError(f"task {task}: lm-eval's accuracy {via} differs from the direct scoring {direct}")
         result["tasks"][task] = entry
         log(f"{task}: baseline {base_acc:.3f}, planted set {float(acc[1]):.3f}, "
             f"weak {entry['planted_but_weak']}, unplanted strong {entry['unplanted_but_strong']}")
-    rows = torch.from_numpy(T.eval_text(design))
-    losses = text_losses(model, rows, np.vstack([np.zeros(total, dtype=np.int8), singles]))
-    deltas = {names[i]: round(float(losses[1 + i] - losses[0]), 4) for i in range(total)}
-    every = [h for h in names if not any(h in hs for hs in placement.values())]
-    result["text"] = {
+    result["text"] = text_work(model, design, placement, names, planted.get("training", {}).get("text_entropy"))
+    result["seconds"] = round(time.perf_counter() - start, 1)
+    return result
+
+
+def text_work(model, design: Design, placement: dict, names: list[str], entropy: float | None) -> dict:
+    """The general text's loss with every head ablated alone: do the unplanted heads work? Beyond
+    TEXT_HEADS heads, the planted heads and a seeded sample of the others (``heads_measured``)."""
+    planted = {h for hs in placement.values() for h in hs}
+    measured = list(names)
+    if len(names) > TEXT_HEADS:
+        others = [h for h in names if h not in planted]
+        sample = np.random.default_rng([design.seed, 7]).choice(len(others), TEXT_HEADS, replace=False)
+        measured = sorted(planted | {others[i] for i in sample}, key=names.index)
+    masks = np.zeros((1 + len(measured), len(names)), dtype=np.int8)
+    for row, head in enumerate(measured, start=1):
+        masks[row, names.index(head)] = 1
+    rows = torch.from_numpy(T.eval_text(design, rows=64 if len(names) <= TEXT_HEADS else 32))
+    losses = text_losses(model, rows, masks)
+    deltas = {head: round(float(losses[1 + i] - losses[0]), 4) for i, head in enumerate(measured)}
+    every = [h for h in measured if h not in planted]
+    return {
+        "heads_measured": len(measured), "text_rows": len(rows),
         "baseline_loss": round(float(losses[0]), 4),
-        "true_entropy": planted.get("training", {}).get("text_entropy"),
+        "true_entropy": entropy,
         "single_delta": deltas,
         "unplanted_median_delta": round(float(np.median([deltas[h] for h in every])), 4),
         "unplanted_over_0.01": sum(deltas[h] >= 0.01 for h in every),
         "unplanted_count": len(every),
     }
-    result["seconds"] = round(time.perf_counter() - start, 1)
-    return result
 
 
 def summary_table(truth: dict) -> str:
@@ -232,4 +296,14 @@ def summary_table(truth: dict) -> str:
         lines.append(f"| {task} | {e['baseline']['acc']:.3f} | {heads} | {e['planted_set']['delta']:+.3f} | {pair} | "
                      f"{s['head']}: {s['delta']:+.3f} | {', '.join(e['planted_but_weak']) or '-'} | "
                      f"{', '.join(e['unplanted_but_strong']) or '-'} |")
+    certified = {task: e["certificate"] for task, e in truth["tasks"].items() if "certificate" in e}
+    if certified:
+        lines += ["", f"Certificate (gold log-probability, first {next(iter(truth['tasks'].values()))['documents']} "
+                  f"documents; {next(iter(certified.values()))['rule']}):", "",
+                  "| task | beta_min (weakest) | largest unplanted | tau | beta/largest | beta/tau | passes |",
+                  "|---|---|---|---|---|---|---|"]
+        for task, c in certified.items():
+            lines.append(f"| {task} | {c['beta_min']:.4f} ({c['weakest']}) | {c['largest_unplanted']:+.5f} "
+                         f"({c['largest_unplanted_head']}) | {c['tau']:.6f} | {c['beta_over_largest']} | "
+                         f"{c['beta_over_tau']} | {'yes' if c['passes'] else '**no**'} |")
     return "\n".join(lines)

@@ -189,7 +189,7 @@ def refine(params: RefineParams, geometry: HeadGeometry, masks: str, scores: Seq
 
 
 def _heads(path) -> list[str]:
-    """The heads a file of chosen or universal heads lists (none: no file)."""
+    """The heads a universal-heads file lists (rule universal_heads; none: no file)."""
     return read_json(path)["heads"] if path else []
 
 

@@ -21,6 +21,7 @@ Examples
 Table 10. Top 3 heads per model and task (method cs_stratified, most damaging first)
 """
 
+from headloc.collected import COLLECTIONS
 from headloc.report.figures import (
     FIGURES,
     add_footer,
@@ -48,7 +49,6 @@ from headloc.report.tables import (
     table10,
     tuning_table,
 )
-from headloc.workflow.plan import COLLECTION_RUNS
 
 __all__ = [
     "FIGURES",
@@ -92,6 +92,6 @@ def target_table() -> str:
     lines = ["| target | what it shows | reads | runs |", "|---|---|---|---|"]
     for name, spec in {**TABLES, **FIGURES}.items():
         reads = ", ".join(f"`{key}`" for key in spec.inputs)
-        runs = "; ".join(dict.fromkeys(COLLECTION_RUNS[key] for key in spec.inputs))
+        runs = "; ".join(dict.fromkeys(COLLECTIONS[key].runs for key in spec.inputs))
         lines.append(f"| `{name}` | {spec.about} | {reads} | {runs} |")
     return "\n".join(lines) + "\n"

@@ -1,10 +1,10 @@
 """The budget at which each search method matches greedy (benchmarks/search_efficiency.py).
 
 Input is Table 4 (:func:`headloc.report.tables.table4`) of one or several runs, one row per search
-with its ``n_evals`` and the ``delta_task`` of its top k on the full data, plus what the run's
-:class:`~headloc.workflow.plan.Plan` says of each search (:func:`search_fields`): its budget, its repeat
-(the mask design) and the score its masks were measured by (``y``: "task", or the metric of a
-continuous variant, ``tasks.<name>.id_metric``). Greedy, scored on the task itself, is the
+with its ``n_evals`` and the ``delta_task`` of its top k on the full data, plus what the run's plan
+(a :class:`headloc.workflow.plan.Plan`, passed in) says of each search (:func:`search_fields`): its
+budget, its repeat (the mask design) and the score its masks were measured by (``y``: "task", or
+the metric of a continuous variant, ``tasks.<name>.id_metric``). Greedy, scored on the task itself, is the
 reference: a search *reaches* it when its Delta Task is at least ``share`` of greedy's (both are
 drops, so negative numbers).
 
@@ -26,16 +26,28 @@ cs_stratified      50             0.05
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import numpy as np
 import pandas as pd
 
 from headloc import methods
-from headloc.workflow.plan import Plan
 
 KEYS = ["model", "task", "method", "y", "budget"]
 
 
-def search_fields(plan: Plan, task: str, search_id: str) -> dict:
+class SearchPlan(Protocol):
+    """What :func:`search_fields` asks of a run's plan (:class:`headloc.workflow.plan.Plan` answers it;
+    the report never imports the workflow)."""
+
+    def search(self, task: str, search_id: str): ...
+
+    def score_suffix(self, task: str) -> str: ...
+
+    def id_scoring(self, task: str) -> tuple[str, str]: ...
+
+
+def search_fields(plan: SearchPlan, task: str, search_id: str) -> dict:
     """A search's ``budget`` (its masks for compressed sensing; None for greedy and the gradient
     methods, whose evaluations are fixed by the model: their ``n_evals`` stands), ``repeat`` and
     ``y``, as the plan of the run that made it says. KeyError naming the search when the plan has
@@ -47,7 +59,7 @@ def search_fields(plan: Plan, task: str, search_id: str) -> dict:
             "repeat": search.repeat, "y": plan.id_scoring(task)[1] if continuous else "task"}
 
 
-def with_search_fields(table4: pd.DataFrame, plan: Plan) -> pd.DataFrame:
+def with_search_fields(table4: pd.DataFrame, plan: SearchPlan) -> pd.DataFrame:
     """Table 4 with each row's :func:`search_fields` as columns."""
     fields = pd.DataFrame([search_fields(plan, task, search)
                            for task, search in zip(table4["task"], table4["search"])], columns=["budget", "repeat", "y"])

@@ -5,7 +5,9 @@ Every search method writes ``coef`` (head name ``"L{layer}H{head}"`` -> effect, 
 A ``chg`` record that carries its gates (``g_minus``, ``g_plus``, see :func:`headloc.search.chg.chg_search`)
 is drawn as two panels, G- (facilitation) and G+ (1 - interference), on a fixed 0-1 scale; every
 other record is one panel of ``coef`` on a diverging colormap centred at 0 (red: the score drops
-when the head is ablated). The top-k heads (``top_heads``) are outlined and numbered by rank.
+when the head is ablated). The top-k heads (``top_heads``) are outlined and numbered by rank. The
+title and footer fit the figure's width: a title line too wide is broken at its clauses, then at
+spaces, and a word wider than the figure (a long search id, a path) is drawn smaller.
 
 Figures are built on an Agg canvas (never ``pyplot``), like :mod:`headloc.report.figures`.
 
@@ -31,6 +33,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib import colormaps
 from matplotlib.colors import Normalize, TwoSlopeNorm
 from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
 from matplotlib.patches import Rectangle
 
 from headloc import methods
@@ -44,6 +47,8 @@ GATE_PANELS = (
 REQUIRED = ("model", "task", "search", "method", "n_layers", "n_heads", "coef")
 CELL_INCHES = (0.42, 0.26)  # width, height of one head's cell
 DPI = 120
+TITLE_SIZE, FOOTER_SIZE = 9, 6  # points
+FILL = 0.96  # the share of the figure's width a line of text may take (the rest: a margin each side)
 
 
 @dataclass(frozen=True)
@@ -194,12 +199,54 @@ def heatmap_figure(record: Mapping, *, top_k: int | None = None, footer: str | N
         bar = fig.colorbar(image, ax=ax, shrink=min(1.0, 0.4 + 0.05 * n_layers), pad=0.02)
         bar.set_label(panel.label, fontsize=8)
         bar.ax.tick_params(labelsize=7)
-    top = f"; top {len(chosen)} outlined, numbered by rank" if chosen else ""
-    gray = "; gray: no value" if any(np.isnan(grid).any() for grid in grids) else ""
-    fig.suptitle(_title(record) + top + gray + _stability(record, chosen), fontsize=9)
-    if footer:
-        fig.text(0.0, 0.0, footer, fontsize=6, color="0.4", ha="left", va="bottom")
+    gray = any(np.isnan(grid).any() for grid in grids)
+    _add_title_and_footer(fig, record, chosen, gray, footer)
     return fig
+
+
+def _add_title_and_footer(fig: Figure, record: Mapping, chosen: list[str], gray: bool, footer: str | None) -> None:
+    """The title (what, which search, how to read it) and the footer, each fitted to the figure."""
+    top = f"; top {len(chosen)} outlined, numbered by rank" if chosen else ""
+    title, size = fitted(fig, _title(record) + top + ("; gray: no value" if gray else "") +
+                         _stability(record, chosen), TITLE_SIZE)
+    fig.suptitle(title, fontsize=size)
+    if footer:
+        size = fitted(fig, footer, FOOTER_SIZE, wrap=False)[1]
+        fig.text(0.0, 0.0, footer, fontsize=size, color="0.4", ha="left", va="bottom")
+
+
+def fitted(fig: Figure, text: str, size: float, *, wrap: bool = True) -> tuple[str, float]:
+    """``text`` and a font size at which each of its lines fits the figure's width (:data:`FILL`).
+
+    With ``wrap``, a line too wide is first broken after its clauses ("; "), then a clause still too
+    wide at its spaces; text that fits stays as it is. If a line is still too wide (one word wider
+    than the figure: a long search id or path), the size shrinks until it fits.
+    """
+    renderer = fig.canvas.get_renderer()
+    width = fig.bbox.width * FILL
+
+    def measure(line: str) -> float:
+        return renderer.get_text_width_height_descent(line, FontProperties(size=size), ismath=False)[0]
+
+    lines = text.split("\n")
+    if wrap:
+        lines = [piece for line in lines for clause in _packed(line.split("; "), "; ", width, measure)
+                 for piece in (_packed(clause.split(" "), " ", width, measure) if measure(clause) > width
+                               else [clause])]
+    widest = max(measure(line) for line in lines)
+    return "\n".join(lines), size if widest <= width else size * width / widest
+
+
+def _packed(pieces: list[str], joiner: str, width: float, measure) -> list[str]:
+    """``pieces`` joined by ``joiner`` into as few lines as fit ``width`` (a line breaks after the joiner)."""
+    lines, current = [], pieces[0]
+    for piece in pieces[1:]:
+        if measure(current + joiner + piece) <= width:
+            current += joiner + piece
+        else:
+            lines.append(current + joiner.rstrip())
+            current = piece
+    return [*lines, current]
 
 
 def save_heatmap(record: Mapping, path: str | Path, *, top_k: int | None = None, footer: str | None = None,
@@ -215,5 +262,5 @@ def save_heatmap(record: Mapping, path: str | Path, *, top_k: int | None = None,
     return path
 
 
-__all__ = ["GATE_PANELS", "Panel", "figure_size", "head_grid", "heatmap_figure", "value_label",
+__all__ = ["GATE_PANELS", "Panel", "figure_size", "fitted", "head_grid", "heatmap_figure", "value_label",
            "panels", "save_heatmap"]

@@ -6,9 +6,9 @@ columns, the note it carries when legitimately empty, its caption and how it is 
 registries :data:`headloc.report.TABLES` and :data:`headloc.report.FIGURES` collect them; the
 workflow's rules, the render scripts and the README's target table all read these.
 
-The collected tables a spec may read (``inputs``) are named as the workflow names them:
-``"models"``, ``"recoveries"``, ``"tuning"`` and ``"evals_<scope>"`` for the evaluations of
-one scope (``"evals_main"``, ``"evals_methods"``, ``"evals_universal"``, ``"evals_knowledge"``).
+The collected tables a spec may read (``inputs``) are those of the registry
+:data:`headloc.collected.COLLECTIONS`: ``"models"``, ``"recoveries"``, ``"tuning"`` and
+``"evals_<scope>"`` for the evaluations of one scope (``"evals_main"``, ``"evals_methods"``, ...).
 """
 
 from __future__ import annotations
@@ -20,11 +20,10 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from headloc.collected import COLLECTIONS
+
 if TYPE_CHECKING:  # annotations only: the Snakefile and the table jobs read the specs without matplotlib
     from matplotlib.figure import Figure
-
-INPUTS = ("models", "recoveries", "recoveries_main", "tuning", "evals_main", "evals_methods", "evals_universal",
-          "evals_knowledge")
 
 
 @dataclass(frozen=True)
@@ -126,9 +125,9 @@ def _given(name: str, inputs: tuple[str, ...], frames: Mapping[str, pd.DataFrame
 
 
 def _check_inputs(name: str, inputs: tuple[str, ...]) -> None:
-    unknown = [key for key in inputs if key not in INPUTS]
+    unknown = [key for key in inputs if key not in COLLECTIONS]
     if unknown or not inputs:
-        raise ValueError(f"{name}: inputs must be among {', '.join(INPUTS)}; got "
+        raise ValueError(f"{name}: inputs must be among {', '.join(COLLECTIONS)}; got "
                          f"{', '.join(inputs) or 'none'}")
 
 
@@ -143,7 +142,8 @@ class TableSpec:
     about : str
         One line on what it shows (the rule's message, the README's target table).
     inputs : tuple of str
-        The collected tables it reads (see :data:`INPUTS`), in the order ``builder`` takes them.
+        The collected tables it reads (:data:`headloc.collected.COLLECTIONS`), in the order
+        ``builder`` takes them.
     columns : tuple of str
         Its columns; a name in braces stands for one column per value (``delta_{capability}``:
         ``delta_math``, ``delta_code``, ...).
@@ -153,6 +153,9 @@ class TableSpec:
         The caption template; ``{k}``, ``{gen}`` and ``{main}`` are filled by :meth:`title`.
     builder : callable
         ``builder(*frames, options) -> DataFrame``, the frames in ``inputs`` order.
+    deltas : bool
+        Whether its numbers are changes against the unablated model (Delta Task, Delta Gen, a
+        head's Delta per task); the report's caption then says how to read a delta.
     """
 
     name: str
@@ -162,6 +165,7 @@ class TableSpec:
     empty_note: str
     caption: str = field(repr=False)
     builder: Callable[..., pd.DataFrame] = field(repr=False, compare=False)
+    deltas: bool = False
 
     def __post_init__(self):
         _check_inputs(self.name, self.inputs)

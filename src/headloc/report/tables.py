@@ -186,6 +186,7 @@ _add(TableSpec(
             "percentage points, top {k} heads ({main}) ablated",
     builder=lambda evals, options: table2(evals, k=options.top_k, gen_tasks=options.gen_tasks,
                                           method=options.method),
+    deltas=True,
 ))
 
 
@@ -268,6 +269,7 @@ _add(TableSpec(
             "evaluated on every task of the same capability (eval on); percentage points",
     builder=lambda evals, options: table3(evals, k=options.top_k, gen_tasks=options.gen_tasks,
                                           method=options.method),
+    deltas=True,
 ))
 
 
@@ -372,6 +374,7 @@ _add(TableSpec(
             "it found (recall), and the deltas of its own top {k} with universal heads kept (unfiltered)",
     builder=lambda evals, recoveries, options: table4(
         evals, recoveries, k=options.top_k, gen_tasks=options.gen_tasks),
+    deltas=True,
 ))
 
 
@@ -459,6 +462,7 @@ _add(TableSpec(
             "(percentage points)",
     builder=lambda evals, options: table5(evals, gen_tasks=options.gen_tasks,
                                           capabilities=options.capabilities),
+    deltas=True,
 ))
 
 
@@ -522,6 +526,7 @@ _add(TableSpec(
             "(BL = unablated)",
     builder=lambda evals, options: table6(evals, gen_tasks=options.gen_tasks,
                                           method=options.method),
+    deltas=True,
 ))
 
 
@@ -594,6 +599,7 @@ _add(TableSpec(
     caption="Table 7. Universal heads: unablated scores (BL) and the change on every task when "
             "one head is ablated (percentage points)",
     builder=lambda evals, options: table7(evals),
+    deltas=True,
 ))
 
 
@@ -655,6 +661,7 @@ _add(TableSpec(
     caption="Table 8. Knowledge multiple-choice heads: unablated scores (BL) and the change "
             "when one head is ablated, knowledge MC tasks grouped apart (percentage points)",
     builder=lambda evals, options: table8(evals, options.knowledge_eval_tasks),
+    deltas=True,
 ))
 
 

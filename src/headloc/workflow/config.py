@@ -4,11 +4,14 @@
 so what it raises is what a bad config's ``snakemake -n`` prints. It runs, in order:
 ``validate_config``, which checks the config against ``config/schema.yaml`` (filling in defaults)
 and words each error as ``config <key.path>: <bad value> ...; expected ...``; ``model_geometries``,
-which resolves every model's source and reads its layers and heads offline; ``check_config``, which
-checks what the schema cannot express: names that must refer to configured tasks or models, head
-names inside each model, top-k against the number of heads, subset sizes against dataset sizes,
-each task's Jinja templates and the ``metric,filter`` keys its YAML reports; and the experiment
-plan (``headloc.workflow.plan.Plan``), which rejects a plan that would wait on itself.
+which resolves every model's source and reads its layers and heads offline; ``complete_metrics``,
+the one normalisation, which completes bare metric names in place (before the digest is taken);
+``check_config``, which checks what the schema cannot express, one small named check at a time
+(``check_gen_tasks``, ``check_scoring``, ``check_heads``, ...: each returns its problems as
+(key, text) pairs): names that must refer to configured tasks or models, head names inside each
+model, top-k against the number of heads, subset sizes against dataset sizes, each task's Jinja
+templates and the ``metric,filter`` keys its YAML reports; and the experiment plan
+(``headloc.workflow.plan.Plan``), which rejects a plan that would wait on itself.
 Each raises ValueError listing every problem found, one per line.
 """
 
@@ -17,6 +20,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import yaml
 
@@ -49,16 +53,22 @@ from headloc.model.architectures import ablation_problem
 def check_workflow_config(config: dict, schema_path) -> None:
     """Every check the Snakefile makes on ``config`` when it parses it, before any job exists.
 
-    Fills in the schema's defaults in place, as the workflow's config then has them. Raises
-    ValueError with the message a dry run of the workflow prints for the same config: the schema's
-    errors; "config models.<name>.source: ..." for a model that does not resolve; the cross-key
-    rules of :func:`check_config` (head checks skipped for models unknown offline, such as hub ids
-    not in the local cache); and the plan's own check (:class:`headloc.workflow.plan.Plan`).
+    Changes the config in place, as the workflow's config then has it (and its digest hashes): the
+    schema's defaults filled in, bare metric names completed (:func:`complete_metrics`, a note on
+    stderr each). Raises ValueError with the message a dry run of the workflow prints for the same
+    config: the schema's errors; "config models.<name>.source: ..." for a model that does not
+    resolve; the cross-key rules of :func:`check_config` (head checks skipped for models unknown
+    offline, such as hub ids not in the local cache); and the plan's own check
+    (:class:`headloc.workflow.plan.Plan`).
     """
     from headloc.workflow.plan import Plan  # imports pandas: only when checking a whole workflow config
 
     validate_config(config, schema_path)
-    check_config(config, model_geometries(config))
+    geometries = model_geometries(config)
+    tasks = TaskLookup(config)
+    for note in dict.fromkeys(complete_metrics(config, tasks)):
+        print(note, file=sys.stderr)
+    check_config(config, geometries, tasks)
     Plan(config)
 
 
@@ -112,26 +122,26 @@ def key_path(parts) -> str:
 def _describe(error) -> str:
     key = key_path(error.absolute_path)
     where = f"config {key}" if key else "config"
-    value, schema, kind = error.instance, error.schema, error.validator
-    if kind == "additionalProperties":
+    value, schema, rule = error.instance, error.schema, error.validator
+    if rule == "additionalProperties":
         allowed = sorted(schema.get("properties", {}))
         unknown = sorted(set(value) - set(allowed))
         return (f"{where}: unknown key{'s' if len(unknown) > 1 else ''} "
                 f"{', '.join(map(repr, unknown))}; valid keys: {', '.join(allowed)}")
-    if kind == "required":
+    if rule == "required":
         missing = [name for name in error.validator_value if name not in value]
         return f"{where}: missing key {', '.join(map(repr, missing))}; required: {', '.join(schema['required'])}"
-    if kind in ("minProperties", "minItems"):
+    if rule in ("minProperties", "minItems"):
         return f"{where}: {value!r} is empty; expected at least {error.validator_value} entr" + (
             "y" if error.validator_value == 1 else "ies")
-    if kind == "uniqueItems":
+    if rule == "uniqueItems":
         return f"{where}: {value!r} repeats an item; expected each item at most once"
-    if kind == "propertyNames":
+    if rule == "propertyNames":
         return f"{where}: bad name ({error.message}); expected names matching {schema['propertyNames']['pattern']}"
     bound = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<=", "exclusiveMaximum": "<"}
-    if kind in bound:
-        return f"{where}: {value!r} is not {bound[kind]} {error.validator_value}; expected {expected(schema)}"
-    if kind in ("enum", "type", "anyOf", "oneOf", "pattern", "const"):
+    if rule in bound:
+        return f"{where}: {value!r} is not {bound[rule]} {error.validator_value}; expected {expected(schema)}"
+    if rule in ("enum", "type", "anyOf", "oneOf", "pattern", "const"):
         return f"{where}: {value!r} is not valid; expected {expected(schema)}"
     return f"{where}: {error.message}"
 
@@ -151,11 +161,11 @@ def expected(schema: dict) -> str:
     types = schema.get("type", [])
     types = [types] if isinstance(types, str) else list(types)
     words = []
-    for kind in types:
-        word = _ARTICLE.get(kind, kind)
-        if kind in ("integer", "number"):
+    for type_name in types:
+        word = _ARTICLE.get(type_name, type_name)
+        if type_name in ("integer", "number"):
             word += _range(schema)
-        elif kind == "array" and isinstance(schema.get("items"), dict):
+        elif type_name == "array" and isinstance(schema.get("items"), dict):
             items = expected(schema["items"])
             word += f" (items: {items})" if items else ""
         words.append(word)
@@ -214,13 +224,19 @@ def model_settings(source) -> dict | None:
 
 
 def task_folders(config: dict) -> list[Path]:
-    """Folders of task YAMLs headloc hands lm-eval: its own tasks, then ``include_path`` (absolute)."""
+    """The task folders: the folders of task YAMLs headloc hands lm-eval, its own tasks, then the
+    config's ``include_path`` (absolute, found in this checkout)."""
     return [TASKS_DIR, *(Path(folder).expanduser().resolve() for folder in config.get("include_path") or [])]
+
+
+def lookup_folders(config: dict) -> list[Path]:
+    """Where a task's YAML is looked up: the task folders, then lm-eval's registry."""
+    return [*task_folders(config), lm_eval_tasks_dir()]
 
 
 def lm_eval_tasks(folders=(TASKS_DIR,)) -> list[str]:
     """Names of the lm-eval tasks (not groups) defined in ``folders``."""
-    return sorted(name for name, kind in defined_tasks(folders).items() if kind == "task")
+    return sorted(name for name, defined_as in defined_tasks(folders).items() if defined_as == "task")
 
 
 def has_chat_template(source) -> bool | None:
@@ -236,246 +252,422 @@ def has_chat_template(source) -> bool | None:
     return None
 
 
+# ------------------------------------------------------------------ the task YAMLs the config names
+
+
+class TaskYaml(NamedTuple):
+    """An lm-eval task the config names, read: its name, its YAML file and that YAML (includes merged)."""
+
+    task: str
+    path: Path
+    yaml: dict
+
+
+class TaskLookup:
+    """Where the config's lm-eval tasks are defined (its task folders, then lm-eval's registry) and
+    their YAMLs, each found and read once; shared by the normalisation and the checks."""
+
+    def __init__(self, config: dict):
+        self.task_folders, self.lookup_folders = task_folders(config), lookup_folders(config)
+        self._local = defined_tasks(self.task_folders)
+        self._registry: dict[str, str] | None = None  # lm-eval's 14,000 YAMLs: scanned only when needed
+        self._read: dict[str, TaskYaml] = {}
+
+    def defined_as(self, task: str) -> str | None:
+        """"task", "group" or None (defined nowhere): the task folders first, then lm-eval's registry."""
+        if self._registry is None and task not in self._local:
+            self._registry = defined_tasks([lm_eval_tasks_dir()])
+        return self._local.get(task) or (self._registry or {}).get(task)
+
+    def read(self, task: str) -> TaskYaml:
+        """The task's YAML (a task :meth:`defined_as` "task")."""
+        if task not in self._read:
+            path = task_yaml(task, self.lookup_folders)
+            self._read[task] = TaskYaml(task, path, load_task_yaml(path))
+        return self._read[task]
+
+    def scorer(self, spec: dict, read: TaskYaml) -> TaskYaml | None:
+        """What scores a config task's identification subset: its ``id_task`` when set, else the task
+        itself (``read``); None for an id_task that is no task (:func:`check_scoring` says so)."""
+        id_task = spec.get("id_task")
+        if not id_task or id_task == read.task:
+            return read
+        return self.read(id_task) if self.defined_as(id_task) == "task" else None
+
+
+# ------------------------------------------------------------------ normalisation
+
+
+def complete_metrics(config: dict, tasks: TaskLookup | None = None) -> list[str]:
+    """Complete each task's bare metric names in place, before the config's digest is taken; the
+    notes saying so.
+
+    A ``metric`` (``id_metric``) named without its filter, on a task whose metrics all come under one
+    filter other than ``none``, becomes ``metric,<that filter>`` (``exact_match`` ->
+    ``exact_match,first-number``; :func:`check_metric`), so the jobs get the key the task reports and
+    the digest hashes what runs. Tasks the checks refuse are left as they are.
+    """
+    tasks = tasks or TaskLookup(config)
+    notes = []
+    for name, spec in config["tasks"].items():
+        if tasks.defined_as(spec["lm_eval_task"]) != "task":
+            continue
+        read = tasks.read(spec["lm_eval_task"])
+        given = spec.get("metric") or "acc"
+        completed, note, _ = check_metric(given, *read)
+        notes += [f"note: config tasks.{name}.metric: {note}"] if note else []
+        if completed != given:
+            spec["metric"] = completed
+        scorer = tasks.scorer(spec, read)
+        if scorer and spec.get("id_metric"):
+            spec["id_metric"], note, _ = check_metric(spec["id_metric"], *scorer)
+            notes += [f"note: config tasks.{name}.id_metric: {note}"] if note else []
+    return notes
+
+
 # ------------------------------------------------------------------ cross-key rules
 
+Problem = tuple[str, str]  # (config key, what is wrong and what is valid): "config <key>: <text>"
 
-def check_config(config: dict, geometries: dict) -> None:
+
+def check_config(config: dict, geometries: dict, tasks: TaskLookup | None = None) -> None:
     """Every rule of a validated config (defaults filled in) that the JSON schema cannot express.
 
     ``geometries`` maps each model to a :class:`headloc.heads.HeadGeometry`, or None when it is
     unknown offline (such models skip the head checks; their jobs check heads when they load the
-    model).
+    model). ``tasks`` finds and reads the task YAMLs (default: a new :class:`TaskLookup`).
 
     Each task's YAML (``lm_eval_task``, and ``id_task``) is read: every template lm-eval renders with
     Jinja must parse, and ``metric`` (``id_metric``) must be a ``metric,filter`` it reports
-    (:func:`check_metric`). A metric named without its filter, on a task whose metrics all come
-    under one filter other than ``none``, is completed in place (``exact_match`` ->
-    ``exact_match,first-number``), so the jobs get the key the task reports; a note on stderr says so.
+    (:func:`check_metric`; a bare name that :func:`complete_metrics` would complete passes). The
+    config is not changed. Notes (too few masks for a model: :func:`budget_notes`) go to stderr;
+    ValueError lists every problem, one a line, in the order the checks run.
     """
-    problems = []
-    notes = []
-    budgets = {}  # n_masks -> the searched tasks whose mask designs spend it
+    tasks = tasks or TaskLookup(config)
+    problems = [*check_searched_tasks(config), *check_gen_tasks(config), *check_task_lists(config),
+                *check_masks_per_pass(config), *check_report_choices(config), *check_include_path(config)]
+    defined = [name for name, spec in config["tasks"].items() if tasks.defined_as(spec["lm_eval_task"]) == "task"]
+    for name in config["tasks"]:
+        problems += check_task(config, name, tasks) if name in defined else check_defined(config, name, tasks)
+    problems += [*check_mirror(config), *check_universal_models(config)]
+    for model, geometry in geometries.items():
+        problems += check_heads(config, model, geometry) if geometry else []
+    for note in dict.fromkeys(budget_notes(config, geometries, defined)):
+        print(note, file=sys.stderr)
+    if problems:
+        raise ValueError("\n".join(dict.fromkeys(f"config {key}: {text}" for key, text in problems)))
 
-    def problem(key, text):
-        problems.append(f"config {key}: {text}")
 
-    tasks = config["tasks"]
-    models = config["models"]
-    search = config["search"]
-    validation = config["validation"]
-    names = list(tasks)
-    localized = [t for t in names if tasks[t].get("localize", True)]
-    if not localized:
-        problem("tasks", f"no task has localize: true ({', '.join(names)} are all evaluation-only); "
-                         "expected at least one task to search heads on")
+def localized(config: dict) -> list[str]:
+    """The tasks heads are searched on (localize: true)."""
+    return [name for name, spec in config["tasks"].items() if spec.get("localize", True)]
 
-    def task_names(key, value, pool, what):
-        for i, name in enumerate(value or []):
-            if name not in pool:
-                problem(f"{key}[{i}]", f"{name!r} is not {what}; valid: {', '.join(pool) or '(none)'}")
 
-    task_names("validation.gen_tasks", validation.get("gen_tasks"), names, "a configured task")
-    for i, name in enumerate(validation.get("gen_tasks") or []):
+def _names(key: str, value, pool: list[str], what: str) -> list[Problem]:
+    return [(f"{key}[{i}]", f"{name!r} is not {what}; valid: {', '.join(pool) or '(none)'}")
+            for i, name in enumerate(value or []) if name not in pool]
+
+
+def check_searched_tasks(config: dict) -> list[Problem]:
+    """At least one task is searched."""
+    if localized(config):
+        return []
+    return [("tasks", f"no task has localize: true ({', '.join(config['tasks'])} are all evaluation-only); "
+                      "expected at least one task to search heads on")]
+
+
+def check_gen_tasks(config: dict) -> list[Problem]:
+    """validation.gen_tasks names configured tasks, each scored in percent (Delta Gen averages them)."""
+    tasks, gen_tasks = config["tasks"], config["validation"].get("gen_tasks")
+    problems = _names("validation.gen_tasks", gen_tasks, list(tasks), "a configured task")
+    for i, name in enumerate(gen_tasks or []):
         spec = tasks.get(name, {})
         if spec and not spec.get("relative") and not is_fraction(spec.get("metric") or "acc"):
-            problem(f"validation.gen_tasks[{i}]", f"{name!r} is scored by {spec['metric']!r}, shown in its own unit, "
-                                                  "but Delta Gen averages changes in percent; expected tasks whose "
-                                                  "metric is a fraction (FRACTION_METRICS in headloc.data.documents) "
-                                                  "or relative tasks")
-    knowledge = config.get("knowledge", {})
-    task_names("knowledge.tasks", knowledge.get("tasks"), localized, "a searched task (localize: true)")
-    task_names("knowledge.eval_tasks", knowledge.get("eval_tasks"), names, "a configured task")
-    tuning = config.get("tuning", {})
-    task_names("tuning.tasks", tuning.get("tasks"), localized, "a searched task (localize: true)")
-    min_tasks = knowledge.get("min_tasks")
-    if min_tasks is not None and min_tasks > len(knowledge.get("tasks") or []):
-        problem("knowledge.min_tasks", f"{min_tasks} is larger than the {len(knowledge.get('tasks') or [])} "
-                                       f"knowledge.tasks; expected 1..{len(knowledge.get('tasks') or [])} or null")
+            problems.append((f"validation.gen_tasks[{i}]", f"{name!r} is scored by {spec['metric']!r}, shown in "
+                             "its own unit, but Delta Gen averages changes in percent; expected tasks whose "
+                             "metric is a fraction (FRACTION_METRICS in headloc.data.documents) or relative tasks"))
+    return problems
 
-    for name, spec in models.items():
+
+def check_task_lists(config: dict) -> list[Problem]:
+    """knowledge.tasks and tuning.tasks name searched tasks, knowledge.eval_tasks configured ones, and
+    knowledge.min_tasks is at most the number of knowledge tasks."""
+    names, searched = list(config["tasks"]), localized(config)
+    knowledge, tuning = config.get("knowledge", {}), config.get("tuning", {})
+    problems = [*_names("knowledge.tasks", knowledge.get("tasks"), searched, "a searched task (localize: true)"),
+                *_names("knowledge.eval_tasks", knowledge.get("eval_tasks"), names, "a configured task"),
+                *_names("tuning.tasks", tuning.get("tasks"), searched, "a searched task (localize: true)")]
+    min_tasks, count = knowledge.get("min_tasks"), len(knowledge.get("tasks") or [])
+    if min_tasks is not None and min_tasks > count:
+        problems.append(("knowledge.min_tasks", f"{min_tasks} is larger than the {count} knowledge.tasks; "
+                                                f"expected 1..{count} or null"))
+    return problems
+
+
+def check_masks_per_pass(config: dict) -> list[Problem]:
+    """Each model's masks_per_pass fits in the rows of one forward pass (its batch_size)."""
+    problems = []
+    for name, spec in config["models"].items():
         per_pass, rows = spec.get("masks_per_pass", 1), resolve_rows(spec.get("batch_size", 16), spec.get("device", "cpu"))
         if per_pass > rows:
-            problem(f"models.{name}.masks_per_pass", f"{per_pass} is larger than batch_size {rows}, the rows "
-                                                    f"of one forward pass; expected 1..{rows}")
+            problems.append((f"models.{name}.masks_per_pass", f"{per_pass} is larger than batch_size {rows}, "
+                                                              f"the rows of one forward pass; expected 1..{rows}"))
+    return problems
 
-    report = config.get("report", {})
+
+def check_report_choices(config: dict) -> list[Problem]:
+    """report.model is a configured model and report.capability that of a searched task."""
+    report, models, tasks = config.get("report", {}), config["models"], config["tasks"]
+    problems = []
     if report.get("model") is not None and report["model"] not in models:
-        problem("report.model", f"{report['model']!r} is not a configured model; valid: {', '.join(models)} or null")
-    capabilities = list(dict.fromkeys(tasks[t].get("capability") or t for t in localized))
+        problems.append(("report.model", f"{report['model']!r} is not a configured model; valid: "
+                                         f"{', '.join(models)} or null"))
+    capabilities = list(dict.fromkeys(tasks[t].get("capability") or t for t in localized(config)))
     if report.get("capability") is not None and report["capability"] not in capabilities:
-        problem("report.capability", f"{report['capability']!r} is not the capability of a searched task; "
-                                     f"valid: {', '.join(capabilities) or '(none)'} or null")
+        problems.append(("report.capability", f"{report['capability']!r} is not the capability of a searched "
+                                              f"task; valid: {', '.join(capabilities) or '(none)'} or null"))
+    return problems
 
-    folders = task_folders(config)
-    for i, folder in enumerate(config.get("include_path") or []):
-        if not Path(folder).expanduser().is_dir():
-            problem(f"include_path[{i}]", f"{folder!r} is not a directory; expected a folder of lm-eval task YAMLs")
-    local = defined_tasks(folders)
-    registry = {}
-    if any(spec[key] not in local for spec in tasks.values() for key in ("lm_eval_task", "id_task")
-           if spec.get(key)):
-        registry = defined_tasks([lm_eval_tasks_dir()])
-    yamls = {}
 
-    def yaml_of(task):
-        if task not in yamls:
-            yamls[task] = task_yaml(task, [*folders, lm_eval_tasks_dir()])
-        return yamls[task]
+def check_include_path(config: dict) -> list[Problem]:
+    """Every folder of include_path exists."""
+    return [(f"include_path[{i}]", f"{folder!r} is not a directory; expected a folder of lm-eval task YAMLs")
+            for i, folder in enumerate(config.get("include_path") or []) if not Path(folder).expanduser().is_dir()]
 
-    def templates(key, task, path, task_config):
-        for template_key, message in template_errors(task_config):
-            source = defining_file(path, template_key.split(".")[0].split("[")[0])
-            where = "" if source == path else f" (set in its include {source})"
-            problem(key, f"task {task} ({path}) key {template_key}{where}: Jinja syntax error: {message}")
 
-    def metric(key, value, task, path, task_config, complete=True, subject=None):
-        """The metric key to score (a bare name completed when ``complete``), noting or refusing."""
-        resolved, note, text = check_metric(value, task, path, task_config, complete=complete, subject=subject)
-        if note:
-            notes.append(f"note: config {key}: {note}")
-        if text:
-            problem(key, text)
-        return resolved
-
-    def direction(key, value, task, path, task_config):
-        """Every ranking and table follows the metric's direction: refuse a metric without one."""
-        if metric_direction(task_config, value) is None:
-            name = value.split(",")[0]
-            problem(key, f"{value!r} of task {task} ({path}) has no declared direction: neither the task's "
-                         "metric_list nor lm-eval's metric registry says whether higher is better, and every "
-                         "ranking and table depends on it; expected a metric_list entry "
-                         f"'- metric: {name}' with 'higher_is_better: true' (or false)")
-
-    for name, spec in tasks.items():
-        task = spec["lm_eval_task"]
-        kind = local.get(task) or registry.get(task)
-        key = f"tasks.{name}.lm_eval_task"
-        if kind is None:
-            problem(key, f"{task!r} is not a task of {', '.join(map(str, folders))} nor of lm-eval's registry; "
-                         f"put its YAML in a folder and add the folder to the config key include_path "
-                         f"(headloc's own tasks: {', '.join(lm_eval_tasks())})")
-            continue
-        if kind == "group":
-            problem(key, f"{task!r} is an lm-eval group, not one task; headloc scores one task per entry of "
-                         "tasks: name one of its subtasks (one entry each)")
-            continue
-        path = yaml_of(task)
-        task_config = load_task_yaml(path)
-        templates(key, task, path, task_config)
-        given = spec.get("metric") or "acc"
-        scored = metric(f"tasks.{name}.metric", given, task, path, task_config)
-        if scored != given:
-            spec["metric"] = scored
-        id_task = spec.get("id_task")
-        scorer = (task, path, task_config)  # what scores the identification subset
-        if id_task and id_task != task:
-            id_kind = local.get(id_task) or registry.get(id_task)
-            if id_kind != "task":
-                scorer = None
-                problem(f"tasks.{name}.id_task", f"{id_task!r} is not a task of {', '.join(map(str, folders))} "
-                                                 "nor of lm-eval's registry; expected a variant of "
-                                                 f"{task} that reads the same documents (e.g. {task}_margin "
-                                                 "or a task of include_path)")
-            else:
-                id_config = load_task_yaml(yaml_of(id_task))
-                scorer = (id_task, yaml_of(id_task), id_config)
-                templates(f"tasks.{name}.id_task", *scorer)
-                if reads_own_documents(id_config) != reads_own_documents(task_config):
-                    problem(f"tasks.{name}.id_task", f"{id_task!r} and {task} load their documents differently "
-                                                     "(dataset_path vs custom_dataset); expected a variant that "
-                                                     "reads the same documents")
-        if scorer and spec.get("id_metric"):
-            spec["id_metric"] = metric(f"tasks.{name}.id_metric", spec["id_metric"], *scorer)
-        elif scorer and scorer[0] != task:  # id_metric null: id_task scores with metric
-            metric(f"tasks.{name}.id_metric", scored, *scorer, complete=False, subject=f"null (metric {scored!r})")
-        direction(f"tasks.{name}.metric", scored, task, path, task_config)
-        if scorer and (scorer[0] != task or spec.get("id_metric")):
-            direction(f"tasks.{name}.id_metric", spec.get("id_metric") or scored, *scorer)
-        if reads_own_documents(task_config):
-            for option in ("data_file", "dataset_kwargs"):
-                if spec.get(option):
-                    problem(f"tasks.{name}.{option}", f"task {task} reads its documents itself (dataset_path "
-                                                      f"{task_config.get('dataset_path')!r}), so headloc has "
-                                                      f"nothing to pass {option} to; set data_files and other "
-                                                      "loader options in its YAML's dataset_kwargs")
-        if spec.get("data_file") and not Path(spec["data_file"]).expanduser().is_file():
-            problem(f"tasks.{name}.data_file", f"{spec['data_file']!r} does not exist; expected a JSONL file")
-        if spec.get("chat"):
-            for model, model_spec in models.items():
-                if has_chat_template(resolve_source(model_spec["source"])) is False:
-                    problem(f"tasks.{name}.chat", f"task {name} needs a chat template, but the tokenizer of model "
-                                                  f"{model} ({model_spec['source']}) has none; use a chat model or "
-                                                  f"set chat: false")
-        subset = spec.get("id_docs") or search["id_docs"]
-        key = f"tasks.{name}.id_docs" if spec.get("id_docs") else "search.id_docs"
-        if name in localized and spec.get("n_docs") is not None and subset > spec["n_docs"]:
-            problem(key, f"{subset} is larger than tasks.{name}.n_docs = {spec['n_docs']}; expected an "
-                         f"identification subset of at most {spec['n_docs']} documents")
-        overrides = spec.get("search") or {}
-        methods = overrides.get("methods") or search["methods"]
-        n_masks = overrides.get("n_masks") or search["n_masks"]
-        mkey = f"tasks.{name}.search.methods" if overrides.get("methods") else "search.methods"
-        if name in localized and "method" in validation and validation["method"] not in methods:
-            problem(mkey, f"{methods} lacks validation.method {validation['method']!r}, whose heads every "
-                          f"table uses; expected the methods of task {name} to include it")
-        gradient = [m for m in methods if search_methods.get(m).kind == "gradient"]
-        if name in localized and gradient and task_config.get("output_type") == "loglikelihood_rolling":
-            scored = [m for m in search_methods.names() if search_methods.get(m).scored]
-            problem(mkey, f"{', '.join(gradient)} differentiate a gold continuation's log-likelihood, and task "
-                          f"{task} ({path}) has output_type loglikelihood_rolling, which has no gold continuation; "
-                          f"expected methods that score masks for it: {', '.join(scored)}")
-        too_big = [b for b in search.get("budgets", []) if b >= n_masks]
-        spends_masks = name in localized and any(search_methods.get(m).budgeted for m in methods)
-        if spends_masks and too_big:
-            problem("search.budgets", f"{too_big} not below the {n_masks} masks of task {name}; expected budgets "
-                                      f"smaller than n_masks (each is cut from the first rows of that design)")
-        if spends_masks and search["chunks"] > n_masks:
-            problem("search.chunks", f"{search['chunks']} is larger than the {n_masks} masks of task {name}; "
-                                     f"expected at most {n_masks} scoring jobs per search")
-        if spends_masks:
-            budgets.setdefault(n_masks, []).append(name)
-
+def check_mirror(config: dict) -> list[Problem]:
+    """data.mirror, when set, is a folder."""
     mirror = config.get("data", {}).get("mirror")
     if mirror and not Path(mirror).expanduser().is_dir():
-        problem("data.mirror", f"{mirror!r} is not a directory; expected a local data mirror or null (the hub)")
+        return [("data.mirror", f"{mirror!r} is not a directory; expected a local data mirror or null (the hub)")]
+    return []
 
-    given = config.get("universal", {}).get("heads", {})
-    for model in given:
-        if model not in models:
-            problem(f"universal.heads.{model}", f"{model!r} is not a configured model; valid: {', '.join(models)}")
+
+def check_universal_models(config: dict) -> list[Problem]:
+    """universal.heads lists heads of configured models only."""
+    models = config["models"]
+    return [(f"universal.heads.{model}", f"{model!r} is not a configured model; valid: {', '.join(models)}")
+            for model in config.get("universal", {}).get("heads", {}) if model not in models]
+
+
+# ------------------------------------------------------------------ one task
+
+
+def check_defined(config: dict, name: str, tasks: TaskLookup) -> list[Problem]:
+    """A task's lm_eval_task that is no single task: defined nowhere, or an lm-eval group."""
+    task, key = config["tasks"][name]["lm_eval_task"], f"tasks.{name}.lm_eval_task"
+    if tasks.defined_as(task) == "group":
+        return [(key, f"{task!r} is an lm-eval group, not one task; headloc scores one task per entry of "
+                      "tasks: name one of its subtasks (one entry each)")]
+    return [(key, f"{task!r} is not a task of {', '.join(map(str, tasks.task_folders))} nor of lm-eval's registry; "
+                  "put its YAML in a folder and add the folder to the config key include_path "
+                  f"(headloc's own tasks: {', '.join(lm_eval_tasks())})")]
+
+
+def check_task(config: dict, name: str, tasks: TaskLookup) -> list[Problem]:
+    """Every rule of one task whose lm_eval_task is defined, in this order: its templates, what scores
+    it, its documents, its chat template, its identification subset, its methods and budgets."""
+    read = tasks.read(config["tasks"][name]["lm_eval_task"])
+    return [*check_templates(f"tasks.{name}.lm_eval_task", read), *check_scoring(config, name, read, tasks),
+            *check_documents(config, name, read), *check_chat(config, name), *check_id_docs(config, name),
+            *check_methods(config, name, read), *check_budgets(config, name)]
+
+
+def check_templates(key: str, read: TaskYaml) -> list[Problem]:
+    """Every template lm-eval renders with Jinja parses (its YAML or the include that sets it named)."""
+    problems = []
+    for template_key, message in template_errors(read.yaml):
+        source = defining_file(read.path, template_key.split(".")[0].split("[")[0])
+        where = "" if source == read.path else f" (set in its include {source})"
+        problems.append((key, f"task {read.task} ({read.path}) key {template_key}{where}: Jinja syntax error: "
+                              f"{message}"))
+    return problems
+
+
+def check_scoring(config: dict, name: str, read: TaskYaml, tasks: TaskLookup) -> list[Problem]:
+    """What scores the task: ``metric`` is reported by it, ``id_task`` is a variant reading the same
+    documents, ``id_metric`` (or ``metric``, when null) is reported by the id_task, and each
+    declares a direction."""
+    spec = config["tasks"][name]
+    scored, problems = _reported(f"tasks.{name}.metric", spec.get("metric") or "acc", read)
+    scorer = tasks.scorer(spec, read)
+    problems += check_id_task(name, spec, read, scorer, tasks)
+    id_metric = None
+    if scorer and spec.get("id_metric"):
+        id_metric, found = _reported(f"tasks.{name}.id_metric", spec["id_metric"], scorer)
+        problems += found
+    elif scorer and scorer.task != read.task:  # id_metric null: id_task scores with metric
+        problems += _reported(f"tasks.{name}.id_metric", scored, scorer, complete=False,
+                              subject=f"null (metric {scored!r})")[1]
+    problems += check_direction(f"tasks.{name}.metric", scored, read)
+    if scorer and (scorer.task != read.task or id_metric):
+        problems += check_direction(f"tasks.{name}.id_metric", id_metric or scored, scorer)
+    return problems
+
+
+def _reported(key: str, metric: str, read: TaskYaml, **options) -> tuple[str, list[Problem]]:
+    """The metric key scored (a bare name completed as :func:`complete_metrics` does) and the problem
+    of a metric the task does not report."""
+    resolved, _, text = check_metric(metric, *read, **options)
+    return resolved, [(key, text)] if text else []
+
+
+def check_id_task(name: str, spec: dict, read: TaskYaml, scorer: TaskYaml | None, tasks: TaskLookup) -> list[Problem]:
+    """An id_task other than the task itself is a task, its templates parse, and it loads its
+    documents as the task does."""
+    id_task, key = spec.get("id_task"), f"tasks.{name}.id_task"
+    if not id_task or id_task == read.task:
+        return []
+    if scorer is None:
+        return [(key, f"{id_task!r} is not a task of {', '.join(map(str, tasks.task_folders))} nor of lm-eval's "
+                      f"registry; expected a variant of {read.task} that reads the same documents (e.g. "
+                      f"{read.task}_margin or a task of include_path)")]
+    problems = check_templates(key, scorer)
+    if reads_own_documents(scorer.yaml) != reads_own_documents(read.yaml):
+        problems.append((key, f"{id_task!r} and {read.task} load their documents differently (dataset_path vs "
+                              "custom_dataset); expected a variant that reads the same documents"))
+    return problems
+
+
+def check_direction(key: str, metric: str, read: TaskYaml) -> list[Problem]:
+    """Every ranking and table follows the metric's direction: refuse a metric without one."""
+    if metric_direction(read.yaml, metric) is not None:
+        return []
+    return [(key, f"{metric!r} of task {read.task} ({read.path}) has no declared direction: neither the task's "
+                  "metric_list nor lm-eval's metric registry says whether higher is better, and every "
+                  "ranking and table depends on it; expected a metric_list entry "
+                  f"'- metric: {metric.split(',')[0]}' with 'higher_is_better: true' (or false)")]
+
+
+def check_documents(config: dict, name: str, read: TaskYaml) -> list[Problem]:
+    """data_file and dataset_kwargs only for a task whose documents headloc hands it; data_file exists."""
+    spec, problems = config["tasks"][name], []
+    if reads_own_documents(read.yaml):
+        for option in ("data_file", "dataset_kwargs"):
+            if spec.get(option):
+                problems.append((f"tasks.{name}.{option}", f"task {read.task} reads its documents itself "
+                                 f"(dataset_path {read.yaml.get('dataset_path')!r}), so headloc has nothing to "
+                                 f"pass {option} to; set data_files and other loader options in its YAML's "
+                                 "dataset_kwargs"))
+    if spec.get("data_file") and not Path(spec["data_file"]).expanduser().is_file():
+        problems.append((f"tasks.{name}.data_file", f"{spec['data_file']!r} does not exist; expected a JSONL file"))
+    return problems
+
+
+def check_chat(config: dict, name: str) -> list[Problem]:
+    """A chat task needs every model's tokenizer to have a chat template (where that is known offline)."""
+    if not config["tasks"][name].get("chat"):
+        return []
+    return [(f"tasks.{name}.chat", f"task {name} needs a chat template, but the tokenizer of model {model} "
+                                   f"({spec['source']}) has none; use a chat model or set chat: false")
+            for model, spec in config["models"].items() if has_chat_template(resolve_source(spec["source"])) is False]
+
+
+def check_id_docs(config: dict, name: str) -> list[Problem]:
+    """A searched task's identification subset is no larger than its documents (n_docs, when set)."""
+    spec = config["tasks"][name]
+    subset = spec.get("id_docs") or config["search"]["id_docs"]
+    key = f"tasks.{name}.id_docs" if spec.get("id_docs") else "search.id_docs"
+    if name in localized(config) and spec.get("n_docs") is not None and subset > spec["n_docs"]:
+        return [(key, f"{subset} is larger than tasks.{name}.n_docs = {spec['n_docs']}; expected an "
+                      f"identification subset of at most {spec['n_docs']} documents")]
+    return []
+
+
+def search_settings(config: dict, name: str) -> tuple[list[str], int, str]:
+    """A task's search methods and masks (its own search: section, else search:), and the key that
+    set the methods."""
+    overrides, search = config["tasks"][name].get("search") or {}, config["search"]
+    key = f"tasks.{name}.search.methods" if overrides.get("methods") else "search.methods"
+    return overrides.get("methods") or search["methods"], overrides.get("n_masks") or search["n_masks"], key
+
+
+def check_methods(config: dict, name: str, read: TaskYaml) -> list[Problem]:
+    """A searched task runs validation.method, and a gradient method only where a gold continuation exists."""
+    if name not in localized(config):
+        return []
+    methods, _, key = search_settings(config, name)
+    validation, problems = config["validation"], []
+    if "method" in validation and validation["method"] not in methods:
+        problems.append((key, f"{methods} lacks validation.method {validation['method']!r}, whose heads every "
+                              f"table uses; expected the methods of task {name} to include it"))
+    gradient = [m for m in methods if search_methods.get(m).kind == "gradient"]
+    if gradient and read.yaml.get("output_type") == "loglikelihood_rolling":
+        scored = [m for m in search_methods.names() if search_methods.get(m).scored]
+        problems.append((key, f"{', '.join(gradient)} differentiate a gold continuation's log-likelihood, and "
+                              f"task {read.task} ({read.path}) has output_type loglikelihood_rolling, which has no "
+                              f"gold continuation; expected methods that score masks for it: {', '.join(scored)}"))
+    return problems
+
+
+def spends_masks(config: dict, name: str) -> bool:
+    """Whether a task's searches score a mask design (a searched task with a budgeted method)."""
+    methods, _, _ = search_settings(config, name)
+    return name in localized(config) and any(search_methods.get(m).budgeted for m in methods)
+
+
+def check_budgets(config: dict, name: str) -> list[Problem]:
+    """A task's mask design is larger than every budget cut from it and than its scoring jobs."""
+    if not spends_masks(config, name):
+        return []
+    _, n_masks, _ = search_settings(config, name)
+    search, problems = config["search"], []
+    too_big = [b for b in search.get("budgets", []) if b >= n_masks]
+    if too_big:
+        problems.append(("search.budgets", f"{too_big} not below the {n_masks} masks of task {name}; expected "
+                                           "budgets smaller than n_masks (each is cut from the first rows of "
+                                           "that design)"))
+    if search["chunks"] > n_masks:
+        problems.append(("search.chunks", f"{search['chunks']} is larger than the {n_masks} masks of task {name}; "
+                                          f"expected at most {n_masks} scoring jobs per search"))
+    return problems
+
+
+# ------------------------------------------------------------------ one model
+
+
+def check_heads(config: dict, model: str, geometry: HeadGeometry) -> list[Problem]:
+    """Every head named for a model is inside it, and no top-k or top-n exceeds its heads."""
+    validation, universal = config["validation"], config.get("universal", {})
+    total = geometry.total
+    inside = f"model {model} has layers 0..{geometry.n_layers - 1} and heads 0..{geometry.n_heads - 1}"
+    named = [(f"validation.headsets[{i}]", head) for i, headset in enumerate(validation.get("headsets") or [])
+             for head in headset.split("+")]
+    named += [(f"universal.heads.{model}[{i}]", head)
+              for i, head in enumerate(universal.get("heads", {}).get(model, []))]
+    problems = [(key, f"head {head} is outside the model: {inside}") for key, head in named
+                if _outside(parse_head(head), geometry)]
+    for key, value in (("validation.top_k", validation["top_k"]), ("universal.top_n", universal.get("top_n")),
+                       ("knowledge.top_n", config.get("knowledge", {}).get("top_n"))):
+        if value is not None and value > total:
+            problems.append((key, f"{value} is larger than the {total} heads of model {model} "
+                                  f"({geometry.n_layers} layers x {geometry.n_heads}); expected 1..{total}"))
+    return problems
+
+
+def _outside(head: tuple[int, int], geometry: HeadGeometry) -> bool:
+    layer, index = head
+    return layer >= geometry.n_layers or index >= geometry.n_heads
+
+
+def budget_notes(config: dict, geometries: dict, tasks: list[str]) -> list[str]:
+    """A note for each mask budget of ``tasks`` below what the planted-head models advise for a model
+    (:func:`headloc.search.budget.suggested_masks`); none for a model of unknown geometry."""
+    budgets = {}  # n_masks -> the searched tasks whose mask designs spend it
+    for name in tasks:
+        if spends_masks(config, name):
+            budgets.setdefault(search_settings(config, name)[1], []).append(name)
+    top_k, notes = config["validation"]["top_k"], []
     for model, geometry in geometries.items():
         if geometry is None:
             continue
-        total = geometry.n_layers * geometry.n_heads
-        inside = f"model {model} has layers 0..{geometry.n_layers - 1} and heads 0..{geometry.n_heads - 1}"
-        for i, headset in enumerate(validation.get("headsets") or []):
-            for head in headset.split("+"):
-                layer, index = parse_head(head)
-                if layer >= geometry.n_layers or index >= geometry.n_heads:
-                    problem(f"validation.headsets[{i}]", f"head {head} is outside the model: {inside}")
-        for i, head in enumerate(given.get(model, [])):
-            layer, index = parse_head(head)
-            if layer >= geometry.n_layers or index >= geometry.n_heads:
-                problem(f"universal.heads.{model}[{i}]", f"head {head} is outside the model: {inside}")
-        advised = suggested_masks(total, validation["top_k"])
-        for n_masks, searched in sorted(budgets.items()):
-            if n_masks < advised:
-                notes.append(
-                    f"note: config search.n_masks: {n_masks} masks for {', '.join(searched)} on model {model} "
-                    f"({total} heads): on the planted-head models about {advised} masks put 95 % of "
-                    f"{validation['top_k']} heads (validation.top_k) among {total} in the top "
-                    f"{validation['top_k']}; fewer can miss some "
-                    f"(docs/ground-truth.md, 'Budget advice')")
-        for key, value in (("validation.top_k", validation["top_k"]),
-                           ("universal.top_n", config.get("universal", {}).get("top_n")),
-                           ("knowledge.top_n", knowledge.get("top_n"))):
-            if value is not None and value > total:
-                problem(key, f"{value} is larger than the {total} heads of model {model} "
-                             f"({geometry.n_layers} layers x {geometry.n_heads}); expected 1..{total}")
-    for note in dict.fromkeys(notes):
-        print(note, file=sys.stderr)
-    if problems:
-        raise ValueError("\n".join(dict.fromkeys(problems)))
+        advised = suggested_masks(geometry.total, top_k)
+        notes += [f"note: config search.n_masks: {n_masks} masks for {', '.join(searched)} on model {model} "
+                  f"({geometry.total} heads): on the planted-head models about {advised} masks put 95 % of "
+                  f"{top_k} heads (validation.top_k) among {geometry.total} in the top {top_k}; fewer can miss "
+                  "some (docs/ground-truth.md, 'Budget advice')"
+                  for n_masks, searched in sorted(budgets.items()) if n_masks < advised]
+    return notes
 
 
 def check_metric(metric: str, task: str, path, task_config: dict, *, complete: bool = True,

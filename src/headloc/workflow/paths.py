@@ -63,3 +63,9 @@ def search_file(pattern: str, model: str, task: str, search: str, **more) -> str
 # Every search's per-head values for other tools (rule export, headloc.report.export)
 EXPORT_CSV = f"{RESULTS}/exports/heads.csv"
 EXPORT_MIB = f"{RESULTS}/exports/mib"
+
+# planted-head models (their own workflow, ground_truth.smk)
+PLANTED = f"{RESULTS}/planted/{{planted}}"
+PLANTED_MODEL = f"{PLANTED}/model"  # checkpoint, tokenizer, tasks/, planted.json
+PLANTED_TRUTH = f"{PLANTED}/truth.json"
+PLANTED_SUMMARY = f"{PLANTED}/truth.md"

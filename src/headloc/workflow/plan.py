@@ -2,8 +2,8 @@
 
 A :class:`Plan` answers every "which" question of the workflow without Snakemake: which searches
 run on which task (and under which directory name), which searches and head sets each collected
-table needs, which collected tables each paper table and figure reads, and under which digest the
-collected tables of this config live. ``rules/common.smk`` turns these answers into input
+table (:data:`headloc.collected.COLLECTIONS`) needs, and under which digest the collected tables of
+this config live. ``rules/common.smk`` turns these answers into input
 functions; the tests ask them directly.
 
 Staleness. Per-search files are named by everything that changes them (:meth:`Plan.search_id`),
@@ -31,6 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from headloc import methods
+from headloc.collected import COLLECTIONS
 from headloc.heads import format_headset
 from headloc.methods import steps
 from headloc.workflow import paths
@@ -64,39 +65,6 @@ class Search:
     def spec(self) -> dict:
         """What the mask and tuning jobs are told about the search."""
         return {"method": self.method, "n_masks": self.n_masks, "sparsity": self.sparsity}
-
-
-@dataclass(frozen=True)
-class Collection:
-    """One collected table: what it holds and which searches it needs.
-
-    ``kind`` is "models", "tuning", "recoveries" or "evals"; ``methods`` "main" (the searches of
-    ``validation.method`` only) or "all"; ``heads`` (evals only) the kinds of head selections whose
-    evaluations it holds (see :func:`headloc.workflow.selection.select_heads`).
-    """
-
-    name: str
-    kind: str
-    methods: str = "main"
-    heads: tuple[str, ...] = ()
-
-    @property
-    def needs_searches(self) -> bool:
-        return self.kind in ("recoveries", "evals")
-
-
-HEAD_KINDS = ("task", "unfiltered", "universal", "knowledge", "extra")
-COLLECTIONS = {c.name: c for c in (
-    Collection("models", "models"),
-    Collection("tuning", "tuning"),
-    Collection("recoveries_main", "recoveries", "main"),
-    Collection("recoveries", "recoveries", "all"),
-    Collection("evals_main", "evals", "main", ("task",)),
-    Collection("evals_methods", "evals", "all", ("task", "unfiltered")),
-    Collection("evals_universal", "evals", "main", ("universal",)),
-    Collection("evals_knowledge", "evals", "main", ("knowledge",)),
-    Collection("evals_all", "evals", "all", HEAD_KINDS),
-)}
 
 
 def config_digest(config: Mapping) -> str:
@@ -303,8 +271,12 @@ class Plan:
         if not wanted.needs_searches:
             return []
         if wanted.methods == "main":
-            return [(task, self.main_search(task)) for task in self.localized]
+            return self.main_searches()
         return [(task, search) for task in self.localized for search in self.searches[task]]
+
+    def main_searches(self) -> list[tuple[str, str]]:
+        """(task, search id) of the main method's search on every searched task."""
+        return [(task, self.main_search(task)) for task in self.localized]
 
     # ------------------------------------------------------------ head selections
 
@@ -323,27 +295,27 @@ class Plan:
     def headsets(self, collection: str, rankings: Mapping[tuple[str, str], Sequence[str]],
                  model: str | None = None) -> list[str]:
         """Head sets of one model a collected evals table needs: the baseline ("none"), then per the
-        collection's head kinds the cumulative top 1..k of each main-method search and the top k of
+        collection's head selections the cumulative top 1..k of each main-method search and the top k of
         every other search (and its unfiltered top k when the universal filter is on), each
         universal and knowledge head alone, and the extra head sets. ``rankings`` maps (task,
         search id) to the recovered ranking of every search in :meth:`searches_of` of ``model``
         (whose ``universal.heads``, when listed, are its universal heads)."""
-        kinds = COLLECTIONS[collection].heads
+        wanted = COLLECTIONS[collection].heads
         options = self.selection_options()
         selected = select_heads(rankings, options["main"], self.capabilities, k=self.top_k,
                                 universal=options["universal"], knowledge=options["knowledge"], model=model)
         sets = {"none"}
-        if "task" in kinds:
+        if "task" in wanted:
             for (task, search), heads in selected["task"].items():
                 cumulative = options["main"].get(task) == search
                 sets.update(format_headset(heads[:k]) for k in (range(1, len(heads) + 1) if cumulative
                                                                  else [len(heads)]) if k)
-        if "unfiltered" in kinds and options["universal"]["filter"]:
+        if "unfiltered" in wanted and options["universal"]["filter"]:
             sets.update(format_headset(heads) for heads in selected["unfiltered"].values() if heads)
-        for kind in ("universal", "knowledge"):
-            if kind in kinds:
-                sets.update(selected[kind])
-        if "extra" in kinds:
+        for alone in ("universal", "knowledge"):
+            if alone in wanted:
+                sets.update(selected[alone])
+        if "extra" in wanted:
             sets.update(format_headset(spelling.split("+")) for spelling in options["extra"])
         return sorted(sets)
 
@@ -395,7 +367,8 @@ class Plan:
 
 def in_collection(collection: str, selection: Mapping, main_method: str) -> bool:
     """Whether a selection (a row of :func:`headloc.workflow.results.selections`) belongs in a collected
-    evals or recoveries table.
+    evals or recoveries table. (A selection's ``"kind"``, the column of that name in the collected
+    tables, is its head selection: one of :data:`headloc.collected.HEAD_SELECTIONS`.)
 
     >>> in_collection("evals_main", {"kind": "task", "method": "greedy"}, "cs_stratified")
     False
@@ -403,9 +376,9 @@ def in_collection(collection: str, selection: Mapping, main_method: str) -> bool
     True
     """
     wanted = COLLECTIONS[collection]
-    if wanted.kind == "evals" and selection["kind"] not in wanted.heads:
+    if wanted.holds == "evals" and selection["kind"] not in wanted.heads:
         return False
-    if wanted.kind == "recoveries" and selection["kind"] == "unfiltered":
+    if wanted.holds == "recoveries" and selection["kind"] == "unfiltered":
         return False  # a recoveries row holds the task heads (and the ranking itself)
     if selection["kind"] not in ("task", "unfiltered") or wanted.methods == "all":
         return True
@@ -436,16 +409,3 @@ def choose_tuning_point(points: Iterable[Mapping]) -> Mapping:
 
     return min(points, key=lambda p: (oriented(p["degradation"], p["higher_is_better"]), p["n_masks"],
                                       p["sparsity"]))
-
-
-# What each collected table makes the workflow run (the docs' target table says it per target).
-COLLECTION_RUNS = {
-    "models": "model configs only",
-    "tuning": "the tuning grid's searches and their top-k checks",
-    "recoveries_main": "the main method's searches",
-    "recoveries": "every method's searches",
-    "evals_main": "the main method's searches, full-data validation of their top-k",
-    "evals_methods": "every method's searches, full-data validation of their top-k (filtered and unfiltered)",
-    "evals_universal": "the main method's searches, universal heads validated alone",
-    "evals_knowledge": "the main method's searches, knowledge heads validated alone",
-}

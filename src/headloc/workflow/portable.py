@@ -4,7 +4,7 @@ The workflow passes Snakemake no absolute path as a param or an input outside ``
 known by its name and a digest of its files (YAML, includes, Python, data, the mirror files it reads),
 a model by its source's identity, a script by a digest of its text. Where the job then finds these
 files in this checkout (the task folders, the data mirror, the GGUF inside the virtualenv) it works
-out itself from the config (``include_path``, ``mirror``, ``gguf_location``), so a ``results/``
+out itself from the config (``task_folders``, ``mirror``, ``gguf_location``), so a ``results/``
 folder copied into another clone at another path is up to date there (docs/outputs.md).
 """
 
@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from headloc.workflow.config import task_folders
-from headloc.data.documents import lm_eval_tasks_dir
 
 
 def _name(path: Path, roots: Sequence[Path]) -> str:
@@ -53,16 +52,6 @@ def files_digest(paths: Iterable[str | Path], roots: Sequence[str | Path] = ()) 
 def lm_eval_version() -> str:
     """The installed lm-eval's version: part of every task's identity (its task code, its metrics)."""
     return importlib.metadata.version("lm_eval")
-
-
-def include_path(config: dict) -> list[str]:
-    """The task folders a job hands lm-eval, found in this checkout (headloc's tasks, include_path)."""
-    return [str(folder) for folder in task_folders(config)]
-
-
-def lookup_folders(config: dict) -> list[str]:
-    """The task folders and lm-eval's registry, where a task's YAML is searched."""
-    return [*include_path(config), str(lm_eval_tasks_dir())]
 
 
 def mirror(config: dict) -> str | None:
