@@ -14,7 +14,8 @@ answer's mean log-probability among the choices (:func:`headloc.groundtruth.trut
 Each method runs as the workflow runs it: by its kind through :func:`headloc.methods.driver.drive`
 (a mask design, cs_adaptive's refinement, greedy's rounds, a gradient run, a draw) with the
 config's defaults (alpha ``cv``, sparsity 0.05), then ``Method.recover``; the sequential searches
-of :mod:`headloc.search` (group testing, Thompson sampling) run through their own ``run``.
+(group testing, Thompson sampling) too, and ``thompson_damage``, Thompson sampling rewarding damage
+(its config's ``reward: damage``).
 
 What is scored, per task (``task_truth``):
 
@@ -66,19 +67,18 @@ SPARSITY, ALPHA = SEARCH["sparsity"]["default"], SEARCH["alpha"]["default"]
 GOAL_RECALL, GOAL_ALL_FOUND = 0.95, 0.9
 
 
-def _sequential():
-    """The sequential searches (name -> settings class), by the name the benchmark gives them."""
-    from headloc.search.group_testing import GroupTesting
-    from headloc.search.thompson import ThompsonSampling
-
-    return {"group_testing": lambda n, budget, seed, k: GroupTesting(n, budget, seed=seed, k=k),
-            "thompson": lambda n, budget, seed, k: ThompsonSampling(n, budget, seed=seed, sparsity=SPARSITY),
-            "thompson_damage": lambda n, budget, seed, k: ThompsonSampling(n, budget, seed=seed, sparsity=SPARSITY,
-                                                                           reward="damage",
-                                                                           score_range=(-3.0, 0.0))}
+# The searches' score here is the gold's mean log-probability among the choices: about -1.39 at
+# chance among 4, lower for a confidently wrong model, 0 at best. Thompson sampling maps a score into
+# [0, 1] through its score_range (its config section), so it is given this one.
+OPTIONS = {"thompson": {"score_range": [-3.0, 0.0]}}
+# Variants run beside the registered methods: name -> (method, its config section over OPTIONS).
+VARIANTS = {"thompson_damage": ("thompson", {"reward": "damage"})}
 
 
-SEQUENTIAL = tuple(_sequential())
+def method_of(name: str):
+    """(registered method, options) of a benchmark name: a method's own, or a variant's."""
+    base, options = VARIANTS.get(name, (name, {}))
+    return methods.get(base), {**OPTIONS.get(base, {}), **options}
 
 
 class Scorer:
@@ -101,15 +101,13 @@ class Scorer:
 
 
 def budgeted(name: str) -> bool:
-    return name in SEQUENTIAL or methods.get(name).budgeted
+    return method_of(name)[0].budgeted
 
 
 def runs_of(name: str, budgets, seeds):
     """(budget, seed) pairs a method is run at: budgets only for budgeted methods, seeds only where
     the method is random (greedy and one-shot greedy are deterministic: one run per placement)."""
-    if name in SEQUENTIAL:
-        return [(b, s) for b in budgets for s in seeds]
-    method = methods.get(name)
+    method = method_of(name)[0]
     spend = budgets if method.budgeted else [None]
     draws = seeds if (method.repeats or method.kind in ("gradient", "draw")) else seeds[:1]
     return [(b, s) for b in spend for s in draws]
@@ -128,16 +126,12 @@ def task_truth(entry: dict) -> dict:
 
 def ranking_of(name: str, scorer: Scorer, names: list[str], budget, seed: int, k: int, model) -> tuple[list[str], int]:
     """The method's ranking (head names, most damaging first) and its evaluations."""
-    if name in SEQUENTIAL:
-        search = _sequential()[name](len(names), budget, seed, k)
-        _, _, found = search.run(scorer)
-        return [names[i] for i in found.ranking], found.n_evals
-    method = methods.get(name)
+    method, options = method_of(name)
     with tempfile.TemporaryDirectory() as tmp:
         gradient = (model, scorer.examples(), method.defaults) if method.kind == "gradient" else None
         found = drive(method, scorer, HeadGeometry(model.config.num_hidden_layers, model.config.num_attention_heads),
                       Path(tmp), budget=budget or 0, seed=seed, k=k, sparsity=SPARSITY, alpha=ALPHA,
-                      gradient=gradient, log=LOG)
+                      gradient=gradient, options=options, log=LOG)
     return found["ranking"], found["n_evals"]
 
 
@@ -239,7 +233,7 @@ def plot(summary: pd.DataFrame, path: Path) -> None:
             if (group["n_evals"] <= 0).all():  # a draw: no evaluations, a level line
                 ax.axhline(group["recall"].mean(), ls=":", color="gray", label=method)
                 continue
-            marker = "o" if method in SEQUENTIAL else methods.get(method).marker
+            marker = method_of(method)[0].marker
             ax.errorbar(group["n_evals"].clip(lower=1), group["recall"], yerr=group["se"].fillna(0),
                         marker=marker, color=colours[method], label=method, capsize=2)
         n_heads = int(mine["n_heads"].iloc[0])
@@ -274,7 +268,7 @@ def report(table: pd.DataFrame, out: Path) -> str:
 
 
 def main(argv=None) -> None:
-    names = methods.names() + list(SEQUENTIAL)
+    names = methods.names() + list(VARIANTS)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("models", nargs="*", type=Path, help="planted model folders (results/planted/<name>)")
@@ -291,7 +285,7 @@ def main(argv=None) -> None:
     parser.add_argument("--out", type=Path, default=Path("results/ground_truth"))
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    logging.getLogger("matplotlib").setLevel(logging.WARNING)  # its font search is no progress report
+    logging.getLogger("matplotlib.font_manager").setLevel(logging.ERROR)  # fonts missing here: no finding
     torch.set_num_threads(args.threads)
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     if args.merge:
