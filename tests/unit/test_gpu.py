@@ -214,7 +214,8 @@ def test_every_evaluating_rule_claims_its_gpu_first():
     for body in re.split(r"\nrule ", rules):
         if re.search(r"\bgpu=1\b", body):
             scripts.add(re.search(r'script:\s*"\.\./scripts/(\S+\.py)"', body).group(1))
-    assert scripts == {"score_masks.py", "gradient_search.py", "score_top_heads.py", "validate_headset.py"}
+    assert scripts == {"score_masks.py", "gradient_search.py", "sequential_search.py", "score_top_heads.py",
+                       "validate_headset.py"}
     for script in scripts:
         lines = (REPO / "scripts" / script).read_text().splitlines()
         opened = next(i for i, line in enumerate(lines) if line.startswith("log = log_to_file("))
