@@ -136,7 +136,9 @@ def ranking_of(name: str, scorer: Scorer, names: list[str], budget, seed: int, k
 
 
 def benchmark(folder: Path, wanted: list[str], budgets, seeds, tasks: list[str] | None = None,
-              device: str = "cpu") -> pd.DataFrame:
+              device: str = "cpu", partial: Path | None = None) -> pd.DataFrame:
+    """One planted model's rows (one per task x method x budget x seed); each finished row is also
+    written to ``partial`` at once, so that a run cut short keeps what it measured."""
     truth = json.loads((folder / "truth.json").read_text())
     model, tokenizer, planted = load_planted(folder / "model")
     model.to(device)  # the scores and the gradient methods run where the model is
@@ -165,6 +167,8 @@ def benchmark(folder: Path, wanted: list[str], budgets, seeds, tasks: list[str] 
                 })
                 LOG.info("%s %s %s budget %s seed %d: recall %.2f (%d evaluations, %.1f s)", folder.name, task, name,
                          budget, seed, rows[-1]["recall"], n_evals, rows[-1]["seconds"])
+                if partial:
+                    pd.DataFrame(rows).to_csv(partial, index=False)
     return pd.DataFrame(rows)
 
 
@@ -291,8 +295,9 @@ def main(argv=None) -> None:
     if args.merge:
         table = pd.concat([pd.read_csv(path) for path in args.merge])
     elif args.models:
-        table = pd.concat([benchmark(m, args.methods, args.budgets, seeds, args.tasks, args.device)
-                           for m in args.models])
+        args.out.mkdir(parents=True, exist_ok=True)
+        table = pd.concat([benchmark(m, args.methods, args.budgets, seeds, args.tasks, args.device,
+                                     partial=args.out / f"{m.name}.partial.csv") for m in args.models])
     else:
         parser.error("name planted model folders, or --merge recall.csv files")
     print(report(table, args.out))
