@@ -370,7 +370,8 @@ def test_table9_lists_every_search(results):
 # a phrase only the heatmap caption of that method says
 READING = {"cs_stratified": "stratified: every mask", "greedy1s": "head alone is ablated",
            "greedy": "greedy round it was chosen in", "attribution": "minus d score / d gate",
-           "chg": "Causal Head Gating", "cs_adaptive": "two stages", "random": "drawn from the seed"}
+           "chg": "Causal Head Gating", "cs_adaptive": "two stages", "random": "drawn from the seed",
+           "group_testing": "smallest group of heads that holds it", "thompson": "posterior mean reward"}
 
 
 def embedded(page: str, name: str):

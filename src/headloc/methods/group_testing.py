@@ -32,7 +32,7 @@ METHODS = (
         about="adaptive group testing: halve the most damaging group, confirm heads alone",
         label="score change when ablated (a confirmed head's own; else its smallest measured group's)", marker="*",
         reading="A confirmed head's cell (one of its top heads, outlined) is the change in the task's score (a\n"
-                "fraction: -0.10 is 10 points of accuracy) when that head alone is ablated. Every other cell is\n"
+                "fraction: -0.10 is 10 points of accuracy) when that head is ablated by itself. Every other cell is\n"
                 "the change measured for the smallest group of heads that holds it (less the confirmed heads'\n"
                 "own changes in that group), shared by the whole group, or 0 where the budget ran out before\n"
                 "its group was scored: ``labels`` in recovery.json says which (confirmed, alone, group of n,\n"
