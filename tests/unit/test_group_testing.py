@@ -62,6 +62,25 @@ def test_saturation_finds_a_head_hidden_behind_the_floor():
     assert h not in blind.ranking[:2].tolist()
 
 
+def test_saturation_holds_when_a_half_drops_below_its_whole_group():
+    # Near the floor ablating more heads can lift the score a little: the group holding u and h
+    # scores 0.15, its half holding u alone 0 (a drop larger than the group's). Judged by the
+    # group's drop alone that half was not at the floor, the rest's inferred drop was negative and
+    # h was lost (c1024-s1's copy1: the universal head found, its role head not).
+    search = GroupTesting(64, 60, seed=3, k=2, group_size=16)
+    group = search.partition()[0]
+    u, h = group[0], group[-1]
+    effect = np.zeros(64)
+    effect[[u, h]] = [1.0, 0.3]
+
+    def rebounding(masks):
+        return np.maximum(0.0, 1.0 - masks @ effect) + 0.15 * masks[:, u] * masks[:, h]
+
+    masks, scores, found = search.run(rebounding)
+    assert rebounding(np.eye(64)[[u]] + np.eye(64)[[h]])[0] > rebounding(np.eye(64)[[u]])[0]  # the rebound
+    assert set(found.ranking[:2].tolist()) == {u, h} and found.labels[h] == "confirmed"
+
+
 @pytest.mark.parametrize("masks_per_round", [1, 8])
 def test_the_budget_is_never_exceeded(masks_per_round):
     _, score = additive(1, n_heads=256, k=5)

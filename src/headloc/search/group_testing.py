@@ -147,9 +147,13 @@ class GroupTesting(SequentialSearch):
 
     def saturated(self, lead: Lead, half_drop: float, deepest: float) -> bool:
         """Whether a measured half may hide the rest of its lead: it explains the lead's drop, and the
-        lead sits at the floor (the score's floor is unknown; the lowest score seen estimates it)."""
+        lead or the half sits at the floor (the score's floor is unknown; the lowest score seen
+        estimates it). The half counts too: near the floor a score need not fall as more heads are
+        ablated, so a half can drop further than its whole group (seen on the certified 1,024-head
+        model: the universal head's half below its group, the role head in the other half)."""
         explains = half_drop >= self.explained * lead.drop
-        return self.saturation and lead.drop > 0 and explains and lead.drop >= self.explained * deepest
+        at_floor = max(lead.drop, half_drop) >= self.explained * deepest
+        return self.saturation and lead.drop > 0 and explains and at_floor
 
 
 def accept(leads: list[Lead], accepted: dict[int, float], k: int) -> None:
