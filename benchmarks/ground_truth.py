@@ -228,7 +228,8 @@ def plot(summary: pd.DataFrame, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     sizes = list(dict.fromkeys(summary.sort_values("n_heads")["size"]))  # smallest first
-    colours = {name: f"C{i % 10}" for i, name in enumerate(sorted(summary["method"].unique()))}
+    palette = plt.get_cmap("tab20").colors  # more methods than the default cycle's 10 colours
+    colours = {name: palette[i % len(palette)] for i, name in enumerate(sorted(summary["method"].unique()))}
     fig, axes = plt.subplots(1, len(sizes), figsize=(5 * len(sizes), 4), squeeze=False)
     for ax, size in zip(axes[0], sizes):
         mine = summary[summary["size"] == size]
