@@ -44,14 +44,19 @@ def test_a_confirmed_head_reports_its_single_effect_the_rest_their_smallest_grou
     assert np.allclose(found.coef[rest], 0.0)  # the groups' drops are the confirmed heads' alone
 
 
+def floor_and_hidden(search):
+    """Head u (effect 1.0, the floor) first and head h (0.3) last in the search's first group."""
+    group = search.partition()[0]
+    effect = np.zeros(search.n_heads)
+    effect[[group[0], group[-1]]] = [1.0, 0.3]
+    return group[0], group[-1], effect
+
+
 def test_saturation_finds_a_head_hidden_behind_the_floor():
     # Head u takes the score to its floor (0); head h, in u's group, is invisible while u is
     # ablated: the first half holding u explains the group's drop, additivity would clear the rest.
     search = GroupTesting(64, 60, seed=3, k=2, group_size=16)
-    group = search.partition()[0]
-    u, h = group[0], group[-1]
-    effect = np.zeros(64)
-    effect[[u, h]] = [1.0, 0.3]
+    u, h, effect = floor_and_hidden(search)
 
     def floored(masks):
         return np.maximum(0.0, 1.0 - masks @ effect)
@@ -68,10 +73,7 @@ def test_saturation_holds_when_a_half_drops_below_its_whole_group():
     # group's drop alone that half was not at the floor, the rest's inferred drop was negative and
     # h was lost (c1024-s1's copy1: the universal head found, its role head not).
     search = GroupTesting(64, 60, seed=3, k=2, group_size=16)
-    group = search.partition()[0]
-    u, h = group[0], group[-1]
-    effect = np.zeros(64)
-    effect[[u, h]] = [1.0, 0.3]
+    u, h, effect = floor_and_hidden(search)
 
     def rebounding(masks):
         return np.maximum(0.0, 1.0 - masks @ effect) + 0.15 * masks[:, u] * masks[:, h]

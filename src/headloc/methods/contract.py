@@ -60,11 +60,16 @@ class SearchParts:
     universal_filter: bool = False  # universal.filter: greedy's rounds then leave the universal heads out
     options: Mapping = field(default_factory=dict)
 
+    @property
+    def repeat_suffix(self) -> str:
+        """``_r<repeat>`` for a repeat after the first, else nothing: every search id ends with it."""
+        return f"_r{self.repeat}" if self.repeat else ""
+
 
 def budget_id(name: str, parts: SearchParts) -> str:
     """The name of a search that spends a budget of masks: ``<method>_m<M>[of<full>]_p<p>_<tail>[_r<repeat>]``."""
     size = f"{parts.n_masks}of{parts.of}" if parts.of else f"{parts.n_masks}"
-    return f"{name}_m{size}_p{parts.sparsity:g}_{parts.tail}{f'_r{parts.repeat}' if parts.repeat else ''}"
+    return f"{name}_m{size}_p{parts.sparsity:g}_{parts.tail}{parts.repeat_suffix}"
 
 
 @dataclass(frozen=True)

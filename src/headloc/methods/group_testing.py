@@ -23,7 +23,7 @@ def search(n_heads, params):
 def search_id(parts) -> str:
     o = {**DEFAULTS, **parts.options}
     return (f"group_testing_m{parts.n_masks}_g{o['group_size']}_per{o['masks_per_round']}_{parts.tail}"
-            f"{f'_r{parts.repeat}' if parts.repeat else ''}")
+            f"{parts.repeat_suffix}")
 
 
 METHODS = (

@@ -23,7 +23,7 @@ METHODS = (
         label="none (heads drawn at random, nothing measured)", marker="x",
         reading="The random baseline: the heads were ranked in an order drawn from the seed and nothing was\n"
                 "measured, so every cell is gray. The outlined heads, its top k, are the floor a search must beat.",
-        search_id=lambda parts: f"random_s{parts.seed}{f'_r{parts.repeat}' if parts.repeat else ''}",
+        search_id=lambda parts: f"random_s{parts.seed}{parts.repeat_suffix}",
         recover=draw, repeats=True,
     ),
 )

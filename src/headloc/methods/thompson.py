@@ -34,7 +34,7 @@ def search_id(parts) -> str:
     worst, best = o["score_range"]
     scale = "" if [worst, best] == DEFAULTS["score_range"] else f"_v{worst:g}to{best:g}"
     return (f"thompson_m{parts.n_masks}_p{parts.sparsity:g}_{o['reward']}{scale}_{parts.tail}"
-            f"{f'_r{parts.repeat}' if parts.repeat else ''}")
+            f"{parts.repeat_suffix}")
 
 
 METHODS = (
