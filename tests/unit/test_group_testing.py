@@ -44,6 +44,22 @@ def test_a_confirmed_head_reports_its_single_effect_the_rest_their_smallest_grou
     assert np.allclose(found.coef[rest], 0.0)  # the groups' drops are the confirmed heads' alone
 
 
+def test_extra_heads_are_confirmed_beyond_the_top_k_which_holds_the_largest():
+    # Five heads of effects 0.5 > ... > 0.1 and k = 3: with two extra heads the search confirms all
+    # five (the universal filter may drop some of the top k; the next places stay confirmed), and
+    # the top k are still the three largest, in order.
+    effect = np.zeros(256)
+    planted = [11, 60, 130, 201, 250]
+    effect[planted] = [0.5, 0.4, 0.3, 0.2, 0.1]
+    score = lambda masks: 1.0 - masks @ effect  # noqa: E731
+    _, _, plain = GroupTesting(256, 100, 0, k=3).run(score)
+    _, _, extra = GroupTesting(256, 100, 0, k=3, extra=2).run(score)
+    assert [found.labels.count("confirmed") for found in (plain, extra)] == [3, 5]
+    assert extra.ranking[:5].tolist() == planted and plain.ranking[:3].tolist() == planted[:3]
+    assert extra.n_evals > plain.n_evals
+    assert GroupTesting(8, 20, k=7, extra=5).wanted == 8  # never more than every head
+
+
 def floor_and_hidden(search):
     """Head u (effect 1.0, the floor) first and head h (0.3) last in the search's first group."""
     group = search.partition()[0]
@@ -111,6 +127,7 @@ def test_the_group_size_rule():
     (dict(group_size=0), "group_size must be an integer >= 1, got 0"),
     (dict(group_size=100), "group_size must lie in 1..64 .* or be None, got 100"),
     (dict(masks_per_round=0), "masks_per_round must be an integer >= 1, got 0"),
+    (dict(extra=-1), r"extra must be an integer >= 0 \(heads confirmed beyond k\), got -1"),
     (dict(explained=1.5), r"explained must lie in \(0, 1\] .* got 1.5"),
     (dict(budget=1), "budget must be an integer >= 2, got 1"),
     (dict(n_heads=2.5), "n_heads must be an integer >= 1, got 2.5"),

@@ -64,7 +64,7 @@ GREEDY, ONE_SHOT = f"greedy_k{TOP_K}_xu_n{ID_DOCS}_s0", f"greedy1s_n{ID_DOCS}_s0
 DRAWS = {"random_s0": 0, "random_s0_r1": 1}  # search id: seed (search.seed + repeat)
 GRADIENT = {f"attribution_n{ID_DOCS}_s0", f"chg_x{CHG['seeds']}_l{CHG['lam']:g}_t{CHG['steps']}_n{ID_DOCS}_s0"}
 SEQUENTIAL = {f"{method}_m{budget}{middle}_n{ID_DOCS}_s0{f'_r{repeat}' if repeat else ''}": (method, budget, repeat)
-              for method, middle in (("group_testing", "_gauto_per1"), ("thompson", "_p0.25_score"))
+              for method, middle in (("group_testing", "_gauto_per1_x2"), ("thompson", "_p0.25_score"))
               for budget in (BUDGET, N_MASKS) for repeat in range(REPEATS)}
 SEARCHES = {"cs_stratified": f"cs_stratified_m{N_MASKS}_p0.25_n{ID_DOCS}_s0",
             "attribution": f"attribution_n{ID_DOCS}_s0",

@@ -1,12 +1,13 @@
 """Adaptive group testing (:mod:`headloc.search.group_testing`): ablate each group of a random
 partition once, then halve the group whose ablation lowered the score most, round by round, and
-confirm each head found by ablating it alone; stops at ``validation.top_k`` confirmed heads or
-``search.n_masks`` evaluations (the unablated row included). Options: section ``group_testing``
-(``group_size``: ``auto`` or heads per group; ``masks_per_round``: masks scored together)."""
+confirm each head found by ablating it alone; stops at ``validation.top_k`` + ``extra_heads``
+confirmed heads or ``search.n_masks`` evaluations (the unablated row included). Options: section
+``group_testing`` (``group_size``: ``auto`` or heads per group; ``masks_per_round``: masks scored
+together; ``extra_heads``: heads confirmed beyond the top k, for the universal filter)."""
 
 from headloc.methods.contract import SCALE, Method, read_sequential
 
-DEFAULTS = {"group_size": "auto", "masks_per_round": 1}
+DEFAULTS = {"group_size": "auto", "masks_per_round": 1, "extra_heads": 2}
 
 
 def search(n_heads, params):
@@ -17,13 +18,14 @@ def search(n_heads, params):
     if size != "auto" and (isinstance(size, bool) or not isinstance(size, int)):
         raise ValueError(f"group_testing.group_size must be 'auto' or a number of heads, got {size!r}")
     return GroupTesting(n_heads=n_heads, budget=params.n_masks, seed=params.seed, k=params.top_k,
-                        group_size=None if size == "auto" else size, masks_per_round=options["masks_per_round"])
+                        group_size=None if size == "auto" else size, masks_per_round=options["masks_per_round"],
+                        extra=options["extra_heads"])
 
 
 def search_id(parts) -> str:
     o = {**DEFAULTS, **parts.options}
-    return (f"group_testing_m{parts.n_masks}_g{o['group_size']}_per{o['masks_per_round']}_{parts.tail}"
-            f"{parts.repeat_suffix}")
+    return (f"group_testing_m{parts.n_masks}_g{o['group_size']}_per{o['masks_per_round']}_x{o['extra_heads']}_"
+            f"{parts.tail}{parts.repeat_suffix}")
 
 
 METHODS = (

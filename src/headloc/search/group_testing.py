@@ -21,8 +21,10 @@ The search, round by round (a :class:`~headloc.search.sequential.SequentialSearc
    accepted they are ablated together, once (one mask however deep the split went: a hidden head
    is rare, a mask per level would be paid by every head). If they lower the score, they are a
    new lead like any other.
-5. **Stop** when ``k`` heads are accepted, when the budget is spent, or when no lead lowers the
-   score any more.
+5. **Stop** when ``k + extra`` heads are accepted, when the budget is spent, or when no lead
+   lowers the score any more. ``extra`` heads beyond the top k are confirmed so that a top k with
+   universal heads filtered out (the workflow's ``universal.filter``) still holds confirmed heads:
+   otherwise each universal head in the top k gives its place to a head known only by its group.
 
 ``masks_per_round = 1`` is the fully sequential search (best lead first). With ``R > 1`` each
 round measures the next masks of up to ``R`` best leads at once (they share forward passes); only
@@ -99,6 +101,7 @@ class GroupTesting(SequentialSearch):
 
     k: int = 5
     group_size: int | None = None
+    extra: int = 0
     masks_per_round: int = 1
     explained: float = EXPLAINED
     saturation: bool = True
@@ -112,9 +115,16 @@ class GroupTesting(SequentialSearch):
             raise ValueError(f"group_size must lie in 1..{self.n_heads} (number of heads) or be None, "
                              f"got {self.group_size}")
         check_positive_int("masks_per_round", self.masks_per_round)
+        if isinstance(self.extra, bool) or not isinstance(self.extra, (int, np.integer)) or self.extra < 0:
+            raise ValueError(f"extra must be an integer >= 0 (heads confirmed beyond k), got {self.extra!r}")
         if not 0 < self.explained <= 1:
             raise ValueError(f"explained must lie in (0, 1] (the share of a group's drop its half must hold), "
                              f"got {self.explained!r}")
+
+    @property
+    def wanted(self) -> int:
+        """Heads to accept before stopping: k and the extra ones, at most every head."""
+        return min(self.n_heads, self.k + self.extra)
 
     @property
     def size(self) -> int:
@@ -134,9 +144,9 @@ class GroupTesting(SequentialSearch):
         noise = Noise.of([lead.drop for lead in leads], self.size)
         accepted: dict[int, float] = {}  # head -> its measured drop, in the order accepted
         while True:
-            accept(leads, accepted, self.k)
+            accept(leads, accepted, self.wanted)
             room = min(self.masks_per_round, self.budget - len(memory))
-            steps = next_steps(leads, room, noise) if len(accepted) < self.k else []
+            steps = next_steps(leads, room, noise) if len(accepted) < self.wanted else []
             if not steps:
                 return group_recovery(memory, baseline, accepted, details={"group_size": self.size})
             scores = yield from memory.measure([heads for _, heads in steps])
