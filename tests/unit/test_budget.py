@@ -49,5 +49,7 @@ def test_a_search_below_the_advice_gets_a_note(capsys):
     assert "search.n_masks" not in capsys.readouterr().err
     check_config(demo("greedy1s", n_masks=advised - 1, methods=["greedy1s"]), {"smollm2-135m": HeadGeometry(30, 9)})
     assert "search.n_masks" not in capsys.readouterr().err  # no mask design spends n_masks
+    check_config(demo("group_testing", n_masks=advised - 1, methods=["group_testing"]), {"smollm2-135m": HeadGeometry(30, 9)})
+    assert "search.n_masks" not in capsys.readouterr().err  # a sequential search's cap, not a design
     check_config(demo(n_masks=advised - 1), {"smollm2-135m": None})  # geometry unknown offline: no advice
     assert "search.n_masks" not in capsys.readouterr().err

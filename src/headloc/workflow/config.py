@@ -651,11 +651,13 @@ def _outside(head: tuple[int, int], geometry: HeadGeometry) -> bool:
 
 
 def budget_notes(config: dict, geometries: dict, tasks: list[str]) -> list[str]:
-    """A note for each mask budget of ``tasks`` below what the planted-head models advise for a model
-    (:func:`headloc.search.budget.suggested_masks`); none for a model of unknown geometry."""
+    """A note for each mask-design budget of ``tasks`` below what the planted-head models advise for
+    a model (:func:`headloc.search.budget.suggested_masks`); none for a model of unknown geometry.
+    A sequential search's ``n_masks`` is a cap it stops below by itself, so it gets no note."""
     budgets = {}  # n_masks -> the searched tasks whose mask designs spend it
     for name in tasks:
-        if spends_masks(config, name):
+        if spends_masks(config, name) and any(search_methods.get(m).kind == "masks"
+                                              for m in search_settings(config, name)[0]):
             budgets.setdefault(search_settings(config, name)[1], []).append(name)
     top_k, notes = config["validation"]["top_k"], []
     for model, geometry in geometries.items():
