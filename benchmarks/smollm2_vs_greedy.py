@@ -16,6 +16,12 @@ compares every method with them on one yardstick.
 Each search, with its validation, is appended to ``<out>/<task>-s<seed>.jsonl`` as soon as it
 ends: a killed run keeps what it finished, and a rerun skips it. ``--table`` reads every
 ``*.jsonl`` under the folders given and prints the table (mean +- standard error over seeds).
+
+``--universal`` names heads to leave out of a second top k, validated beside the first: what the
+workflow's tables show with ``universal.filter`` on and those heads given as ``universal.heads``
+(greedy's rounds, which the workflow runs without them, are not rerun so here: its filtered top k
+is the tail of its own rounds). ``--options`` passes a sequential method's options (e.g.
+``'{"extra_heads": 0}'``), ``--label-suffix`` names such a variant in the records.
 """
 
 from __future__ import annotations
@@ -59,25 +65,34 @@ def run_seed(model, tokenizer, name: str, task: dict, search: dict, seed: int, a
     ids = identification_ids(n_full, search["id_docs"], seed)
     geometry = HeadGeometry.of(model.config)
     for method in args.methods:
-        if method in finished:
+        label = method + args.label_suffix
+        if label in finished:
             continue
-        budget = args.budget if headloc.methods.get(method).budgeted else None
+        spec = headloc.methods.get(method)
         started = time.perf_counter()
         found = headloc.locate(model, tokenizer, task.get("id_task") or task["lm_eval_task"], method=method,
-                               budget=budget, top_k=args.top_k, seed=seed, sparsity=search["sparsity"],
-                               alpha=search["alpha"], documents=ids, metric=task.get("id_metric"),
-                               dataset_kwargs=data, batch_size=args.batch_size,
-                               masks_per_pass=args.masks_per_pass, progress=False)
+                               budget=args.budget if spec.budgeted else None, top_k=args.top_k, seed=seed,
+                               sparsity=search["sparsity"], alpha=search["alpha"], documents=ids,
+                               metric=task.get("id_metric"), dataset_kwargs=data, batch_size=args.batch_size,
+                               masks_per_pass=args.masks_per_pass, progress=False,
+                               options=args.options if spec.options else None)
         seconds = time.perf_counter() - started
-        # the top k ablated on the full data, the unablated model beside it (one pass each)
-        mask = headset_mask(found.top_heads, geometry.n_layers, geometry.n_heads).reshape(-1)
-        clean, ablated = mask_scorer(full, model, tokenizer, batch_size=args.batch_size, masks_per_pass=2,
-                                     progress=False)(np.vstack([np.zeros_like(mask), mask]), desc=f"validate {name}")
-        row = {"kind": "validation", "task": name, "seed": seed, "method": method, "top": found.top_heads,
-               "n_evals": found.n_evals, "seconds": seconds, "n_docs": n_full, "clean": clean, "ablated": ablated}
+        # the top k ablated on the full data, and the top k with the universal heads left out, the
+        # unablated model beside them (one pass each)
+        filtered = [head for head in found.ranking if head not in args.universal][: args.top_k]
+        masks = [headset_mask(heads, geometry.n_layers, geometry.n_heads).reshape(-1)
+                 for heads in (found.top_heads, filtered)]
+        clean, ablated, ablated_filtered = mask_scorer(full, model, tokenizer, batch_size=args.batch_size,
+                                                       masks_per_pass=3, progress=False)(
+            np.vstack([np.zeros_like(masks[0]), *masks]), desc=f"validate {name}")
+        row = {"kind": "validation", "task": name, "seed": seed, "method": label, "top": found.top_heads,
+               "n_evals": found.n_evals, "seconds": seconds, "n_docs": n_full, "clean": clean, "ablated": ablated,
+               "universal": list(args.universal), "filtered_top": filtered, "filtered_ablated": ablated_filtered,
+               "labels": [found.record.get("labels", {}).get(head, "") for head in filtered]}
         _append(record, row)
-        print(f"{name} s{seed} {method}: {row['n_evals']} evals, {seconds:.1f} s, top {row['top']}, "
-              f"Delta Task {100 * (ablated - clean):+.1f} on {n_full} documents", flush=True)
+        print(f"{name} s{seed} {label}: {row['n_evals']} evals, {seconds:.1f} s, top {row['top']}, "
+              f"Delta Task {100 * (ablated - clean):+.1f} on {n_full} documents; without {args.universal}: "
+              f"{filtered} {100 * (ablated_filtered - clean):+.1f}", flush=True)
 
 
 def _append(path: Path, row: dict) -> None:
@@ -95,17 +110,19 @@ def table(folders: list[Path]) -> str:
             for line in path.read_text().splitlines()]
     frame = pd.DataFrame(rows).drop_duplicates(["task", "seed", "method"])
     frame["delta"] = 100 * (frame["ablated"] - frame["clean"])
+    frame["filtered"] = 100 * (frame.get("filtered_ablated", np.nan) - frame["clean"])
     greedy = frame[frame.method == "greedy"].set_index(["task", "seed"])
     frame["gap"] = [d - greedy["delta"].get((t, s), np.nan) for t, s, d in zip(frame.task, frame.seed, frame.delta)]
     frame["overlap"] = [len(set(top) & set(greedy["top"].get((t, s), []))) if (t, s) in greedy.index else np.nan
                         for t, s, top in zip(frame.task, frame.seed, frame.top)]
     frame["share"] = [n / greedy["n_evals"].get((t, s), np.nan) for t, s, n in zip(frame.task, frame.seed, frame.n_evals)]
     lines = ["| task | method | seeds | Delta Task (pp) | minus greedy's | top-5 overlap with greedy | evaluations "
-             "| share of greedy's | seconds |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "| share of greedy's | seconds | Delta Task, universal heads left out |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for (task, method), g in frame.groupby(["task", "method"], sort=False):
         lines.append(f"| {task} | {method} | {len(g)} | {_mean_se(g.delta)} | {_mean_se(g.gap)} | "
                      f"{g.overlap.mean():.1f} | {g.n_evals.mean():.0f} | {100 * g.share.mean():.1f} % | "
-                     f"{g.seconds.mean():.1f} |")
+                     f"{g.seconds.mean():.1f} | {_mean_se(g.filtered)} |")
     return "\n".join(lines)
 
 
@@ -127,6 +144,11 @@ def main() -> None:
     parser.add_argument("--methods", nargs="+", default=METHODS)
     parser.add_argument("--budget", type=int, default=100, help="masks of a budgeted method (default 100)")
     parser.add_argument("--top-k", type=int, default=5)
+    parser.add_argument("--universal", nargs="*", default=[],
+                        help="heads left out of a second, filtered top k (as universal.filter with universal.heads)")
+    parser.add_argument("--options", type=json.loads, default=None,
+                        help="a sequential method's options, JSON (e.g. '{\"extra_heads\": 0}')")
+    parser.add_argument("--label-suffix", default="", help="appended to the method's name in the records")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--batch-size", type=int, default=128, help="rows per forward pass")
     parser.add_argument("--masks-per-pass", type=int, default=8)

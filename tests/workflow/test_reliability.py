@@ -219,22 +219,23 @@ def test_slurm_profile_dry_run_without_slurm(monkeypatch, tmp_path):
                        "--directory", str(tmp_path))
     out = result.stdout + result.stderr
     assert "Using profiles" in out and "profiles/slurm" in out
-    score_jobs = [block for block in out.split("\nrule ") if block.startswith("score_masks:")]
-    assert score_jobs, out[-2000:]
-    for block in score_jobs:
+    # the demo's main method: one sequential_search job per task (group testing scores its own masks)
+    demo = yaml.safe_load((REPO / "config/demo.yaml").read_text())
+    assert demo["search"]["methods"] == ["group_testing"], "the demo's default changed: update this test"
+    search_jobs = [block for block in out.split("\nrule ") if block.startswith("sequential_search:")]
+    assert search_jobs, out[-2000:]
+    for block in search_jobs:
         resources = next(line for line in block.splitlines() if line.strip().startswith("resources:"))
         # attempt 1 of rules/resources.smk: 4000 MB + 1.5 x the 135M-parameter demo model in float32
         # (sized from its GGUF file: 2 x 86 MB parameters at most, x 4 bytes), rounded up to 1000
         for item in ("slurm_account=proj42", "slurm_partition=gpu-a100", "gpu=1", "cpus_per_gpu=4",
                      "mem_mb=6000", "runtime=120"):
             assert item in resources, resources
-    # the demo's DAG: a mask design, its scoring chunks and a recovery per task
-    demo = yaml.safe_load((REPO / "config/demo.yaml").read_text())
     counts = dict(line.split()[:2] for line in result.stdout.splitlines()
-                  if line.split()[:1] and line.split()[0] in {"score_masks", "make_masks", "recover_heads"})
+                  if line.split()[:1] and line.split()[0] in {"sequential_search", "score_masks", "recover_heads"})
     n_tasks = len(demo["tasks"])
-    assert int(counts["make_masks"]) == n_tasks and int(counts["recover_heads"]) == n_tasks
-    assert int(counts["score_masks"]) == n_tasks * demo["search"]["chunks"] == len(score_jobs)
+    assert int(counts["sequential_search"]) == n_tasks == len(search_jobs) and int(counts["recover_heads"]) == n_tasks
+    assert "score_masks" not in counts  # no mask design to score in chunks
     materialize = next(block for block in out.split("\nrule ") if block.startswith("materialize_dataset:"))
     assert "slurm_partition=," in materialize or "slurm_partition=\n" in materialize  # SBATCH_PARTITION unset
 
