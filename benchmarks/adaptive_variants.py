@@ -61,6 +61,8 @@ def two_stage(score, n_heads: int, k: int, budget: int, seed: int, *, share: flo
 
 def variant_ranking(name: str, score, n_heads: int, k: int, budget: int, seed: int):
     """(ranking as head indices, evaluations) of one variant."""
+    if name not in VARIANTS:
+        raise ValueError(f"unknown variant {name!r}; expected one of {', '.join(VARIANTS)}")
     if name == "share50":
         phi, y, fit = two_stage(score, n_heads, k, budget, seed, share=0.5)
         return list(fit.ranking_), len(y)

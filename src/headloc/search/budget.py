@@ -9,8 +9,9 @@ heads (mean over placements and seeds) grew like that, with k the task's planted
 ``PER_K_LOG_N`` is the largest ratio measured (9.02: cs_stratified on c32's copy1, 50 masks for 2
 of 32 heads), rounded up, so no certified task needed more. The budgets measured are coarse (the
 true 95 % point lies between a measured budget and the one below), so the advice errs high.
-Sequential searches stop by themselves (group testing: about 30-40 evaluations at 270-1,024
-heads), so for them ``search.n_masks`` is a cap, not this advice.
+Sequential searches stop by themselves (group testing with its two extra heads: about 40-46
+evaluations at 270-1,024 heads), so for them ``search.n_masks`` is a cap, not this advice (the
+workflow's parse-time note is for mask designs only).
 
 >>> suggested_masks(270, 5)
 190
