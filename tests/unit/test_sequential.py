@@ -42,6 +42,38 @@ def test_a_record_cut_anywhere_resumes_to_the_same_record_and_result(name):
     assert again.labels == found.labels and again.n_evals == found.n_evals == len(masks)
 
 
+@pytest.mark.parametrize("name", SEARCHES)
+def test_a_live_search_replays_once_and_goes_on_round_by_round(name, monkeypatch):
+    # A job replays its record once and then feeds each round's scores into the running search:
+    # the same record and result as an uninterrupted run, from any cut, with one plan per job (a
+    # replay per round made a search of R rounds cost R^2 / 2 plan steps).
+    search = SEARCHES[name]
+    masks, scores, found = search.run(WORLD.score)
+    plans = []
+    original = type(search).plan
+    monkeypatch.setattr(type(search), "plan", lambda self: plans.append(1) or original(self))
+    for cut in (0, 1, len(masks) // 2, len(masks) - 1, len(masks)):
+        plans.clear()
+        live, rows, values = search.resume(masks[:cut], scores[:cut]), [masks[:cut]], [scores[:cut]]
+        while live.pending is not None:
+            rows.append(live.pending)
+            values.append(WORLD.score(live.pending))
+            live.advance(values[-1])
+        assert np.array_equal(np.vstack(rows), masks) and np.array_equal(np.concatenate(values), scores)
+        assert np.array_equal(live.found.ranking, found.ranking) and live.found.n_evals == found.n_evals
+        assert len(plans) == 1
+    with pytest.raises(ValueError, match="the search is done: no masks are pending"):
+        live.advance([0.0])
+
+
+def test_a_live_search_refuses_scores_that_do_not_fit_its_round():
+    live = SEARCHES["group testing"].resume(np.zeros((0, 128)), [])
+    with pytest.raises(ValueError, match=f"2 scores for {len(live.pending)} pending masks"):
+        live.advance([0.5, 0.4])
+    with pytest.raises(ValueError, match="scores must be finite numbers"):
+        live.advance(np.full(len(live.pending), np.nan))
+
+
 def test_a_record_of_other_settings_or_unfinished_is_refused():
     search = SEARCHES["group testing"]
     masks, scores, _ = search.run(WORLD.score)
@@ -53,3 +85,30 @@ def test_a_record_of_other_settings_or_unfinished_is_refused():
         search.next_masks(masks[:3], scores[:2])
     with pytest.raises(ValueError, match="search ended after"):
         search.next_masks(np.vstack([masks, masks[-1:]]), np.append(scores, 0.0))
+
+
+def test_the_sequential_step_replays_its_record_once_per_job(tmp_path, monkeypatch):
+    """steps.sequential (rule sequential_search, the driver): one plan per job, fresh or resumed,
+    and the same record either way."""
+    import logging
+
+    from headloc.heads import HeadGeometry
+    from headloc.methods import get, steps
+
+    params = steps.SequentialParams("group_testing", 40, 4, 5, 0.05, get("group_testing").with_defaults({}))
+    plans = []
+    original = GroupTesting.plan
+    monkeypatch.setattr(GroupTesting, "plan", lambda self: plans.append(1) or original(self))
+    log = logging.getLogger("test")
+    first = steps.sequential(params, HeadGeometry(8, 16), WORLD.score, tmp_path / "a.npz", tmp_path / "a.json", log)
+    assert len(plans) == 1 and first["n_evals"] > 10
+    record = np.load(tmp_path / "a.npz")
+    cut = {key: record[key][: first["n_evals"] // 2] if key in ("masks", "scores") else record[key]
+           for key in record.files}
+    np.savez(tmp_path / "b.npz", **cut)  # a job killed half-way
+    plans.clear()
+    rows = []
+    counted = lambda masks: rows.extend(masks) or WORLD.score(masks)  # noqa: E731
+    again = steps.sequential(params, HeadGeometry(8, 16), counted, tmp_path / "b.npz", tmp_path / "b.json", log)
+    assert len(plans) == 1 and again == first
+    assert len(rows) == first["n_evals"] - first["n_evals"] // 2  # only what the killed job had not scored

@@ -260,9 +260,10 @@ def sequential(params: SequentialParams, geometry: HeadGeometry, score, record_p
     search = get(params.method).search(geometry.total, params)
     identity = json.dumps({"params": asdict(params), "key": key}, sort_keys=True, default=str)
     masks, raw = read_record(record_path, identity, geometry.total, log)
-    pending = search.next_masks(masks, oriented(raw, params.higher_is_better))
+    live = search.resume(masks, oriented(raw, params.higher_is_better))  # one replay, then round by round
     scored = 0
-    while pending is not None:
+    while live.pending is not None:
+        pending = live.pending
         new = np.asarray(score(pending), dtype=float).reshape(-1)
         if len(new) != len(pending):
             raise ValueError(f"score returned {len(new)} scores for {len(pending)} masks")
@@ -271,8 +272,8 @@ def sequential(params: SequentialParams, geometry: HeadGeometry, score, record_p
         scored += len(pending)
         log.info("%s: scored %d masks this round, %d in the record (budget %d)", params.method, len(pending),
                  len(masks), params.n_masks)
-        pending = search.next_masks(masks, oriented(raw, params.higher_is_better))
-    found = search.recover(masks, oriented(raw, params.higher_is_better))
+        live.advance(oriented(new, params.higher_is_better))
+    found = live.found
     log.info("%s: done after %d masks (%d scored in this run); top heads %s", params.method, found.n_evals, scored,
              ", ".join(geometry.names[i] for i in found.ranking[: params.top_k]))
     result = {"method": params.method, **sequential_fields(found, geometry.names)}

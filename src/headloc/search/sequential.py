@@ -12,13 +12,16 @@ evaluation. Every search needs it (its per-head values are score changes from it
 reward of Thompson sampling is a drop from it), and a scoring job that writes it to the record
 like any other mask needs no second kind of file.
 
-:meth:`SequentialSearch.next_masks` returns the next round (masks that can share forward passes),
-or None when the search is done; :meth:`SequentialSearch.recover` turns a finished record into the
-:class:`Recovery`. Both replay the search from the start, feeding it the record's scores, so a job
-can be killed at any point, reload its record and go on: a round cut short returns only its masks
-not yet scored, in the same order, and no mask is ever proposed twice (the search answers a mask it
-has scored from memory). The same settings and record always give the same masks: all randomness
-comes from ``seed``. A record must therefore be appended in the order the masks were proposed.
+:meth:`SequentialSearch.resume` replays the search from the start on a record, feeding it the
+record's scores, and keeps it running (:class:`Live`): ``pending`` is the next round (masks that can
+share forward passes), or None when the search is done and ``found`` holds its :class:`Recovery`;
+``advance(scores)`` feeds a round's scores and moves on, so a job replays once, whatever its number
+of rounds. A job can thus be killed at any point, reload its record and go on: a round cut short
+leaves only its masks not yet scored pending, in the same order, and no mask is ever proposed twice
+(the search answers a mask it has scored from memory). The same settings and record always give the
+same masks: all randomness comes from ``seed``. A record must therefore be appended in the order the
+masks were proposed. :meth:`SequentialSearch.next_masks` and :meth:`SequentialSearch.recover` are
+the one-shot forms (one replay each).
 
 A search is written as a generator, :meth:`SequentialSearch.plan`: it yields each round's masks
 (through :meth:`Memory.measure`), receives their scores, and returns its :class:`Recovery`.
@@ -107,50 +110,30 @@ class SequentialSearch:
     def plan(self) -> Plan:
         raise NotImplementedError
 
+    def resume(self, masks, scores) -> "Live":
+        """The search replayed on a record (masks, oriented scores) and kept running."""
+        return Live(self, *self._checked(masks, scores))
+
     def next_masks(self, masks, scores) -> np.ndarray | None:
         """The masks to score next (a round, or what is left of it), or None when the search is done."""
-        pending, _ = self._replay(masks, scores)
-        return pending
+        return self.resume(masks, scores).pending
 
     def recover(self, masks, scores) -> Recovery:
         """The result of a finished record (ValueError if the search would still score masks)."""
-        pending, found = self._replay(masks, scores)
-        if pending is not None:
-            raise ValueError(f"the record of {len(scores)} masks is unfinished: {len(pending)} more to score")
-        return found
+        live = self.resume(masks, scores)
+        if live.pending is not None:
+            raise ValueError(f"the record of {len(scores)} masks is unfinished: {len(live.pending)} more to score")
+        return live.found
 
     def run(self, score: Callable[[np.ndarray], np.ndarray]) -> tuple[np.ndarray, np.ndarray, Recovery]:
         """The whole search in-process: ``score(masks) -> scores`` for each round. Returns the
         record (masks, scores) and the recovery, as a job that was never interrupted would."""
-        plan, rows, values = self.plan(), [], []
-        try:
-            batch = next(plan)
-            while True:
-                rows.append(batch)
-                values.append(np.asarray(score(batch), dtype=float))
-                batch = plan.send(values[-1])
-        except StopIteration as done:
-            found = done.value
-        return np.vstack(rows), np.concatenate(values), found
-
-    def _replay(self, masks, scores) -> tuple[np.ndarray | None, Recovery | None]:
-        masks, scores = self._checked(masks, scores)
-        plan, position = self.plan(), 0
-        try:
-            batch = next(plan)
-            while True:
-                taken = min(len(batch), len(masks) - position)
-                if not np.array_equal(masks[position:position + taken], batch[:taken]):
-                    raise ValueError(f"rows {position}..{position + taken - 1} of the record are not the masks "
-                                     f"this search proposes there: a record of another search, settings or seed")
-                if taken < len(batch):
-                    return self._within_budget(batch[taken:], position + len(batch)), None
-                position += taken
-                batch = plan.send(scores[position - taken:position])
-        except StopIteration as done:
-            if position != len(masks):
-                raise ValueError(f"the record holds {len(masks)} masks but the search ended after {position}")
-            return None, done.value
+        live, rows, values = self.resume(np.zeros((0, self.n_heads)), []), [], []
+        while live.pending is not None:
+            rows.append(live.pending)
+            values.append(np.asarray(score(live.pending), dtype=float))
+            live.advance(values[-1])
+        return np.vstack(rows), np.concatenate(values), live.found
 
     def _within_budget(self, pending: np.ndarray, total: int) -> np.ndarray:
         if total > self.budget:  # a bug in a plan, never the user's doing
@@ -165,3 +148,57 @@ class SequentialSearch:
         if not np.all(np.isfinite(scores)):
             raise ValueError(f"the record's scores must be finite numbers, got {scores[~np.isfinite(scores)][:3]}")
         return masks, scores
+
+
+class Live:
+    """A search replayed on its record and kept running (:meth:`SequentialSearch.resume`).
+
+    ``pending``: the masks to score next (what is left of a round cut short, or the next round), or
+    None when the search is done; then ``found`` is its :class:`Recovery`. :meth:`advance` takes the
+    pending masks' scores (oriented: higher is better).
+    """
+
+    def __init__(self, search: SequentialSearch, masks: np.ndarray, scores: np.ndarray):
+        self.search, self.plan = search, search.plan()
+        self.pending: np.ndarray | None = None
+        self.found: Recovery | None = None
+        self.scored = np.zeros(0)  # the scores of the pending round's masks already in the record
+        self.proposed = 0  # masks proposed so far, the pending ones included
+        position = 0
+        try:
+            batch = next(self.plan)
+            while True:
+                taken = min(len(batch), len(masks) - position)
+                if not np.array_equal(masks[position:position + taken], batch[:taken]):
+                    raise ValueError(f"rows {position}..{position + taken - 1} of the record are not the masks "
+                                     f"this search proposes there: a record of another search, settings or seed")
+                if taken < len(batch):
+                    self.scored = scores[position:position + taken]
+                    self._propose(batch[taken:], position + len(batch))
+                    return
+                position += taken
+                batch = self.plan.send(scores[position - taken:position])
+        except StopIteration as done:
+            if position != len(masks):
+                raise ValueError(f"the record holds {len(masks)} masks but the search ended after {position}")
+            self.found = done.value
+
+    def advance(self, scores) -> None:
+        """Feed the pending masks' scores; the next round becomes pending, or the search ends."""
+        if self.pending is None:
+            raise ValueError("the search is done: no masks are pending")
+        scores = np.asarray(scores, dtype=float).reshape(-1)
+        if len(scores) != len(self.pending):
+            raise ValueError(f"{len(scores)} scores for {len(self.pending)} pending masks")
+        if not np.all(np.isfinite(scores)):
+            raise ValueError(f"scores must be finite numbers, got {scores[~np.isfinite(scores)][:3]}")
+        batch_scores, self.scored, self.pending = np.concatenate([self.scored, scores]), np.zeros(0), None
+        try:
+            batch = self.plan.send(batch_scores)
+        except StopIteration as done:
+            self.found = done.value
+            return
+        self._propose(batch, self.proposed + len(batch))
+
+    def _propose(self, pending: np.ndarray, total: int) -> None:
+        self.pending, self.proposed = self.search._within_budget(pending, total), total
