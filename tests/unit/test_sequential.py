@@ -112,3 +112,19 @@ def test_the_sequential_step_replays_its_record_once_per_job(tmp_path, monkeypat
     again = steps.sequential(params, HeadGeometry(8, 16), counted, tmp_path / "b.npz", tmp_path / "b.json", log)
     assert len(plans) == 1 and again == first
     assert len(rows) == first["n_evals"] - first["n_evals"] // 2  # only what the killed job had not scored
+
+
+def test_recovery_json_names_the_heads_a_search_keeps_in_its_details():
+    from headloc.heads import HeadGeometry
+    from headloc.methods.steps import sequential_fields
+
+    names = HeadGeometry(8, 16).names
+    for name in ("group testing", "thompson"):
+        found = SEARCHES[name].run(WORLD.score)[2]
+        details = sequential_fields(found, names)["details"]
+        if name == "group testing":
+            assert details["accepted"] == [names[i] for i in found.details["accepted"]] and details["group_size"] == SEARCHES[name].size == 8
+            assert details["accepted"] == sequential_fields(found, names)["ranking"][: len(details["accepted"])]
+        else:
+            assert list(details["a"]) == names and details["a"]["L0H3"] == found.details["a"][3]
+            assert details["b"]["L7H15"] == found.details["b"][127] and details["iterations"] == found.details["iterations"]

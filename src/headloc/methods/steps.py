@@ -285,13 +285,13 @@ def sequential_fields(found, names: Sequence[str]) -> dict:
     """recovery.json's ranking fields of a sequential search's
     :class:`~headloc.search.sequential.Recovery`: ranked head names, each head's value and what it
     is (``labels``), the evaluations (the unablated row included) and the unablated score
-    (``intercept``); ``details`` are the search's own (head indices are flat: ``names[i]``)."""
+    (``intercept``); ``details`` are the search's own, heads named as everywhere else."""
     return {
         "n_evals": int(found.n_evals), "alpha": None, "r2": None, "intercept": float(found.baseline),
         "ranking": [names[i] for i in found.ranking],
         "coef": {name: float(value) for name, value in zip(names, found.coef)},
         "labels": dict(zip(names, found.labels)),
-        "details": dict(found.details),
+        "details": found.named_details(names),
     }
 
 

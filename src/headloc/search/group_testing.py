@@ -248,4 +248,4 @@ def group_recovery(memory: Memory, baseline: float, accepted: dict[int, float], 
     first = sorted(accepted, key=lambda h: (coef[h], h))
     rest = [h for h in np.lexsort((np.arange(n_heads), size, coef)).tolist() if h not in accepted]
     return Recovery(np.array(first + rest, dtype=int), coef, tuple(labels), len(memory), float(baseline),
-                    {**details, "accepted": first})
+                    {**details, "accepted": first}, head_keys=("accepted",))

@@ -43,7 +43,9 @@ class Recovery:
 
     ranking: every head, most damaging first. coef: each head's value for the heatmap (what it is
     says ``labels``, one short phrase per head). n_evals: masks scored (the baseline row included).
-    baseline: the unablated score. details: what only this search knows (JSON-ready values).
+    baseline: the unablated score. details: what only this search knows (JSON-ready values);
+    ``head_keys`` names the details that hold head indices (a list of them) and ``per_head_keys``
+    those that hold one value per head, so that recovery.json can write them with head names.
     """
 
     ranking: np.ndarray
@@ -52,6 +54,17 @@ class Recovery:
     n_evals: int
     baseline: float
     details: Mapping = field(default_factory=dict)
+    head_keys: tuple[str, ...] = ()
+    per_head_keys: tuple[str, ...] = ()
+
+    def named_details(self, names) -> dict:
+        """``details`` with head indices as ``names`` (a list of heads; a dict head -> value)."""
+        named = dict(self.details)
+        for key in self.head_keys:
+            named[key] = [names[int(i)] for i in named[key]]
+        for key in self.per_head_keys:
+            named[key] = {name: value for name, value in zip(names, named[key], strict=True)}
+        return named
 
 
 class Memory:

@@ -107,7 +107,7 @@ class ThompsonSampling(SequentialSearch):
         ranking = np.argsort(-mean, kind="stable")
         labels = (f"posterior mean of the reward ({self.reward})",) * self.n_heads
         return Recovery(ranking, mean, labels, len(memory), float(baseline),
-                        {"a": a.tolist(), "b": b.tolist(), "iterations": iterations})
+                        {"a": a.tolist(), "b": b.tolist(), "iterations": iterations}, per_head_keys=("a", "b"))
 
     def select(self, draws: np.ndarray) -> np.ndarray:
         """The heads with the highest draws (as released: the last ``n_ablated`` of an argsort)."""
