@@ -25,9 +25,6 @@ The search, round by round (a :class:`~headloc.search.sequential.SequentialSearc
    lowers the score any more. ``extra`` heads beyond the top k are confirmed so that a top k with
    universal heads filtered out (the workflow's ``universal.filter``) still holds confirmed heads:
    otherwise each universal head in the top k gives its place to a head known only by its group.
-   They are looked for only while a lead stands out of the noise (:class:`Noise`): the k heads
-   are followed down whatever the noise, but a task with no further head should not spend the
-   rest of the budget splitting groups of heads that do almost nothing.
 
 ``masks_per_round = 1`` is the fully sequential search (best lead first). With ``R > 1`` each
 round measures the next masks of up to ``R`` best leads at once (they share forward passes); only
@@ -149,9 +146,7 @@ class GroupTesting(SequentialSearch):
         while True:
             accept(leads, accepted, self.wanted)
             room = min(self.masks_per_round, self.budget - len(memory))
-            # the k heads are looked for whatever the noise; an extra head only where a lead stands out of it
-            steps = next_steps(leads, room, noise, clear_only=len(accepted) >= self.k) \
-                if len(accepted) < self.wanted else []
+            steps = next_steps(leads, room, noise) if len(accepted) < self.wanted else []
             if not steps:
                 return group_recovery(memory, baseline, accepted, details={"group_size": self.size})
             scores = yield from memory.measure([heads for _, heads in steps])
@@ -205,7 +200,7 @@ class Noise:
         return lead.drop > self.z * self.per_head * math.sqrt(len(lead.heads))
 
 
-def next_steps(leads: list[Lead], room: int, noise: Noise, clear_only: bool = False) -> list[tuple[Lead, tuple[int, ...]]]:
+def next_steps(leads: list[Lead], room: int, noise: Noise) -> list[tuple[Lead, tuple[int, ...]]]:
     """The next masks (at most ``room``) of the best leads (sorted) whose drop stands out of the
     noise, or of the best lead alone when none does: a lead's first half (a split), or the lead
     itself (an inferred single head to confirm, an unknown set). Leads that do not lower the score,
@@ -220,7 +215,7 @@ def next_steps(leads: list[Lead], room: int, noise: Noise, clear_only: bool = Fa
         whole = lead.status == UNKNOWN or len(lead.heads) == 1
         steps.append((lead, lead.heads if whole else lead.heads[: len(lead.heads) // 2]))
     clear = [step for step in steps if noise.stands_out(step[0])]
-    return (clear if clear_only else clear or steps[:1])[:room]
+    return (clear or steps[:1])[:room]
 
 
 def follow(lead: Lead, heads: tuple[int, ...], drop: float, saturated: bool) -> list[Lead]:
