@@ -41,19 +41,20 @@ import ground_truth as gt  # noqa: E402
 from headloc.groundtruth.recipe import Design  # noqa: E402
 from headloc.groundtruth.truth import load_planted  # noqa: E402
 from headloc.heads import HeadGeometry  # noqa: E402
-from headloc.search.adaptive import refine, stage1_masks  # noqa: E402
+from headloc.search.adaptive import refine, stage1_masks, stage_sizes  # noqa: E402
 from headloc.search.recovery import LassoRecovery, marginal_effects, rank_heads  # noqa: E402
 
 VARIANTS = ("built", "share50", "confirm", "residual")
 
 
-def two_stage(score, n_heads: int, k: int, budget: int, seed: int, *, share: float = 0.7, confirm: int = 0):
-    """The rows and scores of a two-stage search and its Lasso fit: stage 1 ``share`` of the budget
-    (rounded up, as :func:`headloc.search.adaptive.stage_sizes`), stage 2 the rest less ``confirm``."""
-    rows1 = min(budget - 1, math.ceil(budget * share - 1e-9))
+def two_stage(score, n_heads: int, k: int, budget: int, seed: int, *, share: float | None = None):
+    """The rows and scores of a two-stage search and its Lasso fit: stage 1 as cs_adaptive splits
+    the budget (:func:`headloc.search.adaptive.stage_sizes`), or ``share`` of it rounded up; stage 2
+    the rest."""
+    rows1 = stage_sizes(budget)[0] if share is None else min(budget - 1, math.ceil(budget * share))
     phi = stage1_masks(n_heads, rows1, sparsity=gt.SPARSITY, random_state=seed)
     y = np.asarray(score(phi), dtype=float)
-    plan = refine(phi, y, k=k, n_rows=max(budget - rows1 - confirm, 0), alpha=gt.ALPHA, random_state=seed)
+    plan = refine(phi, y, k=k, n_rows=budget - rows1, alpha=gt.ALPHA, random_state=seed)
     if len(plan.masks):
         phi, y = np.vstack([phi, plan.masks]), np.concatenate([y, score(plan.masks)])
     return phi, y, LassoRecovery(alpha=gt.ALPHA, random_state=seed).fit(phi, y)

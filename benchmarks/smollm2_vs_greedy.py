@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -45,8 +46,10 @@ def demo_tasks() -> dict:
 
 
 def identification_ids(n_full: int, n: int, seed: int) -> list[int]:
-    """The documents rule subset_dataset keeps (headloc.data.datasets.identification_subset)."""
-    return sorted(int(i) for i in np.random.default_rng(seed).choice(n_full, size=n, replace=False))
+    """The indices of the documents rule subset_dataset keeps, by its own draw."""
+    from headloc.data.datasets import identification_subset
+
+    return identification_subset(list(range(n_full)), n, seed)
 
 
 def run_seed(model, tokenizer, name: str, task: dict, search: dict, seed: int, args, out: Path) -> None:
@@ -64,6 +67,7 @@ def run_seed(model, tokenizer, name: str, task: dict, search: dict, seed: int, a
     n_full = count_documents(full)
     ids = identification_ids(n_full, search["id_docs"], seed)
     geometry = HeadGeometry.of(model.config)
+    validate = mask_scorer(full, model, tokenizer, batch_size=args.batch_size, masks_per_pass=3, progress=False)
     for method in args.methods:
         label = method + args.label_suffix
         if label in finished:
@@ -82,9 +86,8 @@ def run_seed(model, tokenizer, name: str, task: dict, search: dict, seed: int, a
         filtered = [head for head in found.ranking if head not in args.universal][: args.top_k]
         masks = [headset_mask(heads, geometry.n_layers, geometry.n_heads).reshape(-1)
                  for heads in (found.top_heads, filtered)]
-        clean, ablated, ablated_filtered = mask_scorer(full, model, tokenizer, batch_size=args.batch_size,
-                                                       masks_per_pass=3, progress=False)(
-            np.vstack([np.zeros_like(masks[0]), *masks]), desc=f"validate {name}")
+        clean, ablated, ablated_filtered = validate(np.vstack([np.zeros_like(masks[0]), *masks]),
+                                                    desc=f"validate {name}")
         row = {"kind": "validation", "task": name, "seed": seed, "method": label, "top": found.top_heads,
                "n_evals": found.n_evals, "seconds": seconds, "n_docs": n_full, "clean": clean, "ablated": ablated,
                "universal": list(args.universal), "filtered_top": filtered, "filtered_ablated": ablated_filtered,
@@ -137,7 +140,8 @@ def _mean_se(values) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", help="checkpoint folder (default: the demo's converted SmolLM2)")
+    parser.add_argument("--model", help="checkpoint folder (default: the demo's converted SmolLM2, as "
+                                        "benchmarks/methods_smollm2.py finds or makes it)")
     parser.add_argument("--gguf", help="convert this GGUF into --model first (a folder that exists is used as is)")
     parser.add_argument("--tasks", nargs="+", help="tasks of config/demo.yaml (default: all)")
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
@@ -166,7 +170,10 @@ def main() -> None:
     from headloc.model.loading import convert_gguf, load_model
 
     torch.set_num_threads(args.threads)
-    location = args.model or str(REPO / "results" / "models" / "smollm2-135m")
+    if args.model is None:
+        sys.path.insert(0, str(REPO / "benchmarks"))
+        from methods_smollm2 import model_dir  # the embedded SmolLM2, converted once
+    location = args.model or str(model_dir())
     if args.gguf and not (Path(location) / "config.json").is_file():
         convert_gguf(args.gguf, location)
     model, tokenizer = load_model(location, dtype="float32", device=args.device)

@@ -115,8 +115,7 @@ class GroupTesting(SequentialSearch):
             raise ValueError(f"group_size must lie in 1..{self.n_heads} (number of heads) or be None, "
                              f"got {self.group_size}")
         check_positive_int("masks_per_round", self.masks_per_round)
-        if isinstance(self.extra, bool) or not isinstance(self.extra, (int, np.integer)) or self.extra < 0:
-            raise ValueError(f"extra must be an integer >= 0 (heads confirmed beyond k), got {self.extra!r}")
+        check_positive_int("extra", self.extra, least=0, meaning="heads confirmed beyond k")
         if not 0 < self.explained <= 1:
             raise ValueError(f"explained must lie in (0, 1] (the share of a group's drop its half must hold), "
                              f"got {self.explained!r}")

@@ -94,9 +94,9 @@ class Memory:
         return [self.scores[key] for key in keys]
 
 
-def check_positive_int(name: str, value, least: int = 1) -> int:
+def check_positive_int(name: str, value, least: int = 1, meaning: str = "") -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
-        raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
+        raise ValueError(f"{name} must be an integer >= {least}{f' ({meaning})' if meaning else ''}, got {value!r}")
     return int(value)
 
 
@@ -147,11 +147,6 @@ class SequentialSearch:
             values.append(np.asarray(score(live.pending), dtype=float))
             live.advance(values[-1])
         return np.vstack(rows), np.concatenate(values), live.found
-
-    def _within_budget(self, pending: np.ndarray, total: int) -> np.ndarray:
-        if total > self.budget:  # a bug in a plan, never the user's doing
-            raise RuntimeError(f"{type(self).__name__} proposed {total} masks, over its budget of {self.budget}")
-        return pending
 
     def _checked(self, masks, scores) -> tuple[np.ndarray, np.ndarray]:
         masks = np.asarray(masks, dtype=np.int8).reshape(-1, self.n_heads)
@@ -214,4 +209,7 @@ class Live:
         self._propose(batch, self.proposed + len(batch))
 
     def _propose(self, pending: np.ndarray, total: int) -> None:
-        self.pending, self.proposed = self.search._within_budget(pending, total), total
+        budget = self.search.budget
+        if total > budget:  # a bug in a plan, never the user's doing
+            raise RuntimeError(f"{type(self.search).__name__} proposed {total} masks, over its budget of {budget}")
+        self.pending, self.proposed = pending, total

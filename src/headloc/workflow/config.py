@@ -606,6 +606,14 @@ def spends_masks(config: dict, name: str) -> bool:
     return name in localized(config) and any(search_methods.get(m).budgeted for m in methods)
 
 
+def designs_masks(config: dict, name: str) -> bool:
+    """Whether a task's searches include a budgeted mask design (kind ``masks``), whose ``n_masks``
+    is its size; a sequential search's is a cap it stops below by itself."""
+    methods, _, _ = search_settings(config, name)
+    return name in localized(config) and any(search_methods.get(m).kind == "masks" and search_methods.get(m).budgeted
+                                             for m in methods)
+
+
 def check_budgets(config: dict, name: str) -> list[Problem]:
     """A task's mask design is larger than every budget cut from it and than its scoring jobs."""
     if not spends_masks(config, name):
@@ -652,12 +660,11 @@ def _outside(head: tuple[int, int], geometry: HeadGeometry) -> bool:
 
 def budget_notes(config: dict, geometries: dict, tasks: list[str]) -> list[str]:
     """A note for each mask-design budget of ``tasks`` below what the planted-head models advise for
-    a model (:func:`headloc.search.budget.suggested_masks`); none for a model of unknown geometry.
-    A sequential search's ``n_masks`` is a cap it stops below by itself, so it gets no note."""
+    a model (:func:`headloc.search.budget.suggested_masks`); none for a model of unknown geometry,
+    nor for a search without a mask design (:func:`designs_masks`)."""
     budgets = {}  # n_masks -> the searched tasks whose mask designs spend it
     for name in tasks:
-        if spends_masks(config, name) and any(search_methods.get(m).kind == "masks"
-                                              for m in search_settings(config, name)[0]):
+        if designs_masks(config, name):
             budgets.setdefault(search_settings(config, name)[1], []).append(name)
     top_k, notes = config["validation"]["top_k"], []
     for model, geometry in geometries.items():
