@@ -146,6 +146,21 @@ def test_an_attention_that_declares_no_geometry_is_refused():
         output_projections(model)
 
 
+
+def test_a_projection_wider_than_its_declared_heads_is_refused():
+    """Heads times their width must be the projection's input: a GPT-2 layer whose attention declares
+    4 heads of width 8 but whose c_proj reads 48 values (12 per gated slice, 4 more than a head's)
+    is refused, where the head count alone and divisibility would pass it."""
+    from transformers.pytorch_utils import Conv1D
+
+    model = tiny_decoder("gpt2")
+    attention = model.transformer.h[0].attn
+    attention.c_proj = Conv1D(32, 48)  # Conv1D(out, in)
+    assert (attention.num_heads, attention.head_dim) == (4, 8)
+    with pytest.raises(ValueError, match=r"layer 0 \(transformer.h.0.attn.c_proj\) has 4 heads of width 8 "
+                                         r"\(GPT2Attention\) and its output projection reads 48 values"):
+        output_projections(model)
+
 def test_bitnet_gates_the_heads_after_attn_sub_norm():
     """Where BitNet's gate sits (docs/configuration.md, 'Your own model'): the gate equals zeroing the
     head's slice of attn_sub_norm's *output*, and differs from zeroing the head before the norm, which
