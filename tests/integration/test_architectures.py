@@ -124,8 +124,8 @@ def test_a_layer_with_other_heads_than_headloc_counts_is_refused_naming_layer_wi
     heads, width = text.swa_num_attention_heads, text.swa_head_dim
     assert (heads, width, text.num_attention_heads) == (48, 128, 4)
     expected = (f"layer {sliding} (model.layers.{sliding}.self_attn.o_proj) has {heads} heads of width {width} "
-                f"(Inkling2SlidingAttention) and its output projection reads {heads * width} values, but headloc "
-                f"counts 4 heads per layer (the config's num_attention_heads)")
+                f"(Inkling2SlidingAttention: {heads * width} values) where its output projection reads "
+                f"{heads * width} values and headloc counts 4 heads per layer (the config's num_attention_heads)")
     geometry = HeadGeometry.of(text)
     for refuse in (lambda: output_projections(model),
                    lambda: ablate_heads(model, masks_to_gate(np.eye(geometry.total)[1], geometry)).__enter__()):
@@ -158,7 +158,7 @@ def test_a_projection_wider_than_its_declared_heads_is_refused():
     attention.c_proj = Conv1D(32, 48)  # Conv1D(out, in)
     assert (attention.num_heads, attention.head_dim) == (4, 8)
     with pytest.raises(ValueError, match=r"layer 0 \(transformer.h.0.attn.c_proj\) has 4 heads of width 8 "
-                                         r"\(GPT2Attention\) and its output projection reads 48 values"):
+                                         r"\(GPT2Attention: 32 values\) where its output projection reads 48 values"):
         output_projections(model)
 
 def test_bitnet_gates_the_heads_after_attn_sub_norm():

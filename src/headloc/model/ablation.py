@@ -115,9 +115,9 @@ def geometry_problem(model, paths: list[str], n_heads: int) -> str | None:
         heads = heads if heads is not None else width // head_width
         head_width = head_width if head_width is not None else width // heads
         if heads != n_heads or heads * head_width != width:
-            return (f"layer {layer} ({path}) has {heads} heads of width {head_width} ({type(attention).__name__}) "
-                    f"and its output projection reads {width} values, but headloc counts {n_heads} heads per layer "
-                    "(the config's num_attention_heads)")
+            return (f"layer {layer} ({path}) has {heads} heads of width {head_width} ({type(attention).__name__}: "
+                    f"{heads * head_width} values) where its output projection reads {width} values and headloc "
+                    f"counts {n_heads} heads per layer (the config's num_attention_heads)")
     return None
 
 
