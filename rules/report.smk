@@ -86,6 +86,7 @@ rule collect_evals:
         collection=lambda wildcards: wildcards.collection,
         main_method=PLAN.main_method,
         units=PLAN.units(),  # percentage points, percent of the baseline or the metric's own unit
+        directions=TASK_FACTS.directions(),  # each task's metric direction: every delta is oriented by it
     script:
         "../scripts/collect_evals.py"
 
@@ -146,7 +147,7 @@ rule render_table:
     conda:
         "../envs/headloc.yaml"
     params:
-        options=PLAN.report_options(),
+        options=PLAN.report_options(TASK_FACTS.directions()),
         about=lambda wildcards: TABLES[wildcards.table].about,
         deltas=lambda wildcards: TABLES[wildcards.table].deltas,
     script:
@@ -172,7 +173,7 @@ rule render_figure:
     conda:
         "../envs/headloc.yaml"
     params:
-        options=PLAN.report_options(),
+        options=PLAN.report_options(TASK_FACTS.directions()),
         about=lambda wildcards: FIGURES[wildcards.figure].about,
     script:
         "../scripts/render_figure.py"

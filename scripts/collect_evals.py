@@ -9,7 +9,7 @@ recoveries = [read_json(path) for path in snakemake.input.recoveries]
 evals = [read_json(path) for path in snakemake.input.evals]
 options, p = snakemake.params.selection, snakemake.params
 chosen = collection_selections(p.collection, recoveries, options, p.main_method)
-frame = evals_frame(chosen, evals, units=p.units, capabilities=options["capabilities"])
+frame = evals_frame(chosen, evals, units=p.units, capabilities=options["capabilities"], directions=p.directions)
 write_table(snakemake.output[0], frame)
 log.info("%s: %d selections, %d rows from %d evaluations", p.collection, len(chosen), len(frame),
          len(evals))

@@ -1,6 +1,6 @@
 import pytest
 
-from headloc.heads import format_head, format_headset, head_index, head_name, parse_head, parse_headset
+from headloc.heads import format_head, format_headset, head_index, head_name, headset_mask, parse_head, parse_headset
 
 
 def test_round_trip_every_head_of_a_model():
@@ -35,3 +35,18 @@ def test_head_outside_model_raises():
         head_index("L99H0", 30, 9)
     with pytest.raises(ValueError, match="heads 0..8"):
         head_index("L0H9", 30, 9)
+
+
+@pytest.mark.parametrize("name, outside", [("L30H0", "layers 0..29"), ("L29H9", "heads 0..8"), ("L30H9", "layers 0..29")])
+def test_one_past_the_last_layer_or_head_is_refused(name, outside):
+    """The bounds are exclusive: L30H0 would be flat index 270 (one past a 270-head mask), L29H9 index
+    270 too, and both would ablate nothing or another head if accepted."""
+    with pytest.raises(ValueError, match=f"head {name} is outside the model: .*{outside}"):
+        head_index(name, 30, 9)
+    with pytest.raises(ValueError, match=f"head {name} is outside the model"):
+        headset_mask([name], 30, 9)
+
+
+def test_the_last_head_is_accepted():
+    assert head_index("L29H8", 30, 9) == 269 and head_index("L0H0", 30, 9) == 0
+    assert headset_mask(["L29H8"], 30, 9).tolist() == [0] * 269 + [1]

@@ -163,7 +163,9 @@ def test_report_options_and_tuning_choice():
         "capabilities": {"ioi": "ioi", "capitals": "capitals", "induction": "induction"},
         "knowledge_tasks": [], "knowledge_eval_tasks": [], "figure_model": "smollm2-135m",
         "figure_capability": "ioi",
-        "units": {"ioi": ["points", "acc"], "capitals": ["points", "acc"], "induction": ["points", "acc"]}}
+        "units": {"ioi": ["points", "acc"], "capitals": ["points", "acc"], "induction": ["points", "acc"]},
+        "directions": {}}
+    assert plan.report_options({"ioi": True})["directions"] == {"ioi": True}  # read from the YAMLs by TaskFacts
     wiki = validated({**accuracy_demo(), "tasks": {"ioi": {"lm_eval_task": "headloc_ioi", "metric": "acc"},
                                                    "wiki": {"lm_eval_task": "wikitext", "metric": "word_perplexity"}}})
     assert Plan(wiki).units() == {"ioi": "points", "wiki": "own"}

@@ -67,7 +67,8 @@ def make_evals() -> pd.DataFrame:
             for eval_task, score in zip(EVAL_TASKS, scores):
                 headset = "none" if k == 0 else "+".join(f"L{i}H0" for i in range(k))
                 rows.append(dict(model=model, task=task, method=method, search=search, k=k,
-                                 headset=headset, eval_task=eval_task, score=float(score)))
+                                 headset=headset, eval_task=eval_task, score=float(score),
+                                 higher_is_better=True))
     return pd.DataFrame(rows)
 
 
@@ -245,7 +246,7 @@ def paper_evals(model: str = "m1") -> pd.DataFrame:
                 model=model, kind=kind, task=task, capability=CAPS.get(task, ""),
                 method="cs_stratified" if task else "", search="cs" if task else "", k=k,
                 headset=headset, eval_task=eval_task, eval_capability=CAPS[eval_task],
-                score=float(score)))
+                score=float(score), higher_is_better=True))
 
     for task, by_k in TASK_RUNS.items():
         for k, scores in enumerate([BASE, *by_k]):
@@ -590,7 +591,7 @@ def test_sort_first_seen_is_stable_and_orders_by_first_appearance():
 
 def test_baselines_and_deltas_against_the_mean_of_k0_rows():
     rows = pd.DataFrame({"model": ["m", "m", "m", "n", "n"], "eval_task": ["a", "a", "a", "a", "a"],
-                         "k": [0, 0, 1, 0, 2], "score": [70.0, 72.0, 50.0, 10.0, 4.0]})
+                         "k": [0, 0, 1, 0, 2], "score": [70.0, 72.0, 50.0, 10.0, 4.0], "higher_is_better": True})
     base = frames.baselines(rows)
     assert base.to_dict() == {("m", "a"): 71.0, ("n", "a"): 10.0}
     np.testing.assert_allclose(frames.with_delta(rows, base)["delta"], [-1, 1, -21, 0, -6])
@@ -607,6 +608,113 @@ def test_deltas_every_k_hand_values(evals):
     np.testing.assert_allclose(d["delta_task"], [0, -20, -25, -28])
     np.testing.assert_allclose(d["delta_gen"], [0, 0, (1 - 1) / 2, (-1 + 0.5) / 2])
     assert frames.deltas(evals.iloc[0:0]).empty
+
+
+
+# ---------------------------------------------------------------- tasks of both directions
+
+# ioi and arc are accuracies (percentage points, higher is better); swear is lower-is-better, in
+# percent of its unablated score (relative). Scores in display units, as evals_frame writes them.
+MIXED_BASE = {"ioi": 90.0, "arc": 50.0, "swear": 100.0}
+MIXED_HIGHER = {"ioi": True, "arc": True, "swear": False}
+MIXED_CAPS = {"ioi": "language", "swear": "language", "arc": "general"}
+MIXED_RUNS = {  # searched task -> scores on (ioi, arc, swear) for k = 1, 2
+    # k = 1 improves both other tasks (arc +2, swear 100 -> 97); k = 2: arc +20, swear worse by 1.18 %
+    "ioi": [(60.0, 52.0, 97.0), (40.0, 70.0, 101.18)],
+    "swear": [(90.0, 49.0, 130.0)],  # swear's own heads make it worse: 30 % more profanity
+}
+MIXED_UNITS = {"ioi": ["points", "acc"], "arc": ["points", "acc"], "swear": ["relative", "profane_words"]}
+
+
+def mixed_evals() -> pd.DataFrame:
+    rows = []
+    for task, by_k in MIXED_RUNS.items():
+        for k, scores in enumerate([tuple(MIXED_BASE.values()), *by_k]):
+            rows += [dict(model="m", kind="task", task=task, capability=MIXED_CAPS[task], method="cs",
+                          search=f"{task}_s", k=k, headset="none" if k == 0 else f"L0H{k}", eval_task=eval_task,
+                          eval_capability=MIXED_CAPS[eval_task], score=score, higher_is_better=MIXED_HIGHER[eval_task])
+                     for eval_task, score in zip(MIXED_BASE, scores)]
+    for eval_task, score in zip(MIXED_BASE, (91.0, 50.0, 110.0)):  # a universal head: swear 10 % worse
+        rows.append(dict(model="m", kind="universal", task="", capability="", method="", search="", k=1,
+                         headset="L3H3", eval_task=eval_task, eval_capability=MIXED_CAPS[eval_task], score=score,
+                         higher_is_better=MIXED_HIGHER[eval_task]))
+    return tsv_round_trip(pd.DataFrame(rows))
+
+
+def oriented(task: str, score: float) -> float:
+    """The change of ``task`` against its baseline, negative when worse (independent of headloc)."""
+    change = score - MIXED_BASE[task]
+    return change if MIXED_HIGHER[task] else -change
+
+
+def test_delta_gen_orients_each_task_so_that_negative_is_worse():
+    """Heads that improve both other tasks have a positive Delta Gen (raw changes would average arc's
+    +2 with swear's -3: -0.5, read as damage), and a 20-point improvement no longer absorbs a 1.18 %
+    worsening as another improvement (raw: +10.59). A lower-is-better searched task's own Delta Task
+    is negative when its heads make it worse (swear 100 -> 130: -30, raw +30)."""
+    t2 = table2(mixed_evals(), k=2).set_index("task")
+    assert t2.loc["ioi", "delta_task"] == pytest.approx(40.0 - 90.0)
+    assert t2.loc["ioi", "delta_gen"] == pytest.approx((20.0 + -1.18) / 2)  # 9.41
+    assert t2.loc["swear", "delta_task"] == pytest.approx(-30.0)
+    assert t2.loc["swear", "delta_gen"] == pytest.approx((0.0 + -1.0) / 2)
+    ioi = frames.deltas(mixed_evals()).query("task == 'ioi'")
+    np.testing.assert_allclose(ioi["delta_gen"], [0.0, (2.0 + 3.0) / 2, (20.0 - 1.18) / 2])
+    expected = {(t, k): np.mean([oriented(e, s) for e, s in zip(MIXED_BASE, scores) if e != t])
+                for t, by_k in MIXED_RUNS.items() for k, scores in enumerate(by_k, 1)}
+    t6 = table6(mixed_evals()).query("n_heads != 'BL'")
+    assert dict(zip(zip(t6["task"], t6["n_heads"]), t6["delta_gen"])) == pytest.approx(expected)
+
+
+def test_every_table_and_figure_of_deltas_is_oriented():
+    """Table 3's per-task change, Table 4's deltas, Tables 5 and 7's per-head changes and Figure 2's
+    lines come from the same oriented deltas: each negative where the task got worse."""
+    evals = mixed_evals()
+    t3 = table3(evals, k=1).query("id_on == 'ioi'").set_index("eval_on")
+    assert t3["delta_task"].to_dict() == pytest.approx({"ioi": -30.0, "swear": oriented("swear", 97.0)})  # +3
+    recoveries = pd.DataFrame({"model": "m", "task": ["ioi", "swear"], "method": "cs", "search": ["ioi_s", "swear_s"],
+                               "top_heads": ["L0H1, L0H2", "L0H1"], "n_evals": 100})
+    t4 = table4(evals, recoveries, k=2).set_index("task")
+    assert (t4.loc["swear", "delta_task"], t4.loc["ioi", "delta_gen"]) == pytest.approx((-30.0, (20 - 1.18) / 2))
+    t7 = table7(evals).set_index("head")
+    assert t7.loc["L3H3", ["ioi", "arc", "swear"]].astype(float).tolist() == [1.0, 0.0, -10.0]
+    t5 = table5(evals, capabilities=MIXED_CAPS).set_index("head")
+    assert t5.loc["L3H3", "delta_language"] == pytest.approx((1.0 - 10.0) / 2)
+    fig = figure2(evals, capability="language", method="cs")
+    lines = {line.get_label(): np.asarray(line.get_ydata(), dtype=float).tolist() for line in fig.axes[0].lines}
+    assert lines[r"$\Delta$ swear"] == pytest.approx([0.0, 3.0, -1.18])
+    assert lines[r"$\Delta$ Gen"] == pytest.approx([0.0, (2.0 + 3.0) / 2, (20.0 - 1.18) / 2])
+    assert fig.axes[0].get_ylabel() == r"$\Delta$ vs. baseline (negative = worse)"
+
+
+def test_the_captions_say_how_each_task_enters_the_deltas():
+    options = ReportOptions(top_k=2, method="cs", units=MIXED_UNITS, directions=MIXED_HIGHER)
+    entering = ("; negative = worse, each task entering as ioi (acc, percentage points), arc (acc, percentage "
+                "points), swear (profane_words, % of unablated, lower is better: sign flipped)")
+    assert TABLES["table2"].title(options) == (
+        "Table 2. Change in task score (Delta Task) and in the mean of the other tasks (Delta Gen), percentage "
+        "points, top 2 heads (method cs) ablated" + entering)
+    assert TABLES["table3"].title(options).endswith("same capability (eval on); percentage points" + entering)
+    assert [name for name, spec in TABLES.items() if spec.title(options).endswith(entering)] == [
+        f"table{n}" for n in range(2, 9)]  # every table of deltas, and no other
+    assert TABLES["table1"].title(options).endswith("each model; not in percentage points: swear in percent of "
+                                                    "its unablated score")
+    fig = FIGURES["fig2"].build({"evals_main": mixed_evals()}, options)
+    assert fig._suptitle.get_text() == entering[2:]
+    higher = ReportOptions(units=MIXED_UNITS, directions={**MIXED_HIGHER, "swear": True})
+    assert "sign flipped" not in TABLES["table2"].title(higher)
+
+
+def test_a_direction_that_is_not_a_boolean_is_refused_by_the_report():
+    evals = mixed_evals()
+    with pytest.raises(ValueError, match="evals is missing required column\\(s\\): higher_is_better"):
+        table2(evals.drop(columns="higher_is_better"))
+    evals["higher_is_better"] = evals["higher_is_better"].astype(object)
+    evals.loc[evals["eval_task"] == "swear", "higher_is_better"] = "false"
+    with pytest.raises(ValueError, match="evals: eval_task 'swear' has higher_is_better 'false'; expected True or "
+                                         "False"):
+        table2(evals)
+    with pytest.raises(ValueError, match="directions must map each task to True or False .* \\{'swear': 'false'\\}"):
+        ReportOptions(directions={"ioi": True, "swear": "false"})
 
 
 def test_shared_heads_rows_pairs_and_baseline(pevals):
@@ -1192,9 +1300,9 @@ def test_table4_recall_and_unfiltered_deltas_by_hand():
             ("unfiltered", "cs", "c", (10.0, 30.0))]:
         for k, (own, gen) in ((0, (90.0, 60.0)), (2, heads_score)):
             rows += [{"model": "m", "kind": kind, "task": "ioi", "method": method, "search": search, "k": k,
-                      "eval_task": "ioi", "score": own},
+                      "eval_task": "ioi", "score": own, "higher_is_better": True},
                      {"model": "m", "kind": kind, "task": "ioi", "method": method, "search": search, "k": k,
-                      "eval_task": "gen", "score": gen}]
+                      "eval_task": "gen", "score": gen, "higher_is_better": True}]
     evals = pd.DataFrame(rows)
     recoveries = pd.DataFrame({"model": "m", "task": "ioi", "method": ["greedy", "cs"], "search": ["g", "c"],
                                "top_heads": ["['L1H1', 'L2H2']", "['L2H2', 'L3H3']"], "n_evals": [1341, 100]})
@@ -1214,7 +1322,7 @@ def test_methods_figure_points_average_repeats():
     for search, own in (("r0", 50.0), ("r1", 70.0)):
         for k, score in ((0, 90.0), (5, own)):
             rows.append({"model": "m", "kind": "task", "task": "t", "method": "cs_bernoulli", "search": search,
-                         "k": k, "eval_task": "t", "score": score})
+                         "k": k, "eval_task": "t", "score": score, "higher_is_better": True})
     evals = pd.DataFrame(rows)
     recoveries = pd.DataFrame({"model": "m", "task": "t", "method": "cs_bernoulli", "search": ["r0", "r1"],
                                "top_heads": ["L0H0", "L0H1"], "n_evals": [50, 50]})
@@ -1235,7 +1343,7 @@ def test_methods_figure_draws_a_method_without_evaluations_across_the_panel():
     from headloc.report import methods_figure
 
     rows = [{"model": "m", "kind": "task", "task": "t", "method": method, "search": search, "k": k,
-             "eval_task": "t", "score": score}
+             "eval_task": "t", "score": score, "higher_is_better": True}
             for method, search, own in (("cs_stratified", "c0", 40.0), ("free", "f0", 85.0), ("free", "f1", 75.0))
             for k, score in ((0, 90.0), (5, own))]
     recoveries = pd.DataFrame({"model": "m", "task": "t", "method": ["cs_stratified", "free", "free"],

@@ -12,6 +12,7 @@ SWEAR = {**RECOVERY, "task": "swear", "search": "s2", "ranking": ["L3H1", "L2H2"
 TASK = {"model": "m", "kind": "task", "task": "ioi", "method": "cs_stratified", "search": "s1",
         "heads": ["L3H1", "L0H2"]}
 CAPS = {"ioi": "syntax", "swear": "language"}
+DIRECTIONS = {"ioi": True, "swear": True}  # what each task's YAML declares for its metric
 
 
 def record(task, headset, value):
@@ -36,13 +37,13 @@ def test_display_units():
 def test_a_count_is_never_shown_in_percentage_points():
     """swear's profane-word counts are no fraction: without their unit the frame refuses them."""
     with pytest.raises(ValueError, match="task swear: score 8.0 is not a fraction"):
-        evals_frame([TASK], EVALS)
-    frame = evals_frame([TASK], EVALS, units={"swear": "own"})
+        evals_frame([TASK], EVALS, directions=DIRECTIONS)
+    frame = evals_frame([TASK], EVALS, units={"swear": "own"}, directions=DIRECTIONS)
     assert sorted(frame.query("eval_task == 'swear'")["score"]) == [2.0, 6.0, 8.0]
 
 
 def test_evals_frame_rows_and_scores():
-    frame = evals_frame([TASK], EVALS, units={"swear": "relative"}, capabilities=CAPS)
+    frame = evals_frame([TASK], EVALS, units={"swear": "relative"}, capabilities=CAPS, directions=DIRECTIONS)
     assert len(frame) == 3 * 2  # k = 0, 1, 2 on two tasks
     got = {(r.k, r.eval_task): (r.headset, r.score) for r in frame.itertuples()}
     assert got[(0, "ioi")] == ("none", pytest.approx(90.0))
@@ -58,14 +59,14 @@ def test_single_head_kinds_share_one_baseline_per_model():
     universal = [{"model": "m", "kind": "universal", "task": "", "method": "", "search": "",
                   "heads": [head]} for head in ("L3H1", "L0H2")]
     evals = EVALS + [record("ioi", "L0H2", 0.45), record("swear", "L0H2", 4.0)]
-    frame = evals_frame(universal, evals, units={"swear": "relative"})
+    frame = evals_frame(universal, evals, units={"swear": "relative"}, directions=DIRECTIONS)
     assert sorted(frame["k"]) == [0, 0, 1, 1, 1, 1]
     assert frame.query("headset == 'L0H2' and eval_task == 'swear'")["score"].item() == pytest.approx(50.0)
 
 
 def test_missing_evaluation_is_named():
     with pytest.raises(KeyError, match="task swear, heads L0H2\\+L3H1"):
-        evals_frame([TASK], EVALS[:-1], units={"swear": "relative"})
+        evals_frame([TASK], EVALS[:-1], units={"swear": "relative"}, directions=DIRECTIONS)
 
 
 def test_selections_filter_universal_heads():
@@ -105,7 +106,7 @@ def test_collected_tables_have_what_the_report_needs():
     from headloc.workflow.results import (EVALS_FRAME_COLUMNS, MODELS_FRAME_COLUMNS, RECOVERIES_FRAME_COLUMNS,
                                  TUNING_FRAME_COLUMNS)
 
-    frame = evals_frame([TASK], EVALS, units={"swear": "relative"}, capabilities=CAPS)
+    frame = evals_frame([TASK], EVALS, units={"swear": "relative"}, capabilities=CAPS, directions=DIRECTIONS)
     assert list(frame.columns) == EVALS_FRAME_COLUMNS
     assert list(recoveries_frame([RECOVERY]).columns) == RECOVERIES_FRAME_COLUMNS
     for needs, has in ((frames.TASK_EVALS_NEED, EVALS_FRAME_COLUMNS),
@@ -124,7 +125,7 @@ def test_report_reads_the_collected_evaluations():
 
     from headloc.report import TABLES, ReportOptions
 
-    frame = evals_frame([TASK], EVALS, units={"swear": "relative"}, capabilities=CAPS)
+    frame = evals_frame([TASK], EVALS, units={"swear": "relative"}, capabilities=CAPS, directions=DIRECTIONS)
     evals = pd.read_csv(io.StringIO(frame.to_csv(sep="\t", index=False)), sep="\t")
     recoveries = recoveries_frame([RECOVERY], capabilities=CAPS)
     recoveries["top_heads"] = recoveries["top_heads"].str.join(",")  # as collect_recoveries writes
@@ -145,6 +146,17 @@ def test_only_the_main_search_is_validated_cumulatively():
                         knowledge={"tasks": [], "top_n": 5, "min_tasks": None})
     assert {s["search"]: s["cumulative"] for s in chosen} == {"s1": True, "g": False}
     assert {s["kind"] for s in chosen} == {"task"}  # filter off: no separate unfiltered selections
-    frame = evals_frame(chosen, EVALS, units={"swear": "relative"})
+    frame = evals_frame(chosen, EVALS, units={"swear": "relative"}, directions=DIRECTIONS)
     assert sorted(frame.query("search == 'g' and eval_task == 'ioi'")["k"]) == [0, 2]  # no top 1
     assert sorted(frame.query("search == 's1' and eval_task == 'ioi'")["k"]) == [0, 1, 2]
+
+
+def test_each_row_carries_its_eval_tasks_direction():
+    """The report orients every delta by the direction beside each score; a task without a boolean one is
+    refused, naming it."""
+    frame = evals_frame([TASK], EVALS, units={"swear": "relative"}, directions={"ioi": True, "swear": False})
+    assert frame.groupby("eval_task")["higher_is_better"].unique().map(list).to_dict() == {
+        "ioi": [True], "swear": [False]}
+    for directions, value in (({"ioi": True}, "'missing'"), ({"ioi": True, "swear": "false"}, "'false'")):
+        with pytest.raises(ValueError, match=f"task swear: its metric's direction \\(higher_is_better\\) is {value}"):
+            evals_frame([TASK], EVALS, units={"swear": "relative"}, directions=directions)

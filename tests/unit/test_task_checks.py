@@ -183,6 +183,83 @@ def test_a_metrics_direction_is_read_from_the_task_then_lm_eval(tmp_path):
     assert out.startswith(f"config tasks.ioi.id_metric: 'margin' of task mine ({path}) has no declared direction")
 
 
+
+# How YAML reads each spelling of a direction: only true and false are booleans; the quoted ones are
+# strings (bool("false") is True), and YAML 1.1's yes/no/on/off are strings to PyYAML's safe loader
+# only when quoted.
+NOT_BOOLEANS = ['"false"', "'False'", '"no"', '"0"', "0", "1", '"true"']
+
+
+@pytest.mark.parametrize("spelled", NOT_BOOLEANS)
+def test_a_direction_that_is_not_a_yaml_boolean_is_refused(tmp_path, spelled):
+    """A quoted "false" (or 0, or "no") in metric_list is refused before any job, naming the value, the
+    task, the metric, the file and what is valid; bool() would have read "false" as higher-is-better."""
+    path = write_task(tmp_path / "tasks", MULTIPLE_CHOICE + f"""\
+        metric_list:
+          - metric: acc
+          - metric: margin
+            higher_is_better: {spelled}
+        """)
+    value = yaml.safe_load(spelled)
+    out = config_error(demo_with(tmp_path, lm_eval_task="mine", metric="margin"))
+    assert out == (f"config tasks.ioi.metric: 'margin' is read from {path}, where task 'mine', metric_list entry "
+                   f"'margin': higher_is_better {value!r} is a {type(value).__name__}, not a boolean; expected True "
+                   "or False (in a task YAML: true or false, unquoted)")
+
+
+def test_a_direction_in_an_included_yaml_names_the_file_that_sets_it(tmp_path):
+    base = write_task(tmp_path / "tasks", MULTIPLE_CHOICE.replace("task: mine", "task: base") + """\
+        metric_list:
+          - metric: margin
+            higher_is_better: "false"
+        """, name="base.yaml")
+    write_task(tmp_path / "tasks", "include: base.yaml\ntask: mine\n")
+    out = config_error(demo_with(tmp_path, lm_eval_task="mine", metric="margin"))
+    assert out.startswith(f"config tasks.ioi.metric: 'margin' is read from {base}, where task 'mine'")
+
+
+@pytest.mark.parametrize("spelled, expected", [("true", True), ("false", False), ("True", True), ("FALSE", False)])
+def test_an_unquoted_yaml_boolean_is_read_as_declared(tmp_path, spelled, expected):
+    """Against the refusal above: every spelling YAML reads as a boolean passes, in its direction."""
+    from headloc.api.tasks import resolve_task
+    from headloc.data.documents import metric_direction
+
+    path = write_task(tmp_path / "tasks", MULTIPLE_CHOICE + f"""\
+        metric_list:
+          - metric: margin
+            higher_is_better: {spelled}
+        """)
+    check_workflow_config(demo_with(tmp_path, lm_eval_task="mine", metric="margin"), SCHEMA)
+    assert metric_direction(load_task_yaml(path), "margin,none") is expected
+    assert resolve_task(str(path), metric="margin").higher_is_better is expected
+
+
+def test_locate_refuses_a_direction_that_is_not_a_boolean(tmp_path):
+    """The library reads the same declaration, and its own higher_is_better argument must be a boolean
+    too (the model is never touched: the task is resolved first)."""
+    from headloc import locate
+
+    quoted = write_task(tmp_path / "tasks", MULTIPLE_CHOICE + """\
+        metric_list:
+          - metric: margin
+            higher_is_better: "false"
+        """)
+    with pytest.raises(ValueError) as error:
+        locate(None, None, str(quoted), metric="margin")
+    assert str(error.value) == (f"{quoted}: task 'mine', metric_list entry 'margin': higher_is_better 'false' is "
+                                "a str, not a boolean; expected True or False (in a task YAML: true or false, unquoted)")
+    silent = write_task(tmp_path / "tasks", MULTIPLE_CHOICE.replace("task: mine", "task: silent") + """\
+        metric_list:
+          - metric: margin
+        """, name="silent.yaml")
+    for given in ("false", "no", 0, 1):
+        with pytest.raises(ValueError, match=f"^the higher_is_better argument for task 'silent': higher_is_better "
+                                             f"{given!r} is a {type(given).__name__}, not a boolean"):
+            locate(None, None, str(silent), metric="margin", higher_is_better=given)
+        with pytest.raises(ValueError, match=f"^callable task 'lambda': higher_is_better {given!r} is a"):
+            locate(None, None, lambda model: 0.0, higher_is_better=given)
+
+
 def test_id_metric_is_checked_against_id_task(tmp_path, capsys):
     path = write_task(tmp_path / "tasks", MULTIPLE_CHOICE + """\
         metric_list:

@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from headloc.data import TASKS_DIR
-from headloc.data.documents import (load_task_yaml, lm_eval_tasks_dir, metric_direction, reported_filters,
-                                    reported_metrics, task_yaml)
+from headloc.data.documents import (checked_direction, load_task_yaml, lm_eval_tasks_dir, metric_direction,
+                                    reported_filters, reported_metrics, task_yaml)
 
 
 @dataclass
@@ -50,8 +50,9 @@ def resolve_task(task, *, metric=None, chat=False, documents=None, include_path=
         if documents is not None or metric is not None:
             raise ValueError("documents= and metric= apply to an lm-eval task; a callable task scores "
                              "its own documents and returns one number")
-        return Task(name=getattr(task, "__name__", "task").strip("<>") or "task", fn=task,
-                    higher_is_better=True if higher_is_better is None else bool(higher_is_better))
+        name = getattr(task, "__name__", "task").strip("<>") or "task"
+        given = None if higher_is_better is None else checked_direction(higher_is_better, f"callable task {name!r}")
+        return Task(name=name, fn=task, higher_is_better=True if given is None else given)
     if not isinstance(task, (str, Path)):
         raise TypeError(f"task must be an lm-eval task name, a task YAML path or a callable "
                         f"model -> score, got {type(task).__name__}")
@@ -74,16 +75,23 @@ def resolve_task(task, *, metric=None, chat=False, documents=None, include_path=
 
 def declared_direction(name: str, metric: str, folders: Sequence[Path], given: bool | None) -> bool:
     """Whether a higher ``metric`` of task ``name`` is better, as the task or lm-eval declares it;
-    ``given`` only where neither does, and never against a declaration."""
-    declared = metric_direction(load_task_yaml(task_yaml(name, [*folders, lm_eval_tasks_dir()])), metric)
+    ``given`` only where neither does, and never against a declaration. A direction, declared or
+    given, is a boolean: anything else raises ValueError naming it."""
+    path = task_yaml(name, [*folders, lm_eval_tasks_dir()])
+    if given is not None:
+        given = checked_direction(given, f"the higher_is_better argument for task {name!r}")
+    try:
+        declared = metric_direction(load_task_yaml(path), metric)
+    except ValueError as error:
+        raise ValueError(f"{path}: {error}") from None
     if declared is None and given is None:
         raise ValueError(f"task {name!r}: neither its YAML's metric_list nor lm-eval's registry says whether a "
                          f"higher {metric.split(',')[0]!r} is better; pass higher_is_better=True or False "
                          "(--lower-is-better), or declare it in the task's metric_list")
-    if declared is not None and given is not None and bool(given) != declared:
+    if declared is not None and given is not None and given != declared:
         raise ValueError(f"task {name!r} declares higher_is_better={declared} for {metric.split(',')[0]!r}; "
                          f"higher_is_better={given} contradicts it")
-    return declared if declared is not None else bool(given)
+    return declared if declared is not None else given
 
 
 def _folders(include_path) -> list[Path]:

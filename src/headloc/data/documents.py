@@ -24,6 +24,7 @@ from pathlib import Path
 
 import jinja2
 import jinja2.meta
+import numpy as np
 import yaml
 
 TEMPLATE_KEYS = ("doc_to_text", "doc_to_target", "doc_to_choice")
@@ -258,19 +259,43 @@ def metric_direction(task_config: dict, metric: str) -> bool | None:
     ``higher_is_better`` of the task YAML's ``metric_list`` entry for it, else lm-eval's metric
     registry (``lm_eval.api.registry.is_higher_better``); None when neither declares it.
 
+    A declared direction must be a YAML boolean (``true``/``false``, unquoted): anything else
+    (``"false"``, ``no`` quoted, ``0``) raises ValueError naming the value, the task and the metric,
+    where ``bool()`` would read the string ``"false"`` as true and rank the opposite heads.
+
     >>> metric_direction({"metric_list": [{"metric": "margin", "higher_is_better": True}]}, "margin,none")
     True
     >>> metric_direction({"output_type": "loglikelihood_rolling"}, "word_perplexity")
     False
+    >>> metric_direction({"task": "t", "metric_list": [{"metric": "m", "higher_is_better": "false"}]}, "m")
+    Traceback (most recent call last):
+    ValueError: task 't', metric_list entry 'm': higher_is_better 'false' is a str, not a boolean; expected True or False (in a task YAML: true or false, unquoted)
     """
     name = metric.split(",")[0]
     for entry in task_config.get("metric_list") or []:
         if isinstance(entry, dict) and entry.get("metric") == name and entry.get("higher_is_better") is not None:
-            return bool(entry["higher_is_better"])
+            return checked_direction(entry["higher_is_better"],
+                                     f"task {task_config.get('task')!r}, metric_list entry {name!r}")
     import lm_eval.api.metrics  # noqa: F401  (registers lm-eval's metrics and their directions)
     from lm_eval.api.registry import higher_is_better_registry
 
     return bool(higher_is_better_registry.get(name)) if name in higher_is_better_registry else None
+
+
+def checked_direction(value, where: str) -> bool:
+    """``value`` if it is a boolean (a YAML ``true``/``false``, Python's True/False); else ValueError
+    naming ``where`` (the task and its metric), the value and what is valid.
+
+    >>> checked_direction(False, "x")
+    False
+    >>> checked_direction(0, "task 't', metric 'acc,none'")
+    Traceback (most recent call last):
+    ValueError: task 't', metric 'acc,none': higher_is_better 0 is a int, not a boolean; expected True or False (in a task YAML: true or false, unquoted)
+    """
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise ValueError(f"{where}: higher_is_better {value!r} is a {type(value).__name__}, not a boolean; expected "
+                     "True or False (in a task YAML: true or false, unquoted)")
 
 
 # lm-eval's metrics that are a share of documents (a mean of 0/1 outcomes) or a proportion:

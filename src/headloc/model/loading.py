@@ -136,19 +136,22 @@ def load_model(location: str, *, dtype: str = "float32", device: str = "cpu", de
 
     ``device_map`` (e.g. ``"auto"``) hands the placement to accelerate, which spreads a model too
     large for one GPU over every visible GPU (and the CPU); ``device`` is then not used. Head
-    ablation follows each layer to its device (:mod:`headloc.model.ablation`).
+    ablation follows each layer to its device (:mod:`headloc.model.ablation`). Raises ValueError for a
+    model whose heads headloc cannot gate exactly (:func:`headloc.model.ablation.output_projections`).
     """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from headloc.model.ablation import checked_projections
 
     torch_dtype = getattr(torch, dtype)
     tokenizer = AutoTokenizer.from_pretrained(location)
     if device_map is not None:
         model = AutoModelForCausalLM.from_pretrained(location, dtype=torch_dtype, device_map=device_map)
-        return model.eval(), tokenizer
-    model = AutoModelForCausalLM.from_pretrained(location, dtype=torch_dtype)
-    model.to(device).eval()
-    return model, tokenizer
+    else:
+        model = AutoModelForCausalLM.from_pretrained(location, dtype=torch_dtype).to(device)
+    checked_projections(model)  # a model whose heads headloc cannot gate exactly stops here
+    return model.eval(), tokenizer
 
 
 def load_config(location: str, gguf_file: str | None = None):

@@ -201,7 +201,7 @@ def figure1(
     Examples
     --------
     >>> evals = pd.DataFrame({
-    ...     "model": "m", "task": "gsm8k", "method": "cs", "search": "s0",
+    ...     "model": "m", "higher_is_better": True, "task": "gsm8k", "method": "cs", "search": "s0",
     ...     "k": [0, 0, 1, 1], "eval_task": ["gsm8k", "boolq"] * 2,
     ...     "score": [80.0, 70.0, 50.0, 69.0]})
     >>> ax = figure1(evals).axes[0]
@@ -273,7 +273,7 @@ def _plot_run(ax, lines: dict, title: str) -> None:
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_title(title, fontsize=9)
     ax.set_xlabel("heads ablated")
-    ax.set_ylabel(r"$\Delta$ vs. baseline (pp)")
+    ax.set_ylabel(r"$\Delta$ vs. baseline (negative = worse)")
 
 
 def figure2(
@@ -285,6 +285,7 @@ def figure2(
     method: str | None = None,
     ncols: int = 3,
     footer: str | None = None,
+    note: str | None = None,
 ) -> Figure:
     """Paper Figure 2: deltas as more top heads are ablated, one panel per searched task.
 
@@ -305,6 +306,8 @@ def figure2(
         Panels per row of the grid.
     footer : str, optional
         Provenance line added with :func:`add_footer`.
+    note : str, optional
+        How the deltas read (:meth:`headloc.report.ReportOptions.delta_note`), the figure's title.
 
     Returns
     -------
@@ -312,12 +315,13 @@ def figure2(
         One axes per (task, search) of the capability, titled ``"model / task (method)"``.
         Each holds the change on its own task, on each other eval task of the capability
         (e.g. Arithmetic under GSM8K heads), Delta Gen, and a dashed zero line; each panel has
-        its own legend. A "no data" figure when ``evals`` has no task searches.
+        its own legend. Every change is oriented (:func:`headloc.report.frames.with_delta`):
+        below zero is worse. A "no data" figure when ``evals`` has no task searches.
 
     Examples
     --------
     >>> evals = pd.DataFrame({
-    ...     "model": "m", "task": "gsm8k", "method": "cs_stratified", "search": "s0",
+    ...     "model": "m", "higher_is_better": True, "task": "gsm8k", "method": "cs_stratified", "search": "s0",
     ...     "k": [0, 0, 1, 1], "eval_task": ["gsm8k", "boolq"] * 2,
     ...     "score": [80.0, 70.0, 50.0, 69.0]})
     >>> fig = figure2(evals)
@@ -343,6 +347,8 @@ def figure2(
         lines[r"$\Delta$ Gen"] = run.set_index("k")["delta_gen"]
         _plot_run(ax, lines, f"{model} / {task} ({run['method'].iloc[0]})")
         ax.legend(fontsize=7)  # every panel: its own task's line comes first
+    if note:
+        fig.suptitle(note, fontsize=7, wrap=True)
     if footer:
         add_footer(fig, footer)
     return fig
@@ -356,7 +362,7 @@ _add(FigureSpec(
     caption="Figure 2",
     builder=lambda evals, options, footer: figure2(
         evals, model=options.figure_model, capability=options.figure_capability,
-        gen_tasks=options.gen_tasks, method=options.method, footer=footer),
+        gen_tasks=options.gen_tasks, method=options.method, footer=footer, note=options.delta_note()),
 ))
 
 
@@ -394,7 +400,7 @@ def figure3(
     Examples
     --------
     >>> evals = pd.DataFrame({
-    ...     "model": "m", "kind": "knowledge", "k": [0, 0, 0, 1, 1, 1],
+    ...     "model": "m", "higher_is_better": True, "kind": "knowledge", "k": [0, 0, 0, 1, 1, 1],
     ...     "headset": ["none"] * 3 + ["L0H22"] * 3,
     ...     "eval_task": ["mmlu", "wmdp_bio", "boolq"] * 2,
     ...     "score": [46.0, 56.0, 70.0, 25.0, 26.0, 69.0]})
@@ -485,7 +491,7 @@ def figure4(
     Examples
     --------
     >>> evals = pd.DataFrame({
-    ...     "model": "m", "task": "wmdp_bio", "method": "cs", "search": "s0",
+    ...     "model": "m", "higher_is_better": True, "task": "wmdp_bio", "method": "cs", "search": "s0",
     ...     "k": [0, 0, 1, 1], "eval_task": ["wmdp_bio", "wmdp_chem"] * 2,
     ...     "score": [72.0, 53.0, 71.0, 52.0]})
     >>> ax = figure4(evals, knowledge_tasks=["wmdp_bio", "wmdp_chem"]).axes[0]
@@ -549,7 +555,7 @@ def methods_points(evals: pd.DataFrame, recoveries: pd.DataFrame, k: int = 5, *,
     Examples
     --------
     >>> evals = pd.DataFrame({"model": "m", "task": "t", "method": "cs", "search": ["a"] * 4 + ["b"] * 4,
-    ...     "k": [0, 0, 1, 1] * 2, "eval_task": ["t", "g"] * 4,
+    ...     "higher_is_better": True, "k": [0, 0, 1, 1] * 2, "eval_task": ["t", "g"] * 4,
     ...     "score": [80.0, 70.0, 50.0, 69.0, 80.0, 70.0, 60.0, 70.0]})
     >>> recoveries = pd.DataFrame({"model": "m", "task": "t", "method": "cs", "search": ["a", "b"],
     ...                            "top_heads": ["L1H2", "L0H0"], "n_evals": [100, 100]})
@@ -580,7 +586,8 @@ def methods_figure(evals: pd.DataFrame, recoveries: pd.DataFrame, k: int = 5, *,
     Examples
     --------
     >>> evals = pd.DataFrame({"model": "m", "task": "t", "method": ["cs"] * 4 + ["greedy"] * 4,
-    ...     "search": ["a"] * 4 + ["g"] * 4, "k": [0, 0, 1, 1] * 2, "eval_task": ["t", "g"] * 4,
+    ...     "higher_is_better": True, "search": ["a"] * 4 + ["g"] * 4, "k": [0, 0, 1, 1] * 2,
+    ...     "eval_task": ["t", "g"] * 4,
     ...     "score": [80.0, 70.0, 50.0, 69.0, 80.0, 70.0, 40.0, 70.0]})
     >>> recoveries = pd.DataFrame({"model": "m", "task": "t", "method": ["cs", "greedy"],
     ...     "search": ["a", "g"], "top_heads": ["L1H2", "L0H0"], "n_evals": [100, 1341]})

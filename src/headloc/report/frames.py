@@ -7,22 +7,28 @@ every delta has a baseline (:func:`check_baselines`).
 
 The long evaluations frame (``results/tables/evals_<scope>.tsv``, written by
 :func:`headloc.workflow.results.evals_frame`) has one row per full-dataset evaluation: ``model, kind,
-task, capability, method, search, k, headset, eval_task, eval_capability, score``. ``kind`` says
+task, capability, method, search, k, headset, eval_task, eval_capability, score, higher_is_better``
+(the direction of the eval task's metric, as its YAML or lm-eval declares it). ``kind`` says
 where the head set came from: ``"task"`` (the top-k heads of a search), ``"universal"`` and
 ``"knowledge"`` (one shared head, k = 1) or ``"extra"`` (user-given head sets, ignored here). A
 frame without a ``kind`` column is read as all ``"task"`` rows; without
 ``capability``/``eval_capability`` a task is its own capability. Scores arrive in display units
-(accuracy in percent, or percent of the unablated baseline for "relative" tasks), so every
-delta is in percentage points.
+(accuracy in percent, or percent of the unablated baseline for "relative" tasks; a metric in its
+own unit, such as a perplexity, unchanged), so a delta is in percentage points or that unit.
 
-Delta Task and Delta Gen follow the paper (section 5, Table 2 caption). For one run
-(``model, task, search``) after ablating its top ``k`` heads::
+Every delta is oriented by its eval task's direction, so that a negative delta always means the
+ablation made the task worse: ``delta = sign * (score(k) - score(0))`` with ``sign = +1`` for a
+higher-is-better metric and ``-1`` for a lower-is-better one (a perplexity that rises by 3 is a
+delta of -3). Delta Task and Delta Gen follow the paper (section 5, Table 2 caption) on these
+oriented deltas. For one run (``model, task, search``) after ablating its top ``k`` heads::
 
-    delta_task = score(eval_task == task, k) - score(eval_task == task, 0)
-    delta_gen  = mean over eval_task != task of (score(eval_task, k) - score(eval_task, 0))
+    delta_task = delta(eval_task == task, k)
+    delta_gen  = mean over eval_task != task of delta(eval_task, k)
 
-The baseline ``score(eval_task, 0)`` is shared by every run of a model: it is the mean of that
-model's ``k == 0`` rows for the eval task (they are copies of one unablated evaluation).
+so that Delta Gen never averages a worsening of one task with an improvement of another as if
+they were the same. The baseline ``score(eval_task, 0)`` is shared by every run of a model: it is
+the mean of that model's ``k == 0`` rows for the eval task (they are copies of one unablated
+evaluation).
 """
 
 from __future__ import annotations
@@ -35,8 +41,8 @@ import pandas as pd
 from headloc.heads import parse_head
 
 # The columns each input must have (the collected frames of headloc.workflow.results carry more).
-TASK_EVALS_NEED = ("model", "task", "method", "search", "k", "eval_task", "score")
-SHARED_EVALS_NEED = ("model", "k", "headset", "eval_task", "score")
+TASK_EVALS_NEED = ("model", "task", "method", "search", "k", "eval_task", "score", "higher_is_better")
+SHARED_EVALS_NEED = ("model", "k", "headset", "eval_task", "score", "higher_is_better")
 RECOVERIES_NEED = ("model", "task", "method", "search", "top_heads", "n_evals")
 MODELS_NEED = ("model", "n_layers", "n_heads", "total")
 TUNING_NEED = ("model", "task", "method", "n_masks", "sparsity", "top_heads", "baseline",
@@ -217,7 +223,7 @@ def task_runs(evals: pd.DataFrame, method: str | None = None, name: str = "evals
     Examples
     --------
     >>> evals = pd.DataFrame({"model": "m", "kind": ["task", "universal"], "task": ["t", ""],
-    ...                       "method": ["cs", ""], "search": ["s", ""], "k": 1,
+    ...                       "method": ["cs", ""], "search": ["s", ""], "k": 1, "higher_is_better": True,
     ...                       "eval_task": "t", "score": [1.0, 2.0]})
     >>> task_runs(evals, "cs")["score"].tolist()
     [1.0]
@@ -316,23 +322,41 @@ def check_baselines(rows: pd.DataFrame, baseline: pd.Series) -> None:
         raise ValueError(f"no baseline (k = 0) rows for {names}; every delta needs one")
 
 
-def with_delta(rows: pd.DataFrame, baseline: pd.Series) -> pd.DataFrame:
-    """``rows`` plus a ``delta`` column: score minus the model's baseline on the eval task.
-
-    Raises ValueError as :func:`check_baselines` does.
+def directions(rows: pd.DataFrame) -> pd.Series:
+    """+1 for each row of a higher-is-better eval task, -1 for a lower-is-better one (the
+    ``higher_is_better`` column); ValueError naming an eval task whose direction is not a boolean.
 
     Examples
     --------
-    >>> rows = pd.DataFrame({"model": "m", "eval_task": ["a", "a"], "k": [0, 1],
-    ...                      "score": [70.0, 52.5]})
+    >>> directions(pd.DataFrame({"eval_task": ["acc", "ppl"], "higher_is_better": [True, False]})).tolist()
+    [1.0, -1.0]
+    """
+    check_columns(rows, ["eval_task", "higher_is_better"], "evals")
+    valid = rows["higher_is_better"].map(lambda value: isinstance(value, (bool, np.bool_)))
+    if not valid.all():
+        bad = rows[~valid].iloc[0]
+        raise ValueError(f"evals: eval_task {bad['eval_task']!r} has higher_is_better {bad['higher_is_better']!r}; "
+                         "expected True or False (its metric's direction)")
+    return rows["higher_is_better"].map({True: 1.0, False: -1.0}).astype(float)
+
+
+def with_delta(rows: pd.DataFrame, baseline: pd.Series) -> pd.DataFrame:
+    """``rows`` plus a ``delta`` column: score minus the model's baseline on the eval task, oriented
+    by the eval task's direction (:func:`directions`): negative means worse.
+
+    Raises ValueError as :func:`check_baselines` and :func:`directions` do.
+
+    Examples
+    --------
+    >>> rows = pd.DataFrame({"model": "m", "eval_task": ["a", "a", "ppl", "ppl"], "k": [0, 1, 0, 1],
+    ...                      "score": [70.0, 52.5, 20.0, 23.0], "higher_is_better": [True, True, False, False]})
     >>> with_delta(rows, baselines(rows))["delta"].tolist()
-    [0.0, -17.5]
+    [0.0, -17.5, 0.0, -3.0]
     """
     check_baselines(rows, baseline)
     rows = rows.copy()
-    rows["delta"] = rows["score"] - rows.join(baseline.rename("_base"), on=["model", "eval_task"])[
-        "_base"
-    ]
+    change = rows["score"] - rows.join(baseline.rename("_base"), on=["model", "eval_task"])["_base"]
+    rows["delta"] = change * directions(rows) + 0.0  # + 0.0: an unchanged lower-is-better score is 0, not -0
     return rows
 
 
@@ -374,7 +398,7 @@ def deltas(
     Examples
     --------
     >>> evals = pd.DataFrame({
-    ...     "model": "m", "task": "gsm8k", "method": "cs_stratified", "search": "s0",
+    ...     "model": "m", "higher_is_better": True, "task": "gsm8k", "method": "cs_stratified", "search": "s0",
     ...     "k": [0, 0, 1, 1], "eval_task": ["gsm8k", "boolq"] * 2,
     ...     "score": [80.0, 70.0, 50.0, 69.0]})
     >>> deltas(evals)[["k", "score", "delta_task", "delta_gen"]]
@@ -431,7 +455,7 @@ def shared_heads(evals: pd.DataFrame, kind: str) -> tuple[pd.DataFrame, list[tup
 
     Examples
     --------
-    >>> evals = pd.DataFrame({"model": "m", "kind": "universal", "k": [0, 1, 1],
+    >>> evals = pd.DataFrame({"model": "m", "higher_is_better": True, "kind": "universal", "k": [0, 1, 1],
     ...                       "headset": ["none", "L2H0", "L1H3"], "eval_task": "a",
     ...                       "score": [70.0, 60.0, 65.0]})
     >>> rows, pairs = shared_heads(evals, "universal")

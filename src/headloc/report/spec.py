@@ -49,6 +49,11 @@ class ReportOptions:
         The knowledge multiple-choice eval tasks (Table 8, Figure 3).
     figure_model, figure_capability : str, optional
         The model and capability Figures 1, 2 (model also 4) show; None: the first searched.
+    units : mapping of str to (str, str)
+        Task -> (display unit, metric), :meth:`headloc.workflow.plan.Plan.report_options`.
+    directions : mapping of str to bool
+        Task -> whether its metric is higher-is-better; the captions name the lower-is-better
+        tasks, whose changes enter every delta with their sign flipped.
 
     Examples
     --------
@@ -65,7 +70,8 @@ class ReportOptions:
     knowledge_eval_tasks: tuple[str, ...] = ()
     figure_model: str | None = None
     figure_capability: str | None = None
-    units: Mapping[str, Sequence[str]] = field(default_factory=dict)  # task -> (unit, metric), Plan.report_options
+    units: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    directions: Mapping[str, bool] = field(default_factory=dict)
 
     def __post_init__(self):
         top_k = self.top_k
@@ -81,6 +87,10 @@ class ReportOptions:
                 value = tuple(value)
             object.__setattr__(self, name, value)
         object.__setattr__(self, "capabilities", dict(self.capabilities or {}))
+        bad = {task: value for task, value in (self.directions or {}).items() if not isinstance(value, bool)}
+        if bad:
+            raise ValueError(f"directions must map each task to True or False (higher is better), got {bad!r}")
+        object.__setattr__(self, "directions", dict(self.directions or {}))
 
     def unit_note(self) -> str:
         """What a caption adds for tasks not shown in percent (:func:`headloc.workflow.results.display_score`).
@@ -93,6 +103,21 @@ class ReportOptions:
         other = [f"{task} {words[unit].format(metric=metric)}" for task, (unit, metric) in self.units.items()
                  if unit != "points"]
         return f"; not in percentage points: {', '.join(other)}" if other else ""
+
+    def delta_note(self) -> str:
+        """How a delta reads: negative is worse, and how each task's change enters (its metric, its
+        unit, and "lower is better: sign flipped" for a lower-is-better metric); empty without units
+        (no run told them).
+
+        >>> ReportOptions(units={"arc": ["points", "acc"], "swear": ["relative", "profane_words"]},
+        ...               directions={"arc": True, "swear": False}).delta_note()
+        'negative = worse, each task entering as arc (acc, percentage points), swear (profane_words, % of unablated, lower is better: sign flipped)'
+        """
+        words = {"points": "percentage points", "relative": "% of unablated", "own": "own unit"}
+        terms = [f"{task} ({metric}, {words[unit]}"
+                 f"{', lower is better: sign flipped' if self.directions.get(task) is False else ''})"
+                 for task, (unit, metric) in self.units.items()]
+        return f"negative = worse, each task entering as {', '.join(terms)}" if terms else ""
 
     def caption_fields(self) -> dict[str, object]:
         """The values a caption template may name: ``{k}``, ``{gen}`` and ``{main}``.
@@ -172,8 +197,11 @@ class TableSpec:
 
     def title(self, options: ReportOptions) -> str:
         """The caption for this run (Markdown title line, LaTeX caption), saying which tasks' scores
-        are not in percent."""
-        return self.caption.format(**options.caption_fields()) + options.unit_note()
+        are not in percent, and for a table of deltas how each task's change enters them."""
+        caption = self.caption.format(**options.caption_fields())
+        if self.deltas and options.delta_note():
+            return f"{caption}; {options.delta_note()}"  # it names every task's unit too
+        return caption + options.unit_note()
 
     def build(self, frames: Mapping[str, pd.DataFrame], options: ReportOptions) -> pd.DataFrame:
         """The table from the collected frames keyed by input name (others are ignored).

@@ -162,7 +162,7 @@ def table2(
     Examples
     --------
     >>> evals = pd.DataFrame({
-    ...     "model": "m", "task": "gsm8k", "method": "cs_stratified", "search": "s0",
+    ...     "model": "m", "higher_is_better": True, "task": "gsm8k", "method": "cs_stratified", "search": "s0",
     ...     "k": [0, 0, 1, 1], "eval_task": ["gsm8k", "boolq"] * 2,
     ...     "score": [80.0, 70.0, 50.0, 69.0]})
     >>> table2(evals, k=5)[["k", "delta_task", "delta_gen"]]
@@ -226,8 +226,8 @@ def table3(
     Examples
     --------
     >>> evals = pd.DataFrame({
-    ...     "model": "m", "task": "gsm8k", "capability": "math", "method": "cs", "search": "s0",
-    ...     "k": [0, 0, 0, 1, 1, 1], "eval_task": ["gsm8k", "arithmetic", "boolq"] * 2,
+    ...     "model": "m", "higher_is_better": True, "task": "gsm8k", "capability": "math", "method": "cs",
+    ...     "search": "s0", "k": [0, 0, 0, 1, 1, 1], "eval_task": ["gsm8k", "arithmetic", "boolq"] * 2,
     ...     "eval_capability": ["math", "math", "general"] * 2,
     ...     "score": [80.0, 90.0, 70.0, 50.0, 60.0, 69.0]})
     >>> table3(evals)[["id_on", "eval_on", "delta_task", "delta_gen"]]
@@ -336,7 +336,7 @@ def table4(
     Examples
     --------
     >>> evals = pd.DataFrame({
-    ...     "model": "m", "task": "gsm8k", "method": "cs", "search": "s0",
+    ...     "model": "m", "higher_is_better": True, "task": "gsm8k", "method": "cs", "search": "s0",
     ...     "k": [0, 0, 1, 1], "eval_task": ["gsm8k", "boolq"] * 2,
     ...     "score": [80.0, 70.0, 50.0, 69.0]})
     >>> recoveries = pd.DataFrame({"model": ["m"], "task": ["gsm8k"], "method": ["cs"],
@@ -417,7 +417,7 @@ def table5(
     Examples
     --------
     >>> evals = pd.DataFrame({
-    ...     "model": "m", "kind": "universal", "k": [0, 0, 0, 1, 1, 1],
+    ...     "model": "m", "higher_is_better": True, "kind": "universal", "k": [0, 0, 0, 1, 1, 1],
     ...     "headset": ["none"] * 3 + ["L0H3"] * 3, "eval_task": ["gsm8k", "mbpp", "boolq"] * 2,
     ...     "score": [80.0, 50.0, 70.0, 40.0, 45.0, 60.0]})
     >>> table5(evals, gen_tasks=["boolq"], capabilities={"gsm8k": "math", "mbpp": "code",
@@ -498,7 +498,7 @@ def table6(
     Examples
     --------
     >>> evals = pd.DataFrame({
-    ...     "model": "m", "task": "gsm8k", "method": "cs_stratified", "search": "s0",
+    ...     "model": "m", "higher_is_better": True, "task": "gsm8k", "method": "cs_stratified", "search": "s0",
     ...     "k": [0, 0, 1, 1], "eval_task": ["gsm8k", "boolq"] * 2,
     ...     "score": [80.0, 70.0, 50.0, 69.0]})
     >>> table6(evals)[["n_heads", "score", "delta_task", "delta_gen"]]
@@ -574,7 +574,7 @@ def table7(evals: pd.DataFrame) -> pd.DataFrame:
     Examples
     --------
     >>> evals = pd.DataFrame({
-    ...     "model": "m", "kind": "universal", "k": [0, 0, 1, 1],
+    ...     "model": "m", "higher_is_better": True, "kind": "universal", "k": [0, 0, 1, 1],
     ...     "headset": ["none", "none", "L1H2", "L1H2"], "eval_task": ["gsm8k", "boolq"] * 2,
     ...     "score": [80.0, 70.0, 40.0, 65.0]})
     >>> table7(evals)
@@ -633,7 +633,7 @@ def table8(evals: pd.DataFrame, knowledge_eval_tasks: Sequence[str] = ()) -> pd.
     Examples
     --------
     >>> evals = pd.DataFrame({
-    ...     "model": "m", "kind": "knowledge", "k": [0, 0, 0, 1, 1, 1],
+    ...     "model": "m", "higher_is_better": True, "kind": "knowledge", "k": [0, 0, 0, 1, 1, 1],
     ...     "headset": ["none"] * 3 + ["L0H22"] * 3,
     ...     "eval_task": ["mmlu", "wmdp_bio", "gsm8k"] * 2,
     ...     "score": [46.0, 56.0, 33.0, 25.0, 26.0, 34.0]})

@@ -530,8 +530,14 @@ def check_id_task(name: str, spec: dict, read: TaskYaml, scorer: TaskYaml | None
 
 
 def check_direction(key: str, metric: str, read: TaskYaml) -> list[Problem]:
-    """Every ranking and table follows the metric's direction: refuse a metric without one."""
-    if metric_direction(read.yaml, metric) is not None:
+    """Every ranking and table follows the metric's direction: refuse a metric without one, or with
+    one that is not a YAML boolean."""
+    try:
+        declared = metric_direction(read.yaml, metric)
+    except ValueError as error:
+        source = defining_file(read.path, "metric_list")
+        return [(key, f"{metric!r} is read from {source}, where {error}")]
+    if declared is not None:
         return []
     return [(key, f"{metric!r} of task {read.task} ({read.path}) has no declared direction: neither the task's "
                   "metric_list nor lm-eval's metric registry says whether higher is better, and every "

@@ -130,6 +130,12 @@ class TaskFacts:
         refused a metric that declares neither)."""
         return self._direction(*self.plan.id_scoring(task))
 
+    def directions(self) -> dict[str, bool]:
+        """Task -> whether its metric (``tasks.<name>.metric`` of its lm_eval_task: what validation
+        scores and the tables show) is higher-is-better; the report orients every delta by it."""
+        return {task: self._direction(spec["lm_eval_task"], spec["metric"])
+                for task, spec in self.config["tasks"].items()}
+
     def _direction(self, lm_eval_task: str, metric: str) -> bool:
         if lm_eval_task not in self._configs:
             self._configs[lm_eval_task] = load_task_yaml(task_yaml(lm_eval_task, self.lookup_folders))

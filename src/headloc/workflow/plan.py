@@ -344,8 +344,10 @@ class Plan:
         """Every task's display unit (:meth:`unit`)."""
         return {task: self.unit(task) for task in self.tasks}
 
-    def report_options(self) -> dict:
-        """The fields of :class:`headloc.report.ReportOptions` for this run."""
+    def report_options(self, directions: Mapping[str, bool] | None = None) -> dict:
+        """The fields of :class:`headloc.report.ReportOptions` for this run; ``directions`` (task ->
+        higher_is_better, :meth:`headloc.workflow.facts.TaskFacts.directions`, read from the task
+        YAMLs, which this plan does not read) let the captions say which changes are sign-flipped."""
         report, knowledge = self.config["report"], self.config["knowledge"]
         searched = [self.capabilities[task] for task in self.localized]
         gen_tasks = self.config["validation"]["gen_tasks"]
@@ -362,6 +364,7 @@ class Plan:
             "figure_model": report["model"] or self.models[0],
             "figure_capability": report["capability"] or (searched[0] if searched else None),
             "units": {task: [self.unit(task), self.config["tasks"][task]["metric"]] for task in self.tasks},
+            "directions": dict(directions or {}),
         }
 
 

@@ -6,7 +6,9 @@ task-specific top-k (``kind`` "task", ablated cumulatively), a universal or know
 alone), or an extra head set from the config. Scores are put in display units here, once: a
 fraction becomes a percentage, and a task marked relative (swearing) becomes percent of its
 unablated baseline, and any other metric (a perplexity) stays in its own unit
-(:meth:`headloc.workflow.plan.Plan.unit`).
+(:meth:`headloc.workflow.plan.Plan.unit`). Each score keeps its metric's direction beside it
+(column ``higher_is_better``): the report orients every change by it, so that a negative delta is
+always damage (:func:`headloc.report.frames.with_delta`).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from headloc.workflow.selection import select_heads
 RECOVERIES_FRAME_COLUMNS = ["model", "task", "capability", "method", "search", "top_heads", "n_evals", "r2",
                             "alpha"]
 EVALS_FRAME_COLUMNS = ["model", "kind", "task", "capability", "method", "search", "k", "headset", "eval_task",
-                       "eval_capability", "score"]
+                       "eval_capability", "score", "higher_is_better"]
 MODELS_FRAME_COLUMNS = ["model", "source", "n_layers", "n_heads", "n_kv_heads", "total"]
 TUNING_FRAME_COLUMNS = ["model", "task", "method", "n_masks", "sparsity", "search", "top_heads", "baseline",
                         "ablated", "degradation", "chosen"]
@@ -103,16 +105,23 @@ def recoveries_frame(recoveries: Sequence[dict], chosen: Sequence[dict] = (),
 
 
 def evals_frame(chosen: Sequence[dict], evals: Sequence[dict], units: Mapping[str, str] | None = None,
-                capabilities: Mapping[str, str] | None = None) -> pd.DataFrame:
+                capabilities: Mapping[str, str] | None = None, *, directions: Mapping[str, bool]) -> pd.DataFrame:
     """One row per (selection, number of heads ablated k, evaluated task), score in display units
-    (``units``: task -> unit of :func:`display_score`; ``points`` for a task it lacks).
+    (``units``: task -> unit of :func:`display_score`; ``points`` for a task it lacks), beside the
+    direction of the evaluated task's metric (``directions``: task -> higher_is_better, as its YAML
+    or lm-eval declares it), which every delta of the report is oriented by.
 
     A cumulative "task" selection gives k = 0..len(heads) (cumulative top heads, k = 0 the
     baseline); any other task or unfiltered selection k = 0 and k = len(heads); the other kinds
     give their k = len(heads) rows, plus one set of k = 0 baseline rows per model and kind.
-    Raises KeyError naming the (model, task, head set) of an evaluation that is missing.
+    Raises KeyError naming the (model, task, head set) of an evaluation that is missing, and
+    ValueError naming an evaluated task without a boolean direction.
     """
     capabilities, units = capabilities or {}, units or {}
+    for task in dict.fromkeys(e["task"] for e in evals):
+        if not isinstance(directions.get(task), bool):
+            raise ValueError(f"task {task}: its metric's direction (higher_is_better) is "
+                             f"{directions.get(task, 'missing')!r}; expected True or False for every evaluated task")
     values = {(e["model"], e["task"], e["headset"]): e["value"] for e in evals}
     eval_tasks: dict[str, list[str]] = {}
     for e in evals:
@@ -132,6 +141,7 @@ def evals_frame(chosen: Sequence[dict], evals: Sequence[dict], units: Mapping[st
                 "headset": headset, "eval_task": eval_task,
                 "eval_capability": capabilities.get(eval_task, eval_task),
                 "score": _shown(eval_task, values[(model, eval_task, headset)], baseline, units),
+                "higher_is_better": directions[eval_task],
             })
 
     for selection in chosen:
