@@ -115,6 +115,34 @@ def test_certificate_by_hand():
     assert certificate({**deltas, "x": 0.0, "y": -0.01}, ["A", "B", "P1", "P2"], ["P1", "P2"], -0.9)["passes"]
 
 
+def ratios_case(over_largest: float, over_tau: float) -> dict:
+    """Effects whose weakest planted one (B) stands ``over_largest`` times above the largest unplanted
+    effect and ``over_tau`` times above their spread (``over_tau`` > ``over_largest``: a spread is
+    never above the largest deviation): 199 unplanted heads at +-s and one at -largest."""
+    beta = 1.0
+    largest = beta / over_largest
+    n = 200
+    tau_target = beta / over_tau
+    # n - 1 heads at +-s (half each) and one at -largest: std = sqrt(((n-1) s^2 + l^2) / n - mean^2)
+    s = np.sqrt(max(0.0, (n * tau_target**2 - largest**2) / (n - 1)))
+    unplanted = {f"u{i}": (s if i % 2 else -s) for i in range(n - 1)}
+    unplanted["big"] = -largest
+    return {"A": -2.0, "B": -beta, **unplanted}
+
+
+@pytest.mark.parametrize("over_largest, over_tau, passes", [
+    (5.59, 53.81, True),  # a real certified task (c270-s1's copy4): just above 5 x the largest
+    (6.0, 19.0, False),  # above 5 x the largest unplanted effect, but only 19 x the spread
+    (4.9, 40.0, False),  # below 5 x the largest unplanted effect
+    (21.0, 50.0, True),
+])
+def test_certificate_holds_beta_to_5_x_the_largest_and_20_x_tau(over_largest, over_tau, passes):
+    """The rule's two constants in their places: beta_min >= 5 x |largest unplanted| and >= 20 x tau."""
+    c = certificate(ratios_case(over_largest, over_tau), ["A", "B"], [], pair_both=None)
+    assert (c["beta_over_largest"], c["beta_over_tau"]) == pytest.approx((over_largest, over_tau), rel=0.02)
+    assert c["passes"] is passes
+
+
 def test_ground_truth_is_a_workflow_of_its_own(tmp_path):
     """ground_truth.smk plans every model of `build` and its truth, in a fresh working directory."""
     run = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "ground_truth.smk"), "-n", "--quiet",

@@ -74,3 +74,79 @@ def test_an_unknown_variant_is_refused():
     av = script("adaptive_variants")
     with pytest.raises(ValueError, match="unknown variant 'half'; expected one of built, share50, confirm, residual"):
         av.variant_ranking("half", lambda masks: np.zeros(len(masks)), 60, 3, 40, 0)
+
+
+# ------------------------------------------------------------------ benchmarks/ground_truth.py's scoring
+
+
+def recall_rows():
+    """Two placements of one size (64 heads), one certified task each plus one failing task; greedy,
+    group testing at four budgets over two seeds. Recalls, evaluations and found flags chosen so that
+    every summary number below can be worked out by hand."""
+    import pandas as pd
+
+    base = {"size": "c64", "n_heads": 64, "k": 4, "seconds": 1.0, "top": ""}
+    rows = []
+    for model in ("c64-s0", "c64-s1"):
+        rows.append({**base, "model": model, "task": "copy", "method": "greedy", "budget": None, "seed": 0,
+                     "n_evals": 200, "certified": True, "recall": 1.0, "universal_found": True, "pair_found": True})
+        rows.append({**base, "model": model, "task": "bad", "method": "greedy", "budget": None, "seed": 0,
+                     "n_evals": 200, "certified": False, "recall": 0.0, "universal_found": False,
+                     "pair_found": False})
+        for seed, (r50, r100) in enumerate([(0.5, 1.0), (1.0, 1.0)]):
+            rows.append({**base, "model": model, "task": "copy", "method": "group_testing", "budget": 50,
+                         "seed": seed, "n_evals": 40, "certified": True, "recall": r50, "universal_found": True,
+                         "pair_found": seed == 1})
+            r75 = 0.84 if (model, seed) == ("c64-s1", 1) else 1.0  # mean 0.96, but all found in 3 of 4
+            rows.append({**base, "model": model, "task": "copy", "method": "group_testing", "budget": 75,
+                         "seed": seed, "n_evals": 50, "certified": True, "recall": r75, "universal_found": True,
+                         "pair_found": True})
+            rows.append({**base, "model": model, "task": "copy", "method": "group_testing", "budget": 100,
+                         "seed": seed, "n_evals": 60, "certified": True, "recall": r100, "universal_found": True,
+                         "pair_found": True})
+            rows.append({**base, "model": model, "task": "copy", "method": "group_testing", "budget": 200,
+                         "seed": seed, "n_evals": 80, "certified": True, "recall": 1.0, "universal_found": True,
+                         "pair_found": True})
+    return pd.DataFrame(rows)
+
+
+def test_the_ground_truth_summary_counts_certified_tasks_only():
+    gt = script("ground_truth")
+    summary = gt.summarise(recall_rows())
+    greedy = summary[summary["method"] == "greedy"].iloc[0]  # its failing task (recall 0) left out
+    assert (greedy["runs"], greedy["recall"], greedy["p_all_found"], greedy["ratio_to_greedy"]) == (2, 1.0, 1.0, 1.0)
+    at50 = summary[(summary["method"] == "group_testing") & (summary["budget"] == 50)].iloc[0]
+    # recalls 0.5, 1, 0.5, 1: mean 0.75, s.d. 0.2887, s.e. 0.1443; all found in 2 of 4; pair in 2 of 4
+    assert at50["runs"] == 4 and at50["placements"] == 2
+    assert at50["recall"] == pytest.approx(0.75) and at50["se"] == pytest.approx(0.5 / np.sqrt(3) / 2)
+    assert at50["p_all_found"] == 0.5 and at50["pair_found"] == 0.5 and at50["universal_found"] == 1.0
+    assert at50["n_evals"] == 40 and at50["ratio_to_greedy"] == pytest.approx(0.2)
+    at100 = summary[(summary["method"] == "group_testing") & (summary["budget"] == 100)].iloc[0]
+    assert (at100["recall"], at100["p_all_found"], at100["ratio_to_greedy"]) == (1.0, 1.0, pytest.approx(0.3))
+
+
+def test_the_goal_cell_is_the_cheapest_budget_meeting_both_goals():
+    gt = script("ground_truth")
+    cells = gt.goal_cells(gt.summarise(recall_rows())).set_index("method")
+    # budget 50: mean recall 0.75 < 0.95; budget 75: mean 0.96 but P(recall = 1) = 0.75 < 0.9; 200 costs more
+    assert cells.loc["group_testing", "budget"] == 100
+    assert cells.loc["greedy", "n_evals"] == 200
+
+
+def test_the_budget_fit_reads_the_smallest_budget_at_the_recall_goal():
+    gt = script("ground_truth")
+    fit = gt.budget_fit(recall_rows())
+    assert fit["method"].tolist() == ["group_testing"]  # greedy spends no budget; the failing task is left out
+    row = fit.iloc[0]
+    assert row["masks_at_goal"] == 50 and row["k"] == 4  # budget 75: mean recall 0.96 >= 0.95
+    assert row["per_k_log_n"] == pytest.approx(50 / (4 * np.log(64 / 4)))
+
+
+def test_task_truth_gives_the_universal_head_and_the_pair_slots_of_their_own():
+    gt = script("ground_truth")
+    entry = {"planted": {"L0H1": {"role": "universal"}, "L1H0": {"role": "copy"}, "L2H3": {"role": "copy"},
+                         "L3H0": {"role": "pair"}, "L3H1": {"role": "pair"}},
+             "pair": {"heads": ["L3H0", "L3H1"]}, "certificate": {"passes": True, "weakest": "L2H3"}}
+    truth = gt.task_truth(entry)
+    assert truth["roles"] == ["L1H0", "L2H3"] and truth["universal"] == ["L0H1"]
+    assert truth["k"] == 5 and truth["certified"] and truth["weakest"] == "L2H3"
