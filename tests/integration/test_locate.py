@@ -232,7 +232,8 @@ def gpt2_without_head(vocab_size: int):
 
 @pytest.mark.parametrize("swap, message", [
     ("no_head", "model GPT2Model has no language-model head (get_output_embeddings() is None), but an lm-eval "
-                "task scores next-token logits: load it with AutoModelForCausalLM (e.g. GPT2LMHeadModel, not GPT2Model)"),
+                "task scores next-token logits: load it with AutoModelForCausalLM (e.g. GPT2LMHeadModel, not "
+                "GPT2Model)"),
     ("tokenizer_first", "model is a tokenizer ({tokenizer}); pass the model first, then its tokenizer"),
     ("model_twice", "tokenizer is a model (LlamaForCausalLM); pass the model first, then its tokenizer"),
     ("not_a_tokenizer", "tokenizer must be a transformers tokenizer (AutoTokenizer.from_pretrained), got str"),

@@ -12,6 +12,10 @@ gradient job, draw, then the recovery that ranks the heads); only the scoring ru
 through the engine the workflow's scoring jobs use. The defaults are the workflow's
 (config/schema.yaml): budget 100 masks, sparsity 0.05, Lasso penalty by cross-validation, seed 0,
 top 5, 16 rows per forward pass, 8 masks per pass.
+
+For a notebook: the model is searched in eval() mode and given back in the mode it came in;
+``progress=False`` prints nothing (lm-eval's own output included); the result shows itself in a few
+lines, or as HTML with its heatmap; what cannot be searched is refused before any work.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import logging
 import shutil
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -108,7 +112,7 @@ def check_search(method: str, budget, options, *, top_k, seed, sparsity, alpha) 
     their defaults); ValueError naming a bad one and what would be valid."""
     spec = methods.get(method)
     budget = _budget(spec, budget)
-    _check_search(top_k=top_k, seed=seed, sparsity=sparsity, alpha=alpha)
+    _check_settings(top_k=top_k, seed=seed, sparsity=sparsity, alpha=alpha)
     return spec, budget, _options(spec, options)
 
 
@@ -222,7 +226,7 @@ def _quiet(progress: bool, task: Task):
     return lm_eval_quiet()
 
 
-def _check_search(*, top_k, seed, sparsity, alpha) -> None:
+def _check_settings(*, top_k, seed, sparsity, alpha) -> None:
     if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
         raise ValueError(f"top_k must be a positive integer, got {top_k!r}")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
@@ -386,7 +390,7 @@ class Located:
         buffer = io.BytesIO()
         self.heatmap().savefig(buffer, format="png")
         png = base64.b64encode(buffer.getvalue()).decode("ascii")
-        rows = "".join(f"<tr><td>{rank}</td><td>{head}</td><td>{value}</td></tr>"
+        rows = "".join(f"<tr><td>{rank}</td><td>{html.escape(head)}</td><td>{value}</td></tr>"
                        for rank, (head, value) in enumerate(self._top(), 1))
         warned = "".join(f"<li>warning: {html.escape(warning)}</li>" for warning in self.warnings)
         return (f"<div><p><b>Located</b> {html.escape(self._title())}</p>"
