@@ -408,6 +408,17 @@ def perplexity_search(tmp_path_factory, tokenizer):
     return found, model, tokenizer
 
 
+def test_a_task_whose_documents_the_datasets_library_loads_prints_nothing_either(tmp_path, tokenizer, capfd):
+    """A task YAML with a dataset_path: lm-eval loads its documents with the datasets library, whose
+    own bar ('Generating test split', on first loading a file) stays off with progress=False."""
+    (tmp_path / "docs.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in PPL_DOCS))
+    (tmp_path / "ppl.yaml").write_text(PPL_TASK.format(docs=tmp_path / "docs.jsonl"))
+    found = headloc.locate(tiny_llama(len(tokenizer)), tokenizer, str(tmp_path / "ppl.yaml"), method="greedy1s",
+                           top_k=1, batch_size=8, progress=False)
+    found.validate(progress=False)
+    assert capfd.readouterr() == ("", "")
+
+
 def test_validate_shows_a_perplexity_in_its_own_unit_and_a_rise_as_damage(perplexity_search):
     """Delta Task is the perplexity's change as computed here from the model with its top heads
     zeroed (not 100 x it); Delta Gen over the same task again is minus it (negative = damage); an
