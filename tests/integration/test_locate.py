@@ -1,27 +1,36 @@
-"""headloc.locate and `python -m headloc locate` (issue 34): docs/library.md's walkthrough run as
-written on the planted model, the command on a tiny random Llama and an lm-eval task, and the
-errors bad input must raise. That locate gives the workflow's ranking is checked against a
-workflow run in tests/workflow/test_methods.py (test_locate_matches_the_workflow)."""
+"""headloc.locate: docs/library.md's walkthrough run as written on the planted model, what a notebook
+sees (the model's mode, nothing printed with progress=False, a short repr and an HTML one),
+validate() in each metric's own unit, and the errors bad input must raise before any work. The
+command `python -m headloc locate` is tests/integration/test_cli.py's. That locate gives the
+workflow's ranking is checked against a workflow run in tests/workflow/test_methods.py
+(test_locate_matches_the_workflow)."""
 
 from __future__ import annotations
 
+import base64
+import io
 import json
-import os
+import logging
+import math
 import re
-import subprocess
-import sys
+from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from PIL import Image
+
 import headloc
+from headloc import methods
+from conftest import tiny_llama, zeroed_copy
 from planted import PLANTED, planted_dir, planted_model
 
 REPO = Path(__file__).resolve().parents[2]
 LIBRARY = REPO / "docs" / "library.md"
 PLANTED_HEAD = "L{}H{}".format(*PLANTED)
+HEADS = [f"L{i // 4}H{i % 4}" for i in range(8)]  # the tiny models' heads, in mask order
 
 
 def walkthrough_blocks() -> list[str]:
@@ -46,7 +55,6 @@ def test_the_walkthrough_runs_as_written_and_finds_the_planted_head(tmp_path, mo
     rows = namespace["rows"]
     model = planted_model()
     accuracy = namespace["repeat_first"](model)
-    from conftest import zeroed_copy
     mask = np.zeros(8, dtype=int)
     mask[PLANTED[0] * 4 + PLANTED[1]] = 1
     ablated = namespace["repeat_first"](zeroed_copy(model, mask))
@@ -63,10 +71,30 @@ def test_the_walkthrough_runs_as_written_and_finds_the_planted_head(tmp_path, mo
     assert max((n for n in mib["nodes"] if n.startswith("a")), key=lambda n: mib["nodes"][n]["score"]) == "a1.h2"
 
 
+def test_the_manuals_offline_model_loads_as_written(tmp_path, monkeypatch, smollm2_dir, tokenizer):
+    """docs/library.md's recipe for the embedded model, run as written in a folder where the
+    conversion is done (its convert_gguf call is the one conftest's smollm2_dir makes): SmolLM2's
+    30 layers x 9 heads with their language-model head, in eval() mode, and its tokenizer."""
+    from headloc.api.locator import check_model
+    from headloc.heads import HeadGeometry
+
+    text = LIBRARY.read_text()
+    section = text.split("<!-- embedded-model -->")[1].split("<!-- /embedded-model -->")[0]
+    (block,) = re.findall(r"```python\n(.*?)```", section, flags=re.S)
+    (tmp_path / "smollm2-135m-instruct").symlink_to(smollm2_dir)
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    exec(compile(block, str(LIBRARY), "exec"), namespace)
+    model, loaded = namespace["model"], namespace["tokenizer"]
+    geometry = HeadGeometry.of(model.config)
+    assert (geometry.n_layers, geometry.n_heads) == (30, 9) and not model.training
+    assert loaded("The cat").input_ids == tokenizer("The cat").input_ids and loaded.chat_template
+    check_model(model, loaded, "headloc_ioi_margin")  # what locate checks first: nothing refused
+
+
 def test_a_callable_task_gets_the_scores_a_plain_ablation_gives(tmp_path):
     """greedy1s on a callable: each head's value is the score with that head's output columns zeroed
     (conftest.zeroed_copy, not headloc's hooks) minus the unablated score."""
-    from conftest import zeroed_copy
 
     import torch
 
@@ -118,7 +146,14 @@ def test_an_lm_eval_tasks_direction_is_read_never_contradicted():
 @pytest.mark.parametrize("kwargs, message", [
     ({"method": "lasso"}, "unknown search method 'lasso'; known: attribution"),
     ({"method": "greedy", "budget": 10}, "method 'greedy' spends no mask budget (budget=10)"),
-    ({"budget": 0}, "budget must be a positive number of masks for cs_stratified, got 0"),
+    ({"budget": 0}, "budget 0 is too small for cs_stratified: it needs at least 2 masks"),
+    ({"budget": 2.5}, "budget must be a whole number of masks for cs_stratified, got 2.5"),
+    ({"method": "group_testing", "options": {"extra_head": 3}},
+     "method 'group_testing' has no option 'extra_head'; its options are group_size (default 'auto'), "
+     "masks_per_round (default 1), extra_heads (default 2)"),
+    ({"options": {"steps": 3}}, "method 'cs_stratified' takes no options, got {'steps': 3}; the methods with "
+                                "options are chg, group_testing, thompson"),
+    ({"method": "group_testing", "options": {"extra_heads": -1}}, "got -1"),  # the method's own check
     ({"top_k": 0}, "top_k must be a positive integer, got 0"),
     ({"sparsity": 1.5}, "sparsity must lie in (0, 1), got 1.5"),
     ({"alpha": "auto"}, "alpha must be 'cv' or a number >= 0, got 'auto'"),
@@ -138,51 +173,10 @@ def test_bad_arguments_are_refused_by_name(kwargs, message):
     ("headloc_ioi", {"documents": [1, -2]}, "documents=[1, -2]: expected None, a number, a file"),
     ("headloc_ioi", {}, "lm-eval task 'headloc_ioi' needs the model's tokenizer; got tokenizer=None"),
 ])
-def test_bad_tasks_are_refused_by_name(task, kwargs, message):
+def test_bad_tasks_are_refused_by_name(task, kwargs, message, tokenizer):
     with pytest.raises(ValueError) as error:
-        headloc.locate(planted_model(), None, task, progress=False, **kwargs)
+        headloc.locate(planted_model(), None if "tokenizer" in message else tokenizer, task, progress=False, **kwargs)
     assert message in str(error.value)
-
-
-def test_help_documents_every_option():
-    from headloc.api.cli import parser
-
-    result = subprocess.run([sys.executable, "-m", "headloc", "locate", "--help"], capture_output=True,
-                            text=True, check=True)
-    (locate,) = [a for a in parser()._actions if a.dest == "command"][0].choices.values()
-    options = [s for action in locate._actions for s in action.option_strings if s.startswith("--")]
-    assert len(options) >= 18
-    for option in options:
-        assert option in result.stdout, option
-    assert all(name in result.stdout for name in headloc.methods.names())
-
-
-def test_the_command_prints_the_top_k_and_writes_the_folder(tmp_path, tiny_model_dir):
-    """On a tiny random Llama and headloc_ioi's first 4 documents: the printed top 2 is
-    recovery.json's, whose one-shot values are the masks' scores read back from masks.tsv."""
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    command = [sys.executable, "-m", "headloc", "locate", "--model", str(tiny_model_dir), "--task", "headloc_ioi",
-               "--method", "greedy1s", "--top-k", "2", "--documents", "4", "--batch-size", "8",
-               "--out", str(tmp_path / "found"), "--quiet"]
-    result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path)
-    assert result.returncode == 0, result.stderr[-3000:]
-    record = json.loads((tmp_path / "found" / "recovery.json").read_text())
-    assert record["search"] == "greedy1s_n4_s0" and record["task"] == "headloc_ioi"
-    scores = pd.read_csv(tmp_path / "found" / "masks.tsv", sep="\t")["score"].to_numpy()
-    heads = [f"L{i // 4}H{i % 4}" for i in range(8)]
-    assert record["coef"] == pytest.approx({h: scores[1 + i] - scores[0] for i, h in enumerate(heads)})
-    printed = re.findall(r"^\s+(\d)\s+(L\dH\d)\s", result.stdout, flags=re.M)
-    assert printed == [("1", record["ranking"][0]), ("2", record["ranking"][1])]
-    assert f"wrote {tmp_path / 'found'}" in result.stdout
-    frame = pd.read_csv(tmp_path / "found" / "heads.csv")
-    assert list(frame.columns) == ["model", "task", "search", "head", "layer", "index", "value", "rank"]
-
-
-def test_the_command_names_a_model_it_cannot_load(tmp_path, capsys):
-    from headloc.api.cli import main
-
-    assert main(["locate", "--model", str(tmp_path / "nothing"), "--task", "headloc_ioi"]) == 2
-    assert f"cannot load model {str(tmp_path / 'nothing')!r}" in capsys.readouterr().err
 
 
 def test_tasks_are_found_as_the_workflow_finds_them(tmp_path):
@@ -201,3 +195,269 @@ def test_tasks_are_found_as_the_workflow_finds_them(tmp_path):
                                         "metric_list:\n  - metric: acc_norm\n")
     mine = resolve_task("my_copy", include_path=[tmp_path])
     assert mine.spec.metric_key == "acc_norm,none" and mine.folders == [TASKS_DIR, tmp_path.resolve()]
+
+
+# ------------------------------------------------------------------ errors before any work
+
+LEAST_BUDGET = {"cs_stratified": 2, "cs_bernoulli": 2, "cs_adaptive": 3, "group_testing": 2, "thompson": 2}
+
+
+@pytest.mark.parametrize("method", [m for m in methods.names() if methods.get(m).budgeted])
+def test_a_budget_below_the_methods_least_is_refused_before_any_work(method):
+    """Read from the searches: a Lasso needs 2 masks (one mask's score is all intercept; the
+    cross-validated penalty needs two folds), cs_adaptive 2 in its first stage and 1 in its second, a
+    sequential search its unablated row and one mask. One mask fewer is refused with nothing scored;
+    the least runs."""
+    least = LEAST_BUDGET[method]
+    calls = []
+
+    def task(model):
+        calls.append(1)
+        return 0.5
+
+    with pytest.raises(ValueError) as error:
+        headloc.locate(planted_model(), None, task, method=method, budget=least - 1, sparsity=0.25, progress=False)
+    assert f"budget {least - 1} is too small for {method}: it needs at least {least} masks (" in str(error.value)
+    assert calls == []
+    found = headloc.locate(planted_model(), None, task, method=method, budget=least, sparsity=0.25, top_k=1,
+                           progress=False)
+    assert 1 <= found.n_evals <= least and len(calls) == found.n_evals
+
+
+def gpt2_without_head(vocab_size: int):
+    from transformers import GPT2Config, GPT2Model
+
+    return GPT2Model(GPT2Config(n_layer=2, n_head=2, n_embd=16, vocab_size=vocab_size)).eval()
+
+
+@pytest.mark.parametrize("swap, message", [
+    ("no_head", "model GPT2Model has no language-model head (get_output_embeddings() is None), but an lm-eval "
+                "task scores next-token logits: load it with AutoModelForCausalLM (e.g. GPT2LMHeadModel, not "
+                "GPT2Model)"),
+    ("tokenizer_first", "model is a tokenizer ({tokenizer}); pass the model first, then its tokenizer"),
+    ("model_twice", "tokenizer is a model (LlamaForCausalLM); pass the model first, then its tokenizer"),
+    ("not_a_tokenizer", "tokenizer must be a transformers tokenizer (AutoTokenizer.from_pretrained), got str"),
+    ("not_a_model", "model must be a loaded transformers model (a torch module with a config), got str"),
+])
+def test_the_wrong_model_or_tokenizer_is_refused_by_name(swap, message, tokenizer):
+    """Refused before the task is even looked up (the task name does not exist)."""
+    model = tiny_llama(len(tokenizer))
+    arguments = {"no_head": (gpt2_without_head(len(tokenizer)), tokenizer), "tokenizer_first": (tokenizer, model),
+                 "model_twice": (model, model), "not_a_tokenizer": (model, "HuggingFaceTB/SmolLM2-135M"),
+                 "not_a_model": ("HuggingFaceTB/SmolLM2-135M", tokenizer)}[swap]
+    with pytest.raises(TypeError) as error:
+        headloc.locate(*arguments, "no_such_task", progress=False)
+    assert message.format(tokenizer=type(tokenizer).__name__) in str(error.value)
+
+
+# ------------------------------------------------------------------ in a notebook
+
+def test_the_model_comes_back_in_the_mode_it_came_in(tokenizer):
+    """A model in train() mode (one layer in eval()) is searched and validated in eval() mode (lm-eval's
+    wrapper and a callable see no module training) and comes back with every module as it was."""
+    model = tiny_llama(len(tokenizer)).train()
+    model.model.layers[0].eval()
+    before = {name: module.training for name, module in model.named_modules()}
+    assert any(before.values()) and not all(before.values())
+    found = headloc.locate(model, tokenizer, "headloc_ioi", method="greedy1s", top_k=1, documents=2,
+                           batch_size=8, progress=False)
+    assert {name: module.training for name, module in model.named_modules()} == before
+    found.validate(documents=2, progress=False)
+    assert {name: module.training for name, module in model.named_modules()} == before
+    seen = []
+
+    def task(m):
+        seen.append(any(module.training for module in m.modules()))
+        return 0.5
+
+    headloc.locate(model, None, task, method="greedy1s", top_k=1, progress=False).validate(progress=False)
+    assert seen and not any(seen)
+    assert {name: module.training for name, module in model.named_modules()} == before
+
+
+def test_progress_false_prints_nothing_and_progress_true_still_shows_lm_evals_bars(tokenizer, capfd, caplog):
+    """Nothing on stdout or stderr and no lm-eval log message from a quiet search and validation on an
+    lm-eval task (lm-eval warns at each task build and model wrap, and draws its own bars); a
+    validation with progress afterwards shows lm-eval's bars and messages again."""
+    caplog.set_level(logging.WARNING)
+    model = tiny_llama(len(tokenizer))
+    found = headloc.locate(model, tokenizer, "headloc_ioi", method="greedy1s", top_k=1, documents=2,
+                           batch_size=8, progress=False)
+    found.validate(tasks=["headloc_induction"], documents={"headloc_ioi": 2, "headloc_induction": 2},
+                   progress=False)
+    out, err = capfd.readouterr()
+    assert (out, err) == ("", "")
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("lm_eval")] == []
+    found.validate(documents=2, progress=True)
+    err = capfd.readouterr().err
+    assert "Running loglikelihood requests" in err and "validate headloc_ioi" in err
+    assert any(r.name.startswith("lm_eval") for r in caplog.records)
+
+
+class _Page(HTMLParser):
+    """The text and the images of an HTML fragment."""
+
+    def __init__(self):
+        super().__init__()
+        self.text, self.images = [], []
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "img":
+            self.images.append(dict(attrs)["src"])
+
+
+def test_the_repr_is_short_and_the_html_shows_the_heatmap(caplog, monkeypatch):
+    """The repr: method, task, evaluations, the top heads with their values, what they mean and the
+    record's warnings, in a few lines. The HTML: the same and the heatmap as an inline PNG. A warning
+    of the record (as group testing writes them) is logged at the end of locate."""
+    from headloc.api import locator
+
+    drive = locator.drive
+    warning = "group testing stopped at its cap before confirming its top 5 <&>"
+    monkeypatch.setattr(locator, "drive", lambda *a, **k: {**drive(*a, **k), "warnings": [warning]})
+    caplog.set_level(logging.WARNING, logger="headloc.locate")
+    found = headloc.locate(planted_model(), None, repeat_first_row, method="greedy1s", top_k=3, progress=False)
+    assert [r.getMessage() for r in caplog.records if r.name == "headloc.locate"] == [
+        f"greedy1s_s0 on repeat_first_row: {warning}"]
+    text = repr(found)
+    assert len(text) < 600 and len(text.splitlines()) <= 5, text
+    top = [f"{head} {found.values[head]:.4g}" for head in found.ranking[:3]]
+    assert found.ranking[0] == PLANTED_HEAD and f"top 3: {', '.join(top)}" in text
+    for fact in ("greedy1s on repeat_first_row", "9 evaluations", "value: score change when ablated alone",
+                 f"warning: {warning}"):
+        assert fact in text, fact
+    page = _Page()
+    page.feed(found._repr_html_())
+    shown = "".join(page.text)
+    for fact in ("greedy1s on repeat_first_row", "9 evaluations", PLANTED_HEAD, f"{found.values[PLANTED_HEAD]:.4g}",
+                 "score change when ablated alone", warning):
+        assert fact in shown, fact
+    (source,) = page.images
+    assert source.startswith("data:image/png;base64,")
+    image = Image.open(io.BytesIO(base64.b64decode(source.split(",", 1)[1])))
+    figure = found.heatmap()
+    assert image.format == "PNG" and image.size == tuple(round(x) for x in figure.get_size_inches() * figure.dpi)
+
+
+def repeat_first_row(model):
+    """Share of the planted model's rows whose first token it predicts after the row."""
+    import torch
+
+    rows = torch.randint(3, 24, (32, 6), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        predicted = model(rows).logits[:, -1].argmax(-1)
+    return float((predicted == rows[:, 0]).float().mean())
+
+
+def test_a_long_top_k_keeps_the_repr_short():
+    found = headloc.locate(planted_model(), None, repeat_first_row, method="greedy1s", top_k=8, progress=False)
+    text = repr(found)
+    assert len(text) < 1000 and "... 0 more" not in text and all(head in text for head in found.ranking)
+    found.record["top_heads"] = found.ranking * 20  # as a model of 160 heads with top_k=160 would
+    text = repr(found)
+    assert len(text) < 1000 and "... 150 more" in text
+
+
+# ------------------------------------------------------------------ validate in each metric's unit
+
+PPL_TASK = """\
+task: ppl_mine
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: {docs}
+test_split: test
+output_type: loglikelihood_rolling
+doc_to_text: ""
+doc_to_target: "{{{{text}}}}"
+metric_list:
+  - metric: word_perplexity
+metadata:
+  version: 1.0
+"""
+PPL_DOCS = ["The cat sat on the mat and looked at the door.", "Rain fell on the old town all night long."]
+
+
+def word_perplexity(model, tokenizer) -> float:
+    """lm-eval's word perplexity of PPL_DOCS, computed here: exp(-(summed log-likelihood of each
+    document's tokens after the tokenizer's BOS token) / (its words))."""
+    import torch
+
+    total, words = 0.0, 0
+    for text in PPL_DOCS:
+        ids = tokenizer(text, add_special_tokens=False).input_ids
+        with torch.no_grad():
+            logprobs = model(torch.tensor([[tokenizer.bos_token_id, *ids]])).logits[0, :-1].log_softmax(-1)
+        total += float(logprobs[torch.arange(len(ids)), torch.tensor(ids)].sum())
+        words += len(text.split())
+    return math.exp(-total / words)
+
+
+@pytest.fixture(scope="module")
+def perplexity_search(tmp_path_factory, tokenizer):
+    """One-shot greedy on a word-perplexity task of one's own (lower is better) on a tiny random Llama."""
+    folder = tmp_path_factory.mktemp("ppl")
+    (folder / "docs.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in PPL_DOCS))
+    (folder / "ppl.yaml").write_text(PPL_TASK.format(docs=folder / "docs.jsonl"))
+    model = tiny_llama(len(tokenizer), seed=3)
+    found = headloc.locate(model, tokenizer, "ppl_mine", include_path=[folder], method="greedy1s", top_k=2,
+                           batch_size=8, progress=False)
+    return found, model, tokenizer
+
+
+def test_a_task_whose_documents_the_datasets_library_loads_prints_nothing_either(tmp_path, tokenizer, capfd):
+    """A task YAML with a dataset_path: lm-eval loads its documents with the datasets library, whose
+    own bar ('Generating test split', on first loading a file) stays off with progress=False."""
+    (tmp_path / "docs.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in PPL_DOCS))
+    (tmp_path / "ppl.yaml").write_text(PPL_TASK.format(docs=tmp_path / "docs.jsonl"))
+    found = headloc.locate(tiny_llama(len(tokenizer)), tokenizer, str(tmp_path / "ppl.yaml"), method="greedy1s",
+                           top_k=1, batch_size=8, progress=False)
+    found.validate(progress=False)
+    assert capfd.readouterr() == ("", "")
+
+
+def test_validate_shows_a_perplexity_in_its_own_unit_and_a_rise_as_damage(perplexity_search):
+    """Delta Task is the perplexity's change as computed here from the model with its top heads
+    zeroed (not 100 x it); Delta Gen over the same task again is minus it (negative = damage); an
+    accuracy task is in percentage points, a task named relative in percent of its unablated score."""
+    found, model, tokenizer = perplexity_search
+    mask = np.zeros(8, dtype=int)
+    mask[[HEADS.index(head) for head in found.ranking[:2]]] = 1
+    clean, ablated = word_perplexity(model, tokenizer), word_perplexity(zeroed_copy(model, mask), tokenizer)
+    assert clean > 100 and ablated > clean  # the top heads are those whose ablation raises perplexity
+    check = found.validate(tasks={"again": "ppl_mine", "ioi": "headloc_ioi"}, documents={"ioi": 4}, progress=False)
+    assert check.delta_task == pytest.approx(ablated - clean, rel=1e-4)
+    rows = check.scores.set_index("task")
+    assert rows.loc["ppl_mine", "clean"] == pytest.approx(clean, rel=1e-5)
+    assert rows["unit"].to_dict() == {"ppl_mine": "own", "again": "own", "ioi": "points"}
+    ioi = rows.loc["ioi"]
+    assert ioi["delta"] == pytest.approx(100 * (ioi["ablated"] - ioi["clean"]))
+    assert check.delta_gen == pytest.approx((-(ablated - clean) + ioi["delta"]) / 2, rel=1e-4)
+    text = repr(check)
+    assert f"Delta Task {ablated - clean:+,.1f} word_perplexity (lower is better: a rise is damage)" in text
+    relative = found.validate(units={"ppl_mine": "relative"}, progress=False)
+    assert relative.delta_task == pytest.approx(100 * (ablated / clean - 1), rel=1e-4)
+    assert "% of the unablated word_perplexity" in repr(relative)
+
+
+def test_a_lower_is_better_search_says_a_rise_is_damage(perplexity_search):
+    """The values are changes of the negated perplexity (the searches rank by it): the label and the
+    repr say so instead of a bare 'score change when ablated -431.6'."""
+    found, _, _ = perplexity_search
+    assert found.values[found.ranking[0]] < 0
+    expected = ("score change when ablated alone, of -word_perplexity (word_perplexity is lower-is-better: a rise "
+                "is damage, and shows here as a negative change)")
+    assert found.label == expected and f"value: {expected}" in repr(found)
+
+
+def test_bad_units_are_refused_by_name(perplexity_search):
+    found, _, _ = perplexity_search
+    with pytest.raises(ValueError, match="units names task 'ioi', which is not validated; the tasks are ppl_mine"):
+        found.validate(units={"ioi": "points"}, progress=False)
+    with pytest.raises(ValueError, match=r"units\['ppl_mine'\] is 'percent'; expected one of points, relative, own"):
+        found.validate(units={"ppl_mine": "percent"}, progress=False)
+    with pytest.raises(ValueError, match="task 'ppl_mine': score .* is not a fraction in"):
+        found.validate(units={"ppl_mine": "points"}, progress=False)

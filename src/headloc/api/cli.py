@@ -30,6 +30,43 @@ def _documents(text: str):
     return int(text) if text.isdigit() else text
 
 
+def _batch_size(text: str):
+    if text == "auto":
+        return "auto"
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"invalid batch size {text!r}: expected a positive number of rows or 'auto'")
+    return int(text)
+
+
+def _option(text: str) -> tuple[str, object]:
+    """``KEY=VALUE``, the value read as YAML (``3``, ``auto``, ``[0, 100]``) as in a config file."""
+    import yaml
+
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"invalid option {text!r}: expected KEY=VALUE, e.g. extra_heads=3")
+    try:
+        return key.strip(), yaml.safe_load(value)
+    except yaml.YAMLError:
+        raise argparse.ArgumentTypeError(f"invalid option {text!r}: its value is not a YAML value") from None
+
+
+def method_options(pairs) -> dict:
+    """The ``--option`` pairs as a dict; a key given twice is refused."""
+    options = {}
+    for key, value in pairs:
+        if key in options:
+            raise ValueError(f"--option {key} given twice ({options[key]!r} and {value!r})")
+        options[key] = value
+    return options
+
+
+def _options_help() -> str:
+    """Each method's options and their defaults, from the registry."""
+    return "; ".join(f"{name}'s {', '.join(f'{key} (default {value})' for key, value in method.defaults.items())}"
+                     for name, method in methods.registry().items() if method.options)
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="python -m headloc", description="headloc: find the attention heads that "
                                   "carry a capability in an LLM by ablating heads (docs/library.md).")
@@ -43,8 +80,13 @@ def parser() -> argparse.ArgumentParser:
                    help="an lm-eval task name (headloc's tasks, --include-path, lm-eval's registry) or a task YAML file")
     p.add_argument("--method", default="cs_stratified", choices=methods.names(),
                    help="the search method (default: cs_stratified)")
+    budgeted = [name for name in methods.names() if methods.get(name).budgeted]
     p.add_argument("--budget", type=int, metavar="M",
-                   help="masks a compressed-sensing method spends (default 100); no other method takes one")
+                   help=f"masked evaluations a budgeted method spends ({', '.join(budgeted)}; default 100; a "
+                        "sequential search's most, its unablated row included); the other methods take none")
+    p.add_argument("--option", type=_option, action="append", default=[], metavar="KEY=VALUE",
+                   help="a hyperparameter of the method, its value read as YAML (repeatable; e.g. --option "
+                        f"extra_heads=3): {_options_help()}")
     p.add_argument("--top-k", type=int, default=5, metavar="K", help="heads to print (and greedy's rounds; default 5)")
     p.add_argument("--seed", type=int, default=0, help="seed of the mask design or draw (default 0)")
     p.add_argument("--sparsity", type=float, default=0.05, help="share of heads a mask ablates (default 0.05)")
@@ -61,11 +103,15 @@ def parser() -> argparse.ArgumentParser:
                    help="a folder of lm-eval task YAMLs (repeatable)")
     p.add_argument("--dtype", default="float32", help="torch dtype to load the model in (default float32)")
     p.add_argument("--device", default="cpu", help="device to load the model on, e.g. cuda (default cpu)")
-    p.add_argument("--batch-size", type=int, default=16, help="rows per forward pass (default 16)")
+    p.add_argument("--batch-size", type=_batch_size, default=16, metavar="ROWS_OR_AUTO",
+                   help="rows per forward pass, or 'auto': start large on a GPU, 16 on a CPU, and halve the rows "
+                        "of a pass that runs out of memory (default 16)")
     p.add_argument("--masks-per-pass", type=int, default=8, help="masks sharing one forward pass (default 8)")
     p.add_argument("--out", type=Path, metavar="DIR",
                    help="the result folder (default: headloc-results/<task>/<search id>)")
-    p.add_argument("--quiet", action="store_true", help="no progress bars (headloc's nor lm-eval's)")
+    p.add_argument("--quiet", action="store_true",
+                   help="print only the result: no progress bars (headloc's, lm-eval's, the model loader's) and no "
+                        "messages of lm-eval's")
     return top
 
 
@@ -77,9 +123,16 @@ def main(argv=None) -> int:
 def locate_command(args) -> int:
     if args.quiet:  # tqdm reads TQDM_* defaults from the environment: this silences lm-eval's bars too
         os.environ["TQDM_DISABLE"] = "1"
-    from headloc.api.locator import locate
+    from headloc.api.locator import check_search, locate
     from headloc.model.loading import load_model
 
+    try:  # before the model loads
+        options = method_options(args.option)
+        check_search(args.method, args.budget, options, top_k=args.top_k, seed=args.seed, sparsity=args.sparsity,
+                     alpha=args.alpha)
+    except ValueError as error:
+        print(f"headloc locate: {error}", file=sys.stderr)
+        return 2
     try:
         model, tokenizer = load_model(args.model, dtype=args.dtype, device=args.device)
     except (OSError, ValueError) as error:
@@ -88,8 +141,8 @@ def locate_command(args) -> int:
         return 2
     try:
         found = locate(model, tokenizer, args.task, method=args.method, budget=args.budget, top_k=args.top_k,
-                       seed=args.seed, sparsity=args.sparsity, alpha=args.alpha, documents=args.documents,
-                       metric=args.metric, chat=args.chat, include_path=args.include_path,
+                       seed=args.seed, sparsity=args.sparsity, alpha=args.alpha, options=options,
+                       documents=args.documents, metric=args.metric, chat=args.chat, include_path=args.include_path,
                        batch_size=args.batch_size, masks_per_pass=args.masks_per_pass,
                        higher_is_better=False if args.lower_is_better else None,
                        model_name=Path(args.model).name, progress=not args.quiet)
@@ -109,5 +162,6 @@ def summary(found, folder) -> str:
         value = found.values[head]
         value = None if value is None else value + 0.0  # the Lasso's -0.0 prints as 0.0
         lines.append(f"{rank:>4}  {head:<8}{'-' if value is None else f'{value:12.4f}':>12}")
+    lines += [f"warning: {warning}" for warning in found.warnings]
     lines.append(f"wrote {folder}")
     return "\n".join(lines)

@@ -12,14 +12,23 @@ gradient job, draw, then the recovery that ranks the heads); only the scoring ru
 through the engine the workflow's scoring jobs use. The defaults are the workflow's
 (config/schema.yaml): budget 100 masks, sparsity 0.05, Lasso penalty by cross-validation, seed 0,
 top 5, 16 rows per forward pass, 8 masks per pass.
+
+For a notebook: the model is searched in eval() mode and given back in the mode it came in;
+``progress=False`` prints nothing (lm-eval's own output included); the result shows itself in a few
+lines, or as HTML with its heatmap; what cannot be searched is refused before any work.
 """
 
 from __future__ import annotations
 
+import base64
+import contextlib
+import html
+import io
 import logging
 import shutil
 import tempfile
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -43,18 +52,21 @@ def locate(model, tokenizer, task, *, method: str = "cs_stratified", budget: int
     """Search ``model`` for the heads that carry ``task``; return a :class:`Located`.
 
     model, tokenizer : a loaded transformers causal LM (any device and dtype headloc can ablate)
-        and its tokenizer (None for a callable task).
+        and its tokenizer (None for a callable task). The search runs it in eval() mode and gives
+        it back in the mode it came in.
     task : an lm-eval task name (headloc's tasks, ``include_path``, lm-eval's registry), the path
         of a task YAML (its folder is searched for includes and utils), or a callable
         ``task(model) -> float`` that scores the model (called with the heads of a mask ablated).
     method : a registered search method (``headloc.methods.names()``).
     budget : masks a budgeted method spends (compressed sensing, and the most a sequential search
-        spends; default 100); others take none.
+        spends, the unablated row included; default 100); others take none. The least: 2 (a
+        Lasso's fit; a sequential search's baseline and one mask), 3 for cs_adaptive (:func:`least_budget`).
     top_k : heads to report and validate; also greedy's rounds and cs_adaptive's target.
     seed, sparsity, alpha : the mask design's seed, the share of heads a mask ablates, the Lasso
         penalty (``"cv"``: cross-validated).
     options : a gradient or sequential method's hyperparameters (e.g. CHG's ``{"steps": 50}``,
-        Thompson sampling's ``{"reward": "damage"}``), over its defaults.
+        Thompson sampling's ``{"reward": "damage"}``), over its defaults; a key the method does not
+        have is refused, its values are checked by the method.
     documents : which documents the search scores (see :func:`headloc.api.tasks.resolve_task`).
     metric, chat, dataset_kwargs : the lm-eval metric (default: the task's first), chat template,
         arguments of the task's document loader.
@@ -62,47 +74,159 @@ def locate(model, tokenizer, task, *, method: str = "cs_stratified", budget: int
         memory is retried with half the rows), masks sharing one pass (the result does not depend on them).
     higher_is_better : the metric's direction, read from an lm-eval task (give it only where the task
         and lm-eval declare none); a callable's score is higher-is-better unless this is False.
+    progress : headloc's progress bar and lm-eval's own output (its bars and messages); False
+        prints nothing but the result's warnings (the ``headloc.locate`` logger).
     """
-    spec = methods.get(method)
-    budget = _budget(spec, budget)
-    _check_search(top_k=top_k, seed=seed, sparsity=sparsity, alpha=alpha)
+    spec, budget, method_options = check_search(method, budget, options, top_k=top_k, seed=seed,
+                                                sparsity=sparsity, alpha=alpha)
+    check_model(model, tokenizer, task)
     resolved = resolve_task(task, metric=metric, chat=chat, documents=documents, include_path=include_path,
                             dataset_kwargs=dataset_kwargs, higher_is_better=higher_is_better)
     if spec.kind == "gradient" and resolved.callable:
         raise ValueError(f"method {method!r} differentiates the gold continuations of an lm-eval task; "
                          f"a callable task has none. Use an lm-eval task, or one of "
                          f"{', '.join(methods.names(kind='masks') + methods.names(kind='rounds'))}")
-    method_options = spec.with_defaults(options) if spec.options else dict(options or {})
     work = tempfile.TemporaryDirectory(prefix="headloc-locate-")  # the files drive writes, kept for save()
-    score = _scorer(spec, resolved, model, tokenizer, batch_size, masks_per_pass, progress)
-    gradient = _gradient(spec, resolved, model, tokenizer, method_options)
-    found = drive(spec, score, HeadGeometry.of(model.config), work.name, budget=budget, seed=seed, k=top_k,
-                  sparsity=sparsity, alpha=alpha, gradient=gradient, higher_is_better=resolved.higher_is_better,
-                  options=method_options, log=LOG)
-    n_docs = count_documents(resolved)
+    with evaluation_mode(model), _quiet(progress, resolved):
+        score = _scorer(spec, resolved, model, tokenizer, batch_size, masks_per_pass, progress)
+        gradient = _gradient(spec, resolved, model, tokenizer, method_options)
+        found = drive(spec, score, HeadGeometry.of(model.config), work.name, budget=budget, seed=seed, k=top_k,
+                      sparsity=sparsity, alpha=alpha, gradient=gradient,
+                      higher_is_better=resolved.higher_is_better, options=method_options, log=LOG)
+        n_docs = count_documents(resolved)
     search = _search_id(spec, n_docs, seed=seed, budget=budget, sparsity=sparsity, top_k=top_k,
                         options=method_options)
     record = {"model": model_name or _model_name(model), "task": resolved.name, "search": search, **found}
     parameters = {"method": method, "budget": budget, "top_k": top_k, "seed": seed, "sparsity": sparsity,
                   "alpha": alpha, "options": method_options, "n_docs": n_docs,
                   "metric": None if resolved.callable else resolved.spec.metric_key}
-    return Located(record=record, parameters=parameters, task=resolved, model=model, tokenizer=tokenizer,
-                   batch_size=batch_size, work=work)
+    located = Located(record=record, parameters=parameters, task=resolved, model=model, tokenizer=tokenizer,
+                      batch_size=batch_size, work=work)
+    for warning in located.warnings:  # said last, where a notebook shows it under the bars
+        LOG.warning("%s on %s: %s", located.search, located.record["task"], warning)
+    return located
+
+
+def check_search(method: str, budget, options, *, top_k, seed, sparsity, alpha) -> tuple:
+    """The search's arguments checked before any work: (the method, its budget, its options with
+    their defaults); ValueError naming a bad one and what would be valid."""
+    spec = methods.get(method)
+    budget = _budget(spec, budget)
+    _check_settings(top_k=top_k, seed=seed, sparsity=sparsity, alpha=alpha)
+    return spec, budget, _options(spec, options)
 
 
 def _budget(spec, budget):
     if spec.budgeted:
         budget = DEFAULTS["budget"] if budget is None else budget
-        if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1:
-            raise ValueError(f"budget must be a positive number of masks for {spec.name}, got {budget!r}")
+        if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)):
+            raise ValueError(f"budget must be a whole number of masks for {spec.name}, got {budget!r}")
+        least, why = least_budget(spec)
+        if budget < least:
+            raise ValueError(f"budget {budget} is too small for {spec.name}: it needs at least {least} masks "
+                             f"({why})")
         return int(budget)
     if budget is not None:
         raise ValueError(f"method {spec.name!r} spends no mask budget (budget={budget!r}); the budgeted "
-                         f"methods are {', '.join(n for n in methods.names() if methods.get(n).budgeted)}")
+                         f"methods are {', '.join(budgeted_methods())}")
     return 0
 
 
-def _check_search(*, top_k, seed, sparsity, alpha) -> None:
+def budgeted_methods() -> list[str]:
+    """The registered methods that take a budget of masks."""
+    return [name for name in methods.names() if methods.get(name).budgeted]
+
+
+LASSO_LEAST = 2  # masks a Lasso needs: one mask's score is all intercept, and cross-validation needs two
+
+
+def least_budget(spec) -> tuple[int, str]:
+    """The fewest masks a budgeted method can spend, and why."""
+    if spec.kind == "sequential":
+        return 2, "the unablated model's score, then at least one mask"
+    if spec.stages == 2:
+        from headloc.search.adaptive import stage_sizes
+
+        least = next(n for n in range(LASSO_LEAST, 100) if stage_sizes(n)[0] >= LASSO_LEAST)
+        first, second = stage_sizes(least)
+        return least, (f"its first stage's Lasso needs {LASSO_LEAST} masks and its second stage at least one: "
+                       f"{least} masks split {first} + {second}")
+    return LASSO_LEAST, ("its Lasso fits the differences between masks' scores: one mask's score is all "
+                         "intercept, and cross-validating the penalty needs two")
+
+
+def _options(spec, options) -> dict:
+    """The method's hyperparameters, ``options`` over its defaults; a key it does not have is refused
+    (its values are checked by the method itself)."""
+    options = {} if options is None else options
+    if not isinstance(options, Mapping):
+        raise ValueError(f"options must be a dict of {spec.name}'s hyperparameters, got {options!r}")
+    if not spec.options:
+        if options:
+            with_options = [name for name in methods.names() if methods.get(name).options]
+            raise ValueError(f"method {spec.name!r} takes no options, got {dict(options)!r}; the methods with "
+                             f"options are {', '.join(with_options)}")
+        return {}
+    unknown = [key for key in options if key not in spec.defaults]
+    if unknown:
+        known = ", ".join(f"{key} (default {value!r})" for key, value in spec.defaults.items())
+        raise ValueError(f"method {spec.name!r} has no option {unknown[0]!r}; its options are {known}")
+    return spec.with_defaults(options)
+
+
+def check_model(model, tokenizer, task) -> None:
+    """Refuse, before any work, what cannot be searched: a tokenizer (or anything but a transformers
+    model) where the model goes, a model where the tokenizer goes, and, where an lm-eval task reads the
+    next-token logits, a model without a language-model head or a missing tokenizer."""
+    import torch
+    from transformers import PreTrainedTokenizerBase
+
+    if isinstance(model, PreTrainedTokenizerBase):
+        raise TypeError(f"model is a tokenizer ({type(model).__name__}); pass the model first, then its "
+                        "tokenizer: locate(model, tokenizer, task)")
+    if not isinstance(model, torch.nn.Module) or not hasattr(model, "config"):
+        raise TypeError(f"model must be a loaded transformers model (a torch module with a config), "
+                        f"got {type(model).__name__}")
+    if isinstance(tokenizer, torch.nn.Module):
+        raise TypeError(f"tokenizer is a model ({type(tokenizer).__name__}); pass the model first, then its "
+                        "tokenizer: locate(model, tokenizer, task)")
+    if callable(task):  # it scores the model its own way
+        return
+    if tokenizer is None:
+        raise ValueError(f"lm-eval task {str(task)!r} needs the model's tokenizer; got tokenizer=None")
+    if not isinstance(tokenizer, PreTrainedTokenizerBase):
+        raise TypeError(f"tokenizer must be a transformers tokenizer (AutoTokenizer.from_pretrained), "
+                        f"got {type(tokenizer).__name__}")
+    lm_head = getattr(model, "get_output_embeddings", lambda: None)()
+    if lm_head is None:
+        raise TypeError(f"model {type(model).__name__} has no language-model head (get_output_embeddings() is "
+                        "None), but an lm-eval task scores next-token logits: load it with "
+                        "AutoModelForCausalLM (e.g. GPT2LMHeadModel, not GPT2Model)")
+
+
+@contextlib.contextmanager
+def evaluation_mode(model):
+    """``model`` in eval() mode while open (no dropout in a score or a gradient), then every module
+    back in the mode it had: a model passed in train() mode comes back in train() mode."""
+    modes = [(module, module.training) for module in model.modules()]
+    model.eval()
+    try:
+        yield model
+    finally:
+        for module, training in modes:
+            module.training = training
+
+
+def _quiet(progress: bool, task: Task):
+    """lm-eval's own bars and messages off unless ``progress`` (a callable task runs no lm-eval)."""
+    if progress or task.callable:
+        return contextlib.nullcontext()
+    from headloc.engine.evaluation import lm_eval_quiet
+
+    return lm_eval_quiet()
+
+
+def _check_settings(*, top_k, seed, sparsity, alpha) -> None:
     if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
         raise ValueError(f"top_k must be a positive integer, got {top_k!r}")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
@@ -144,29 +268,67 @@ def _model_name(model) -> str:
     return Path(str(path)).name or type(model).__name__
 
 
-@dataclass
+def direction_words(higher_is_better: bool) -> str:
+    return "higher is better: a drop is damage" if higher_is_better else "lower is better: a rise is damage"
+
+
+def change_words(unit: str, metric: str | None) -> str:
+    """What a change in ``unit`` (:func:`headloc.workflow.results.display_score`'s) is a change of."""
+    name = metric.split(",")[0] if metric else "score"
+    return {"points": f"percentage points of {name}", "relative": f"% of the unablated {name}",
+            "own": name}[unit]
+
+
+def _number(value, sign: str = "+") -> str:
+    value = float(value) + 0.0  # the Lasso's -0.0 reads as 0.0
+    return f"{value:{sign},.1f}" if abs(value) >= 10 or value == 0 else f"{value:{sign}.4g}"
+
+
+@dataclass(repr=False)
 class Validation:
-    """Delta Task and Delta Gen (percentage points) of ablating the top ``k`` heads, as in Table 2;
-    ``scores`` holds each task's metric unablated and ablated."""
+    """Delta Task and Delta Gen of ablating the top ``k`` heads, each task's change in its own unit as
+    Table 2 shows it (``unit``: percentage points for a fraction metric, percent of the unablated score
+    for a task named relative, else the metric's own unit, e.g. a perplexity).
+
+    ``delta_task``: the searched task's change as measured (a perplexity that rises is positive; its
+    direction says whether that is damage). ``delta_gen``: the mean change of the other tasks, each
+    signed so that negative is damage (a lower-is-better task's change negated). ``scores``: each
+    task's metric unablated (``clean``) and ablated, its ``unit``, direction and ``delta``."""
 
     k: int
     heads: list
     delta_task: float
     delta_gen: float
-    scores: object  # pandas DataFrame: task, metric, n_docs, clean, ablated, delta
+    scores: object  # pandas DataFrame: task, metric, unit, higher_is_better, n_docs, clean, ablated, delta
+
+    def __repr__(self) -> str:
+        first = self.scores.iloc[0]
+        lines = [f"Validation of the top {self.k} heads: {', '.join(self.heads)}",
+                 f"Delta Task {_number(self.delta_task)} {change_words(first['unit'], first['metric'])} "
+                 f"({direction_words(first['higher_is_better'])})"]
+        if len(self.scores) > 1:
+            others = len(self.scores) - 1
+            lines.append(f"Delta Gen {_number(self.delta_gen)} (mean over {others} other task{'s' * (others > 1)}, "
+                         "each signed so that negative is damage)")
+        for row in self.scores.itertuples():
+            lines.append(f"  {row.task}: {_number(row.clean, '')} -> {_number(row.ablated, '')}, "
+                         f"{_number(row.delta)} {change_words(row.unit, row.metric)} "
+                         f"({direction_words(row.higher_is_better)})")
+        return "\n".join(lines)
 
 
-@dataclass
+@dataclass(repr=False)
 class Located:
-    """One search's result: the ``recovery.json`` record the workflow would write, and ways to use it."""
+    """One search's result: the ``recovery.json`` record the workflow would write, and ways to use it.
+    In a notebook it shows itself as its top heads, their values and its heatmap."""
 
     record: dict
     parameters: dict
-    task: Task = field(repr=False)
-    model: object = field(repr=False)
-    tokenizer: object = field(repr=False)
-    batch_size: int = field(default=16, repr=False)
-    work: object = field(default=None, repr=False)  # the driver's files (masks, scores, rounds)
+    task: Task
+    model: object
+    tokenizer: object
+    batch_size: int = 16
+    work: object = None  # the driver's files (masks, scores, rounds)
 
     @property
     def ranking(self) -> list[str]:
@@ -179,7 +341,19 @@ class Located:
 
     @property
     def label(self) -> str:
-        return methods.get(self.record["method"]).label
+        """What :attr:`values` mean: the method's label, and for a lower-is-better metric that the
+        values are of the negated metric (the searches rank by it), so that its rise shows as a drop."""
+        label = methods.get(self.record["method"]).label
+        if self.record.get("higher_is_better") is False:
+            metric = (self.parameters.get("metric") or "the score").split(",")[0]
+            label += (f", of -{metric} ({metric} is lower-is-better: a rise is damage, and shows here as "
+                      "a negative change)")
+        return label
+
+    @property
+    def warnings(self) -> list[str]:
+        """What the search says its result lacks (e.g. a cap reached before its top k was confirmed)."""
+        return list(self.record.get("warnings", []))
 
     @property
     def top_heads(self) -> list[str]:
@@ -192,6 +366,38 @@ class Located:
     @property
     def search(self) -> str:
         return self.record["search"]
+
+    SHOWN = 10  # top heads a repr lists
+
+    def _top(self) -> list[tuple[str, str]]:
+        """The first :attr:`SHOWN` top heads and their values as text."""
+        return [(head, "-" if self.values[head] is None else f"{self.values[head] + 0.0:.4g}")
+                for head in self.top_heads[: self.SHOWN]]
+
+    def _title(self) -> str:
+        return (f"{self.record['method']} on {self.record['task']} (model {self.record['model']}): "
+                f"{self.n_evals} evaluations, search {self.search}")
+
+    def __repr__(self) -> str:
+        more = len(self.top_heads) - self.SHOWN
+        top = ", ".join(f"{head} {value}" for head, value in self._top()) + (f", ... {more} more" if more > 0 else "")
+        lines = [f"<Located {self._title()}>", f"top {len(self.top_heads)}: {top}", f"value: {self.label}"]
+        lines += [f"warning: {_cut(warning, 200)}" for warning in self.warnings]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: the same facts, every warning, and the heatmap as an inline PNG."""
+        buffer = io.BytesIO()
+        self.heatmap().savefig(buffer, format="png")
+        png = base64.b64encode(buffer.getvalue()).decode("ascii")
+        rows = "".join(f"<tr><td>{rank}</td><td>{html.escape(head)}</td><td>{value}</td></tr>"
+                       for rank, (head, value) in enumerate(self._top(), 1))
+        warned = "".join(f"<li>warning: {html.escape(warning)}</li>" for warning in self.warnings)
+        return (f"<div><p><b>Located</b> {html.escape(self._title())}</p>"
+                f"<p>value: {html.escape(self.label)}</p>"
+                f"<table><tr><th>rank</th><th>head</th><th>value</th></tr>{rows}</table>"
+                + (f"<ul>{warned}</ul>" if warned else "")
+                + f'<img alt="heatmap of {html.escape(self.search)}" src="data:image/png;base64,{png}"/></div>')
 
     def heatmap(self):
         """The workflow's heatmap of this search (a matplotlib Figure)."""
@@ -220,29 +426,34 @@ class Located:
         write_mib(folder / "mib", [self.record])
         return folder
 
-    def validate(self, tasks=(), *, k: int | None = None, documents=None, progress: bool = True) -> Validation:
+    def validate(self, tasks=(), *, k: int | None = None, documents=None, units: Mapping | None = None,
+                 progress: bool = True) -> Validation:
         """Ablate the top ``k`` heads (default: the top k of the search) and score the searched task
         on all its documents and each of ``tasks`` (lm-eval names or YAML paths, or a dict
         name -> task; a callable task's are callables): Delta Task is the first, Delta Gen the
-        mean of the others. ``documents`` restricts the searched task's documents (as
-        :func:`locate`'s), or is a dict task name -> documents for any of them."""
+        mean of the others (see :class:`Validation`). ``documents`` restricts the searched task's
+        documents (as :func:`locate`'s), or is a dict task name -> documents for any of them.
+        ``units``: task name -> how its change is shown, ``"points"``, ``"relative"`` (percent of
+        its unablated score, as the workflow's ``tasks.<name>.relative``) or ``"own"``; by default
+        percentage points for a fraction metric (accuracy, exact match, ...), else its own unit (a
+        callable's score included)."""
         import pandas as pd
 
         k = len(self.top_heads) if k is None else k
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= len(self.ranking):
             raise ValueError(f"k must be an integer from 1 to {len(self.ranking)} (the model's heads), got {k!r}")
         chosen = documents if isinstance(documents, dict) else {self.task.name: documents}
+        named = [(self.task.name, self._full_task(chosen.get(self.task.name)))]
+        named += [(name, self._other_task(other, chosen.get(name))) for name, other in _named(tasks)]
+        shown = _units(units, named)
         heads = self.ranking[:k]
         mask = headset_mask(heads, self.record["n_layers"], self.record["n_heads"])
-        rows = [self._score(self._full_task(chosen.get(self.task.name)), mask, progress)]
-        for name, other in _named(tasks):
-            task = self._other_task(other, chosen.get(name))
-            rows.append({**self._score(task, mask, progress), "task": name})
-        frame = pd.DataFrame(rows)
-        frame["delta"] = 100.0 * (frame["ablated"] - frame["clean"])
-        gen = frame["delta"].iloc[1:]
+        with evaluation_mode(self.model), _quiet(progress, self.task):
+            frame = pd.DataFrame([{"task": name, **self._score(task, mask, shown[name], progress)}
+                                  for name, task in named])
+        damage = frame["delta"].where(frame["higher_is_better"], -frame["delta"]).iloc[1:]  # negative: damage
         return Validation(k=k, heads=heads, delta_task=float(frame["delta"].iloc[0]),
-                          delta_gen=float(gen.mean()) if len(gen) else float("nan"), scores=frame)
+                          delta_gen=float(damage.mean()) if len(damage) else float("nan"), scores=frame)
 
     def _full_task(self, documents) -> Task:
         from dataclasses import replace
@@ -264,12 +475,42 @@ class Located:
         return resolve_task(other, chat=self.task.spec.chat, documents=documents,
                             include_path=self.task.folders[1:])
 
-    def _score(self, task: Task, mask, progress) -> dict:
+    def _score(self, task: Task, mask, unit: str, progress) -> dict:
+        """The task unablated and with ``mask`` ablated, and the change in ``unit``."""
+        from headloc.workflow.results import display_score
+
         score = mask_scorer(task, self.model, self.tokenizer, batch_size=self.batch_size, masks_per_pass=1,
                             progress=progress)
         clean, ablated = score(np.vstack([np.zeros_like(mask), mask]), desc=f"validate {task.name}")
-        return {"task": task.name, "metric": None if task.callable else task.spec.metric_key,
-                "n_docs": count_documents(task), "clean": clean, "ablated": ablated}
+        try:
+            delta = display_score(ablated, clean, unit) - display_score(clean, clean, unit)
+        except ValueError as error:  # a non-fraction shown in points
+            raise ValueError(f"task {task.name!r}: {error}; show it in another unit, e.g. "
+                             f"units={{{task.name!r}: 'own'}}") from None
+        return {"metric": None if task.callable else task.spec.metric_key, "unit": unit,
+                "higher_is_better": task.higher_is_better, "n_docs": count_documents(task), "clean": clean,
+                "ablated": ablated, "delta": delta}
+
+
+def _units(units: Mapping | None, named: list) -> dict[str, str]:
+    """Each validated task's display unit: ``units``' where given, else points for a fraction metric
+    and the metric's own unit otherwise (a callable's score, whose metric headloc cannot know)."""
+    from headloc.data.documents import is_fraction
+    from headloc.workflow.results import UNITS
+
+    units = dict(units or {})
+    names = [name for name, _ in named]
+    for name, unit in units.items():
+        if name not in names:
+            raise ValueError(f"units names task {name!r}, which is not validated; the tasks are {', '.join(names)}")
+        if unit not in UNITS:
+            raise ValueError(f"units[{name!r}] is {unit!r}; expected one of {', '.join(UNITS)}")
+    return {name: units.get(name) or ("points" if not task.callable and is_fraction(task.spec.metric) else "own")
+            for name, task in named}
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _named(tasks):

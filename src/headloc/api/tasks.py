@@ -159,8 +159,6 @@ def mask_scorer(task: Task, model, tokenizer, *, batch_size: int, masks_per_pass
         return _callable_scorer(task.fn, model, progress)
     from headloc.engine.evaluation import MaskEvaluator
 
-    if tokenizer is None:
-        raise ValueError(f"lm-eval task {task.name!r} needs the model's tokenizer; got tokenizer=None")
     evaluator = MaskEvaluator(model, tokenizer, task.spec, batch_size=batch_size, masks_per_pass=masks_per_pass,
                               include_path=task.folders)
 

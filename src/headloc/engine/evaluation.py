@@ -20,7 +20,10 @@ versions that engine was checked with, it warns and scores one mask at a time in
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import json
+import logging
 import warnings
 from dataclasses import dataclass, field, replace
 
@@ -37,6 +40,9 @@ from headloc.model.memory import resolve_rows
 from headloc.data import TASKS_DIR
 
 FEWSHOT_SEED = 1234  # lm-eval's simple_evaluate default
+# lm-eval's modules whose progress bars a headloc evaluation opens: building a task's requests,
+# tokenizing them, running them through the model
+LM_EVAL_BARS = ("lm_eval.api.task", "lm_eval.api.model", "lm_eval.models.huggingface")
 
 
 @dataclass(frozen=True)
@@ -110,6 +116,40 @@ def count_documents(task: TaskSpec, include_path=TASKS_DIR) -> int:
     task_dict = load_task(task, include_path)
     (loaded,) = task_dict["tasks"].values() if "tasks" in task_dict else task_dict.values()
     return len(loaded.eval_docs)
+
+
+class _SilentBar(tqdm):
+    """A tqdm bar that never shows (tqdm's own ``disable``), whatever its caller asked for."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **{**kwargs, "disable": True})
+
+
+@contextlib.contextmanager
+def lm_eval_quiet():
+    """lm-eval prints nothing while open: its loggers (``lm_eval.*``: a warning at each task build
+    and at wrapping a loaded model) below ERROR, and its progress bars off. The bars take no switch
+    that ``evaluate()`` passes on (building a task's requests has none at all), so the ``tqdm``
+    that each module of :data:`LM_EVAL_BARS` calls is a silent one while open; the bars of the
+    ``datasets`` library, which loads a task's documents, have a switch of their own."""
+    from datasets.utils import logging as datasets_logging
+
+    logger = logging.getLogger("lm_eval")
+    level, datasets_bars = logger.level, datasets_logging.is_progress_bar_enabled()
+    modules = [importlib.import_module(name) for name in LM_EVAL_BARS]
+    patched = [(module, module.tqdm) for module in modules if hasattr(module, "tqdm")]
+    logger.setLevel(logging.ERROR)
+    datasets_logging.disable_progress_bar()
+    try:
+        for module, _ in patched:
+            module.tqdm = _SilentBar
+        yield
+    finally:
+        for module, bar in patched:
+            module.tqdm = bar
+        logger.setLevel(level)
+        if datasets_bars:
+            datasets_logging.enable_progress_bar()
 
 
 def require_chat_template(tokenizer, task: TaskSpec) -> None:
