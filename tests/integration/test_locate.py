@@ -420,8 +420,9 @@ def test_a_task_whose_documents_the_datasets_library_loads_prints_nothing_either
 
 
 def test_validate_shows_a_perplexity_in_its_own_unit_and_a_rise_as_damage(perplexity_search):
-    """Delta Task is the perplexity's change as computed here from the model with its top heads
-    zeroed (not 100 x it); Delta Gen over the same task again is minus it (negative = damage); an
+    """Delta Task is minus the perplexity's rise as computed here from the model with its top heads
+    zeroed (not 100 x it; signed as Table 2, negative = damage), and so is Delta Gen over the same
+    task again; an
     accuracy task is in percentage points, a task named relative in percent of its unablated score."""
     found, model, tokenizer = perplexity_search
     mask = np.zeros(8, dtype=int)
@@ -429,17 +430,19 @@ def test_validate_shows_a_perplexity_in_its_own_unit_and_a_rise_as_damage(perple
     clean, ablated = word_perplexity(model, tokenizer), word_perplexity(zeroed_copy(model, mask), tokenizer)
     assert clean > 100 and ablated > clean  # the top heads are those whose ablation raises perplexity
     check = found.validate(tasks={"again": "ppl_mine", "ioi": "headloc_ioi"}, documents={"ioi": 4}, progress=False)
-    assert check.delta_task == pytest.approx(ablated - clean, rel=1e-4)
+    assert check.delta_task == pytest.approx(-(ablated - clean), rel=1e-4)  # as Table 2: negative is damage
     rows = check.scores.set_index("task")
+    assert rows.loc["ppl_mine", "delta"] == pytest.approx(ablated - clean, rel=1e-4)  # the change as measured
     assert rows.loc["ppl_mine", "clean"] == pytest.approx(clean, rel=1e-5)
     assert rows["unit"].to_dict() == {"ppl_mine": "own", "again": "own", "ioi": "points"}
     ioi = rows.loc["ioi"]
     assert ioi["delta"] == pytest.approx(100 * (ioi["ablated"] - ioi["clean"]))
     assert check.delta_gen == pytest.approx((-(ablated - clean) + ioi["delta"]) / 2, rel=1e-4)
     text = repr(check)
-    assert f"Delta Task {ablated - clean:+,.1f} word_perplexity (lower is better: a rise is damage)" in text
+    assert f"Delta Task {clean - ablated:+,.1f} word_perplexity (signed so that negative is damage)" in text
+    assert f"{ablated - clean:+,.1f} word_perplexity (lower is better: a rise is damage)" in text
     relative = found.validate(units={"ppl_mine": "relative"}, progress=False)
-    assert relative.delta_task == pytest.approx(100 * (ablated / clean - 1), rel=1e-4)
+    assert relative.delta_task == pytest.approx(-100 * (ablated / clean - 1), rel=1e-4)
     assert "% of the unablated word_perplexity" in repr(relative)
 
 

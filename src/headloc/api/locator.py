@@ -290,10 +290,11 @@ class Validation:
     Table 2 shows it (``unit``: percentage points for a fraction metric, percent of the unablated score
     for a task named relative, else the metric's own unit, e.g. a perplexity).
 
-    ``delta_task``: the searched task's change as measured (a perplexity that rises is positive; its
-    direction says whether that is damage). ``delta_gen``: the mean change of the other tasks, each
-    signed so that negative is damage (a lower-is-better task's change negated). ``scores``: each
-    task's metric unablated (``clean``) and ablated, its ``unit``, direction and ``delta``."""
+    ``delta_task``: the searched task's change, and ``delta_gen``: the mean change of the other
+    tasks, each signed as Table 2 signs them, so that negative is damage (a lower-is-better task's
+    change negated: a perplexity that rises by 925.6 gives -925.6). ``scores``: each task's metric
+    unablated (``clean``) and ablated, its ``unit``, direction and ``delta``, the change as measured
+    (that perplexity's +925.6)."""
 
     k: int
     heads: list
@@ -305,7 +306,7 @@ class Validation:
         first = self.scores.iloc[0]
         lines = [f"Validation of the top {self.k} heads: {', '.join(self.heads)}",
                  f"Delta Task {_number(self.delta_task)} {change_words(first['unit'], first['metric'])} "
-                 f"({direction_words(first['higher_is_better'])})"]
+                 "(signed so that negative is damage)"]
         if len(self.scores) > 1:
             others = len(self.scores) - 1
             lines.append(f"Delta Gen {_number(self.delta_gen)} (mean over {others} other task{'s' * (others > 1)}, "
@@ -451,9 +452,10 @@ class Located:
         with evaluation_mode(self.model), _quiet(progress, self.task):
             frame = pd.DataFrame([{"task": name, **self._score(task, mask, shown[name], progress)}
                                   for name, task in named])
-        damage = frame["delta"].where(frame["higher_is_better"], -frame["delta"]).iloc[1:]  # negative: damage
-        return Validation(k=k, heads=heads, delta_task=float(frame["delta"].iloc[0]),
-                          delta_gen=float(damage.mean()) if len(damage) else float("nan"), scores=frame)
+        signed = frame["delta"].where(frame["higher_is_better"], -frame["delta"])  # negative: damage (Table 2)
+        gen = signed.iloc[1:]
+        return Validation(k=k, heads=heads, delta_task=float(signed.iloc[0]),
+                          delta_gen=float(gen.mean()) if len(gen) else float("nan"), scores=frame)
 
     def _full_task(self, documents) -> Task:
         from dataclasses import replace
