@@ -122,9 +122,12 @@ def test_recovery_json_names_the_heads_a_search_keeps_in_its_details():
     for name in ("group testing", "thompson"):
         found = SEARCHES[name].run(WORLD.score)[2]
         details = sequential_fields(found, names)["details"]
+        fields = sequential_fields(found, names)
         if name == "group testing":
-            assert details["accepted"] == [names[i] for i in found.details["accepted"]] and details["group_size"] == SEARCHES[name].size == 8
-            assert details["accepted"] == sequential_fields(found, names)["ranking"][: len(details["accepted"])]
+            assert fields["confirmed"] == [names[i] for i in found.confirmed] and details["group_size"] == SEARCHES[name].size == 8
+            assert fields["confirmed"] == fields["ranking"][: len(found.confirmed)]
+            assert all(fields["labels"][head] == "confirmed" for head in fields["confirmed"])
         else:
+            assert fields["confirmed"] is None  # Thompson sampling ablates no head alone
             assert list(details["a"]) == names and details["a"]["L0H3"] == found.details["a"][3]
             assert details["b"]["L7H15"] == found.details["b"][127] and details["iterations"] == found.details["iterations"]
