@@ -123,7 +123,7 @@ def test_every_method_declares_what_the_workflow_and_report_read(name):
 
 def other_values(value, schema: dict) -> list:
     """Values other than ``value`` that the config schema's property ``schema`` allows: another
-    member of an enum or constant, the next integer, a larger number, a list with one item changed."""
+    member of an enum or constant, two larger integers or numbers, a list with one item changed."""
     for branches in (schema.get("oneOf"), schema.get("anyOf")):
         if branches:
             return [other for branch in branches for other in other_values(value, branch)]
@@ -131,9 +131,10 @@ def other_values(value, schema: dict) -> list:
         return [v for v in schema.get("enum", [schema.get("const")]) if v != value]
     kind = schema.get("type")
     if kind == "integer":
-        return [value + 1] if isinstance(value, int) else [schema.get("minimum", 0) + 2]
+        start = value if isinstance(value, int) else schema.get("minimum", 0)
+        return [start + 1, start + 2]
     if kind == "number":
-        return [value * 2 + 0.5] if isinstance(value, (int, float)) else [1.5]
+        return [value * 2 + 0.5, value * 3 + 1] if isinstance(value, (int, float)) else [1.5, 2.5]
     if kind == "array":
         return [[*value[:i], item, *value[i + 1:]] for i, old in enumerate(value)
                 for item in other_values(old, schema["items"])]
@@ -156,14 +157,17 @@ def option_variants(method) -> list[tuple[str, dict]]:
 @pytest.mark.parametrize("name", [name for name in methods.names() if methods.get(name).options])
 def test_every_key_of_a_method_s_options_changes_its_search_id(name):
     """A search's folder is named by what changes its result: two searches that differ in one
-    option, each written to the folder of the other, would be read as each other."""
+    option, each written to the folder of the other, would be read as each other. Every option
+    set here (the defaults, each key changed alone to two or more other values) names its own."""
     method = methods.get(name)
     parts = methods.SearchParts(tail="n20_s0", seed=0, n_masks=100, sparsity=0.05, top_k=5, options=method.defaults)
-    default = method.search_id(parts)
-    variants = option_variants(method)
-    assert {key for key, _ in variants} == set(method.defaults)
+    variants = [("defaults", method.defaults), *option_variants(method)]
+    assert {key for key, _ in variants} == {"defaults", *method.defaults}
+    named: dict[str, tuple] = {}
     for key, options in variants:
-        assert method.search_id(methods.SearchParts(**{**vars(parts), "options": options})) != default, (key, options)
+        search_id = method.search_id(methods.SearchParts(**{**vars(parts), "options": options}))
+        assert search_id not in named, f"{options} and {named.get(search_id)} share the id {search_id}"
+        named[search_id] = (key, options)
 
 
 @pytest.mark.parametrize("name", methods.names(kind="sequential"))

@@ -237,3 +237,18 @@ def test_the_group_size_rule():
 def test_bad_options_name_the_value_and_what_is_valid(options, message):
     with pytest.raises(ValueError, match=message):
         GroupTesting(**{"n_heads": 64, "budget": 20, **options})
+
+
+def test_the_driver_refuses_a_cap_below_one_partition_before_scoring(tmp_path):
+    # headloc.locate runs its search through the driver: budget 3 on SmolLM2's 270 heads is refused
+    # before a single mask is scored, naming the least budget that would do
+    from headloc import methods
+    from headloc.heads import HeadGeometry
+    from headloc.methods import driver
+
+    scored = []
+    with pytest.raises(ValueError, match=r"budget 3 is too small for group testing over 270 heads in groups of 16: "
+                                         r"it needs at least 18 evaluations .* give budget >= 18"):
+        driver.drive(methods.get("group_testing"), lambda masks: scored.append(masks) or np.zeros(len(masks)),
+                     HeadGeometry(30, 9), tmp_path, budget=3, k=5)
+    assert not scored
