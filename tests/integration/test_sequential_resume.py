@@ -6,6 +6,11 @@ in a real subprocess on the planted tiny model (tests/planted.py), its scorer sl
 lands between rounds or inside one; every mask it starts scoring is appended to a journal first.
 The same step, called again in this process as the rerun of the killed job would call it, goes on
 from the record. The reference is the same step uninterrupted.
+
+The same step killed in-process between rounds on the simulated world (headloc.search.simulate):
+a lower-is-better score resumes to the uninterrupted result, and a record left by another model,
+other documents or another task (its key, steps.record_key, as scripts/sequential_search.py
+builds it) is not resumed.
 """
 
 import contextlib

@@ -75,7 +75,7 @@ class Recovery:
     def warnings(self, names, k: int, search: str) -> list[str]:
         """What a reader of the top ``k`` must know, in words (recovery.json's ``warnings``): a
         confirming search's top k holding heads it did not confirm, with why it stopped and how
-        each such head was measured (its label). None for a complete or non-confirming search."""
+        each such head was measured (its label); empty for a complete or non-confirming search."""
         if self.confirmed is None:
             return []
         top = [int(h) for h in self.ranking[:k]]
