@@ -359,13 +359,20 @@ def test_table9_lists_every_search(results):
                for path in (results / "tiny" / task).glob("*/recovery.json")}
     assert {(row.task, row.search) for row in table.itertuples()} == on_disk and len(table) == len(on_disk)
     assert set(SEARCHES.values()) <= set(table["search"])
+    marked = 0
     for row in table.itertuples():
         found = read_json(results / "tiny" / row.task / row.search / "recovery.json")
         assert row.method == found["method"] and row.n_evals == found["n_evals"]
-        # the universal filter is on: a search's heads are its best k that are not universal
-        assert row.heads.split(", ") == [h for h in found["ranking"] if h not in universal][:TOP_K]
+        # the universal filter is on: a search's heads are its best k that are not universal, each
+        # marked ? that its search (group testing) did not confirm alone
+        shown = [h for h in found["ranking"] if h not in universal][:TOP_K]
+        confirmed = found["confirmed"]
+        assert row.heads.split(", ") == [h + ("?" if confirmed is not None and h not in confirmed else "")
+                                         for h in shown]
+        marked += row.heads.count("?")
     md = (results / "tables" / "table9.md").read_text()
     assert all(f"| {search} |" in md for search in SEARCHES.values())
+    assert ("?: a head not confirmed by ablating it alone" in md) == (marked > 0)
 
 
 # ---------------------------------------------------------------- the HTML report
