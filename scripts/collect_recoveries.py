@@ -9,6 +9,7 @@ recoveries = [read_json(path) for path in snakemake.input.recoveries]
 options, p = snakemake.params.selection, snakemake.params
 chosen = collection_selections(p.collection, recoveries, options, p.main_method)
 frame = recoveries_frame(recoveries, chosen, options["capabilities"])
-frame["top_heads"] = frame["top_heads"].str.join(",")
+for column in ("top_heads", "unconfirmed"):
+    frame[column] = frame[column].str.join(",")
 write_table(snakemake.output[0], frame)
 log.info("%s: %d searches", p.collection, len(frame))

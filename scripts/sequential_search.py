@@ -3,9 +3,6 @@ sequential_search): one model load, then headloc.methods.steps.sequential, which
 round through the evaluator (a round's masks share forward passes, masks_per_pass at a time) and
 resumes from the search's record when a killed run of the same job left one."""
 
-import json
-import os
-
 import numpy as np
 import torch
 
@@ -29,10 +26,8 @@ def score(masks):
     return np.array([result.score for result in evaluator.evaluate_masks(masks, desc=p.sequential["method"])])
 
 
-# what the record's scores depend on beyond the step's parameters: a record left by a run on other
-# model files, documents or task files is not resumed (the step starts afresh)
-inputs = [str(path) for path in snakemake.input]
-key = json.dumps({"task_digest": p.task_digest, "location": p.location, "model": p.model, "task": p.task,
-                  "inputs": {path: os.stat(path).st_mtime_ns for path in inputs}}, sort_keys=True, default=str)
+# a record left by a run on other model files, documents or task files is not resumed
+key = steps.record_key(task_digest=p.task_digest, location=p.location, model=p.model, task=p.task,
+                       inputs=list(snakemake.input))
 steps.sequential(steps.SequentialParams(**p.sequential), evaluator.geometry, score,
                  paths.RECORD.format(**snakemake.wildcards), snakemake.output[0], log, key=key)

@@ -94,6 +94,9 @@ def test_every_method_keeps_the_contract(name, model, examples, tmp_path):
         assert found["n_evals"] == spent
     if method.kind != "draw":
         assert found["ranking"][0] == format_head(*PLANTED), found["ranking"]
+    # what a reader of the top heads must know; and the heads confirmed alone, where a search does
+    assert isinstance(found["warnings"], list) and all(isinstance(w, str) for w in found["warnings"])
+    assert found["confirmed"] is None or set(found["confirmed"]) <= set(NAMES)
 
 
 @pytest.mark.parametrize("name", methods.names())
@@ -116,6 +119,83 @@ def test_every_method_declares_what_the_workflow_and_report_read(name):
     assert not method.nested or method.budgeted, "only a budget can nest"
     if method.rows_from:
         assert method.rows_from[0] in methods.names()
+
+
+def other_values(value, schema: dict) -> list:
+    """Values other than ``value`` that the config schema's property ``schema`` allows: another
+    member of an enum or constant, two larger integers or numbers, a list with one item changed."""
+    for branches in (schema.get("oneOf"), schema.get("anyOf")):
+        if branches:
+            return [other for branch in branches for other in other_values(value, branch)]
+    if "enum" in schema or "const" in schema:
+        return [v for v in schema.get("enum", [schema.get("const")]) if v != value]
+    kind = schema.get("type")
+    if kind == "integer":
+        start = value if isinstance(value, int) else schema.get("minimum", 0)
+        return [start + 1, start + 2]
+    if kind == "number":
+        return [value * 2 + 0.5, value * 3 + 1] if isinstance(value, (int, float)) else [1.5, 2.5]
+    if kind == "array":
+        return [[*value[:i], item, *value[i + 1:]] for i, old in enumerate(value)
+                for item in other_values(old, schema["items"])]
+    raise AssertionError(f"no other value for a property of {schema}")
+
+
+def option_variants(method) -> list[tuple[str, dict]]:
+    """Every key of a method's options (its config section, as the schema describes it), each
+    changed alone to each other value the schema allows: (key, options)."""
+    import yaml
+
+    from conftest import REPO
+
+    schema = yaml.safe_load((REPO / "config/schema.yaml").read_text())["properties"][method.options]["properties"]
+    assert set(schema) == set(method.defaults), f"{method.name}: its defaults and the schema's keys differ"
+    return [(key, {**method.defaults, key: other}) for key, value in method.defaults.items()
+            for other in other_values(value, schema[key])]
+
+
+@pytest.mark.parametrize("name", [name for name in methods.names() if methods.get(name).options])
+def test_every_key_of_a_method_s_options_changes_its_search_id(name):
+    """A search's folder is named by what changes its result: two searches that differ in one
+    option, each written to the folder of the other, would be read as each other. Every option
+    set here (the defaults, each key changed alone to two or more other values) names its own."""
+    method = methods.get(name)
+    parts = methods.SearchParts(tail="n20_s0", seed=0, n_masks=100, sparsity=0.05, top_k=5, options=method.defaults)
+    variants = [("defaults", method.defaults), *option_variants(method)]
+    assert {key for key, _ in variants} == {"defaults", *method.defaults}
+    named: dict[str, tuple] = {}
+    for key, options in variants:
+        search_id = method.search_id(methods.SearchParts(**{**vars(parts), "options": options}))
+        assert search_id not in named, f"{options} and {named.get(search_id)} share the id {search_id}"
+        named[search_id] = (key, options)
+
+
+@pytest.mark.parametrize("name", methods.names(kind="sequential"))
+def test_every_setting_that_changes_a_sequential_search_changes_its_id(name):
+    """The search a sequential method builds is what its record holds: settings that build another
+    search (budget, seed, top k, sparsity, any option) must name another folder."""
+    from headloc.methods.steps import SequentialParams
+
+    method = methods.get(name)
+    base = {"n_masks": 100, "seed": 0, "top_k": 5, "sparsity": 0.05, "options": method.defaults}
+    changes = [{"n_masks": 50}, {"seed": 1}, {"top_k": 3}, {"sparsity": 0.1},
+               *({"options": options} for _, options in option_variants(method))]
+
+    def built(settings):
+        params = SequentialParams(name, settings["n_masks"], settings["seed"], settings["top_k"],
+                                  settings["sparsity"], settings["options"])
+        parts = methods.SearchParts(tail=f"n20_s{settings['seed']}", seed=settings["seed"],
+                                    n_masks=settings["n_masks"], sparsity=settings["sparsity"],
+                                    top_k=settings["top_k"], options=settings["options"])
+        return method.search(270, params), method.search_id(parts)
+
+    search, search_id = built(base)
+    for change in changes:
+        try:
+            other, other_id = built({**base, **change})
+        except ValueError:  # settings the search refuses build nothing
+            continue
+        assert other == search or other_id != search_id, change
 
 
 def test_markers_tell_the_methods_apart():

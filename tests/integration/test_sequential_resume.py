@@ -6,6 +6,11 @@ in a real subprocess on the planted tiny model (tests/planted.py), its scorer sl
 lands between rounds or inside one; every mask it starts scoring is appended to a journal first.
 The same step, called again in this process as the rerun of the killed job would call it, goes on
 from the record. The reference is the same step uninterrupted.
+
+The same step killed in-process between rounds on the simulated world (headloc.search.simulate):
+a lower-is-better score resumes to the uninterrupted result, and a record left by another model,
+other documents or another task (its key, steps.record_key, as scripts/sequential_search.py
+builds it) is not resumed.
 """
 
 import contextlib
@@ -26,6 +31,7 @@ from planted import N_HEADS, N_LAYERS, planted_dir, planted_examples, weakened
 
 from headloc.heads import HeadGeometry
 from headloc.methods import steps
+from headloc.search.simulate import make_world
 
 TESTS = Path(__file__).resolve().parents[1]
 PARAMS = steps.SequentialParams("thompson", 24, 0, 2, 0.25, {"reward": "damage", "score_range": [-5, 0]})
@@ -142,3 +148,114 @@ def test_a_killed_sequential_search_resumes_to_the_same_result(sig, model, refer
     assert json.loads((tmp_path / "sequential.json").read_text()) == json.loads(
         (reference_folder / "sequential.json").read_text())
     assert not list(tmp_path.glob(".record.npz.*.tmp")), "the killed writer's temporary file is cleared"
+
+
+# ---------------------------------------------------------------- killed in-process, on the simulated world
+
+WORLD = make_world(seed=4, n_heads=128, tau=0.02)
+WORLD_GEOMETRY = HeadGeometry(8, 16)
+
+
+class Killed(Exception):
+    """The job's end, between two rounds (what SIGKILL does after a round was recorded)."""
+
+
+def loss(masks) -> np.ndarray:
+    """A lower-is-better score (the world's negative log-likelihood, as a perplexity is read)."""
+    return -WORLD.score(masks)
+
+
+def scorer(score, *, rounds: int | None = None, spent: list | None = None):
+    """``score``, killed once ``rounds`` rounds were scored; every scored mask counted in ``spent``."""
+    calls = []
+
+    def counted(masks):
+        if rounds is not None and len(calls) == rounds:
+            raise Killed
+        calls.append(len(masks))
+        if spent is not None:
+            spent.extend(masks)
+        return score(masks)
+
+    return counted
+
+
+def gt_params(higher_is_better: bool) -> steps.SequentialParams:
+    from headloc.methods import get
+
+    return steps.SequentialParams("group_testing", 40, 4, 5, 0.05, get("group_testing").with_defaults({}),
+                                  higher_is_better)
+
+
+def run_killed(params, folder: Path, score, rounds: int, key: str = "") -> None:
+    with pytest.raises(Killed):
+        steps.sequential(params, WORLD_GEOMETRY, scorer(score, rounds=rounds), folder / "record.npz",
+                         folder / "sequential.json", LOG, key=key)
+
+
+def test_a_killed_lower_is_better_search_resumes_to_the_uninterrupted_result(tmp_path):
+    """The record keeps raw scores (a loss here: lower is better); replayed, they must be oriented
+    as the live search read them, or the replay proposes other masks than the record holds."""
+    params = gt_params(higher_is_better=False)
+    expected = steps.sequential(params, WORLD_GEOMETRY, loss, tmp_path / "ref.npz", tmp_path / "ref.json", LOG)
+    oriented = steps.sequential(gt_params(True), WORLD_GEOMETRY, WORLD.score, tmp_path / "hib.npz",
+                                tmp_path / "hib.json", LOG)
+    assert expected["ranking"][:5] == oriented["ranking"][:5]  # the same heads, whichever way the score runs
+    for rounds in (2, 5, 9):
+        folder = tmp_path / f"killed{rounds}"
+        folder.mkdir()
+        run_killed(params, folder, loss, rounds)
+        kept = len(record(folder)[0])
+        spent = []
+        found = steps.sequential(params, WORLD_GEOMETRY, scorer(loss, spent=spent), folder / "record.npz",
+                                 folder / "sequential.json", LOG)
+        assert found == expected
+        assert 0 < kept and len(spent) == expected["n_evals"] - kept, "only the masks the killed job had not scored"
+
+
+def record_files(folder: Path) -> tuple[Path, Path]:
+    """A model's file and a task's documents, as the rule's inputs."""
+    model, docs = folder / "model.gguf", folder / "docs.jsonl"
+    model.write_bytes(b"GGUF")
+    docs.write_text('{"text": "a"}\n')
+    return model, docs
+
+
+def key_of(model_file: Path, docs: Path, **changed) -> str:
+    """The record's key as scripts/sequential_search.py builds it."""
+    fields = {"task_digest": "d0", "location": str(model_file), "model": {"dtype": "float32"},
+              "task": {"lm_eval_task": "headloc_ioi", "metric": "acc"}, "inputs": [model_file, docs], **changed}
+    return steps.record_key(**fields)
+
+
+def touched(path: Path) -> Path:
+    """``path`` rewritten later (new documents, a new model file): its modification time moves on."""
+    stamp = path.stat().st_mtime_ns + 10**9
+    os.utime(path, ns=(stamp, stamp))
+    return path
+
+
+OTHER_INPUTS = {
+    "the same inputs": lambda model, docs: {},
+    "another model location": lambda model, docs: {"location": str(model.parent / "other.gguf")},
+    "other model settings": lambda model, docs: {"model": {"dtype": "bfloat16"}},
+    "another task digest": lambda model, docs: {"task_digest": "d1"},
+    "another task": lambda model, docs: {"task": {"lm_eval_task": "headloc_ioi", "metric": "acc_norm"}},
+    "new documents": lambda model, docs: {"inputs": [model, touched(docs)]},
+    "a new model file": lambda model, docs: {"inputs": [touched(model), docs]},
+}
+
+
+@pytest.mark.parametrize("other", OTHER_INPUTS)
+def test_a_record_left_by_another_model_documents_or_task_is_not_resumed(other, tmp_path):
+    params = gt_params(higher_is_better=True)
+    model, docs = record_files(tmp_path)
+    run_killed(params, tmp_path, WORLD.score, rounds=4, key=key_of(model, docs))
+    kept = len(record(tmp_path)[0])
+    spent = []
+    found = steps.sequential(params, WORLD_GEOMETRY, scorer(WORLD.score, spent=spent), tmp_path / "record.npz",
+                             tmp_path / "sequential.json", LOG, key=key_of(model, docs, **OTHER_INPUTS[other](model, docs)))
+    if other == "the same inputs":
+        assert len(spent) == found["n_evals"] - kept > 0, "resumed: only what is left"
+    else:
+        assert len(spent) == found["n_evals"], "started afresh: every mask scored again"

@@ -203,3 +203,32 @@ def test_a_title_that_fits_is_left_as_it_is():
     fig = heatmap_figure(record(top_heads=[]))
     assert fig.get_suptitle() == "tiny / ioi: cs_stratified\nsearch cs_stratified_n4_s0, 17 evaluations"
     assert fig.texts[0].get_fontsize() == 9 and outside_the_figure(fig) == []
+
+
+def test_a_search_capped_before_confirming_its_top_k_says_so_in_the_title(tmp_path):
+    """recovery.json as checkpoint recover_heads writes it for a group testing search capped at 20
+    evaluations on a simulated 128-head model: the title names the outlined heads it did not
+    confirm (by rank) and carries its warning; a complete search's title has neither."""
+    import logging
+
+    from headloc.heads import HeadGeometry
+    from headloc.methods import get, steps
+    from headloc.search.simulate import make_world
+
+    world, geometry, log = make_world(seed=4, n_heads=128, tau=0.02), HeadGeometry(8, 16), logging.getLogger("t")
+
+    def recovery(cap):
+        params = steps.SequentialParams("group_testing", cap, 4, 5, 0.05, get("group_testing").with_defaults({}))
+        steps.sequential(params, geometry, world.score, tmp_path / f"{cap}.npz", tmp_path / f"{cap}.json", log)
+        found = steps.recover(steps.RecoverParams("group_testing", 0.001, 4, 5),
+                              steps.RecoverInputs(sequential=str(tmp_path / f"{cap}.json")), geometry, log)
+        return {"model": "sim", "task": "t", "search": f"gt{cap}", **found}
+
+    capped = recovery(20)
+    title = " ".join(heatmap_figure(capped).get_suptitle().split())  # the lines as fitted, joined again
+    ranks = [str(rank) for rank, head in enumerate(capped["top_heads"], 1) if head not in capped["confirmed"]]
+    assert ranks and f"not confirmed alone (a group's value), by rank: {', '.join(ranks)}" in title
+    (warning,) = capped["warnings"]
+    assert f"warning: {warning}" in title and "cap of 20 evaluations" in warning
+    complete = heatmap_figure(recovery(100)).get_suptitle()
+    assert "not confirmed" not in complete and "warning" not in complete

@@ -757,7 +757,7 @@ OPTIONS = ReportOptions(
 )
 # today's inputs, about lines and titles (rules/common.smk TABLES/FIGURES, scripts/render_table.py)
 INPUTS = {
-    "table1": ("models",), "table2": ("evals_main",), "table3": ("evals_main",),
+    "table1": ("models",), "table2": ("evals_main", "recoveries_main"), "table3": ("evals_main", "recoveries_main"),
     "table4": ("evals_methods", "recoveries"), "table5": ("evals_universal",),
     "table6": ("evals_main",), "table7": ("evals_universal",), "table8": ("evals_knowledge",),
     "table9": ("recoveries",), "table10": ("recoveries_main",), "tuning": ("tuning",),
@@ -1259,7 +1259,7 @@ def test_render_scripts_write_every_table_and_figure(tmp_path):
                                    "scripts/render_table.py from full/evals_knowledge.tsv")
     md2 = (tmp_path / "full" / "table2.md").read_text().splitlines()
     assert md2[0] == f"**{TITLES['table2']}**"  # the run's gen tasks, k and main method
-    assert md2[-1].endswith("from full/evals_main.tsv")
+    assert md2[-1].endswith("from full/evals_main.tsv, full/recoveries_main.tsv")
     page = (tmp_path / "full" / "table8.html").read_text()  # what Snakemake's HTML report shows
     assert page.count("<h3>") == 1 and "<h3>Table 8." in page and "made by rule render_table (table8)" in page
     assert '<td>m1</td><td>L0H22</td><td class="num">-21.0</td><td class="num">-30.0</td>' in page
@@ -1358,3 +1358,47 @@ def test_methods_figure_draws_a_method_without_evaluations_across_the_panel():
     band = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_alpha() == 0.12]
     assert len(band) == 1 and (band[0].get_y(), band[0].get_height()) == pytest.approx((-15.0, 10.0))
     assert "free (no evaluations)" in [text.get_text() for text in fig.legends[0].get_texts()]
+
+
+# ---------------------------------------------------------------- heads a search did not confirm
+
+
+def test_tables_mark_the_shown_top_heads_a_search_did_not_confirm():
+    """A capped group testing search confirmed L1H1 and L2H2, its own top 2; the universal filter
+    drops L1H1 (a universal head), so its shown top 2 are L2H2 and L3H3, which it never confirmed.
+    The tables check the heads they show, not the record's own top k: Table 9 marks L3H3 with ?,
+    Table 2 lists it under the table; compressed sensing confirms no head, so nothing of it is marked."""
+    from headloc.workflow.results import evals_frame, recoveries_frame, selections
+
+    base = {"model": "m", "task": "ioi", "n_evals": 25, "r2": None, "alpha": None, "warnings": []}
+    capped = {**base, "method": "group_testing", "search": "gt", "ranking": ["L1H1", "L2H2", "L3H3", "L4H4"],
+              "top_heads": ["L1H1", "L2H2"], "confirmed": ["L1H1", "L2H2"]}
+    lasso = {**base, "method": "cs_stratified", "search": "cs", "ranking": ["L1H1", "L4H4", "L3H3", "L2H2"],
+             "top_heads": ["L1H1", "L4H4"], "confirmed": None}
+    chosen = selections([capped, lasso], main={"ioi": "gt"}, capabilities={"ioi": "syntax"}, k=2,
+                        universal={"top_n": 1, "min_capabilities": 1, "filter": True, "heads": {"m": ["L1H1"]}},
+                        knowledge={"tasks": [], "top_n": 5, "min_tasks": None})
+    frame = recoveries_frame([capped, lasso], chosen, {"ioi": "syntax"})
+    assert frame["unconfirmed"].tolist() == [["L3H3"], []]
+    for column in ("top_heads", "unconfirmed"):  # as rule collect_recoveries writes recoveries.tsv
+        frame[column] = frame[column].str.join(",")
+    recoveries = tsv_round_trip(frame)
+    options = ReportOptions(top_k=2, method="group_testing", capabilities={"ioi": "syntax"})
+
+    t9 = TABLES["table9"].build({"recoveries": recoveries}, options)
+    assert t9.set_index("search")["heads"].to_dict() == {"gt": "L2H2, L3H3?", "cs": "L4H4, L3H3"}
+    assert t9.attrs["note"].startswith("?: a head not confirmed by ablating it alone (its search stopped at its cap")
+    assert f"*{t9.attrs['note']}*" in to_markdown(t9, title="t9", footer="f")
+
+    evals = [{"model": "m", "task": "ioi", "headset": headset, "value": value}
+             for headset, value in (("none", 0.9), ("L2H2", 0.7), ("L2H2+L3H3", 0.5))]
+    main = [s for s in chosen if s["kind"] == "task" and s["search"] == "gt"]
+    t2 = TABLES["table2"].build({"evals_main": tsv_round_trip(evals_frame(main, evals)),
+                                 "recoveries_main": recoveries}, options)
+    assert t2["delta_task"].tolist() == pytest.approx([-40.0])
+    assert t2.attrs["note"].startswith("Unconfirmed top heads, m ioi (gt): L3H3. Each is a head not confirmed")
+    assert "Unconfirmed top heads, m ioi (gt): L3H3." in to_latex(t2, caption="t2", footer="f", label="tab:t2")
+    confirmed = recoveries.assign(unconfirmed=np.nan)  # every shown head confirmed: no note, no mark
+    assert "note" not in TABLES["table2"].build({"evals_main": tsv_round_trip(evals_frame(main, evals)),
+                                                 "recoveries_main": confirmed}, options).attrs
+    assert TABLES["table9"].build({"recoveries": confirmed}, options)["heads"].tolist() == ["L2H2, L3H3", "L4H4, L3H3"]

@@ -1,6 +1,7 @@
 """Sequential searches resume from any point of their record (headloc.search.sequential)."""
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -122,9 +123,43 @@ def test_recovery_json_names_the_heads_a_search_keeps_in_its_details():
     for name in ("group testing", "thompson"):
         found = SEARCHES[name].run(WORLD.score)[2]
         details = sequential_fields(found, names)["details"]
+        fields = sequential_fields(found, names)
         if name == "group testing":
-            assert details["accepted"] == [names[i] for i in found.details["accepted"]] and details["group_size"] == SEARCHES[name].size == 8
-            assert details["accepted"] == sequential_fields(found, names)["ranking"][: len(details["accepted"])]
+            assert fields["confirmed"] == [names[i] for i in found.confirmed] and details["group_size"] == SEARCHES[name].size == 8
+            assert fields["confirmed"] == fields["ranking"][: len(found.confirmed)]
+            assert all(fields["labels"][head] == "confirmed" for head in fields["confirmed"])
         else:
+            assert fields["confirmed"] is None  # Thompson sampling ablates no head alone
             assert list(details["a"]) == names and details["a"]["L0H3"] == found.details["a"][3]
             assert details["b"]["L7H15"] == found.details["b"][127] and details["iterations"] == found.details["iterations"]
+
+
+def test_a_search_stopped_at_its_cap_warns_in_the_log_and_in_recovery_json(tmp_path, caplog):
+    """Rule sequential_search's step and checkpoint recover_heads' (the driver's too): a group
+    testing search capped before its top k are confirmed logs a warning naming the cap and the
+    unconfirmed heads, and recovery.json carries it in ``warnings`` with the ``confirmed`` heads."""
+    import logging
+
+    from headloc.heads import HeadGeometry
+    from headloc.io import read_json
+    from headloc.methods import get, steps
+
+    geometry, log = HeadGeometry(8, 16), logging.getLogger("test_cap")
+    params = steps.SequentialParams("group_testing", 20, 4, 5, 0.05, get("group_testing").with_defaults({}))
+    with caplog.at_level(logging.WARNING, logger="test_cap"):
+        steps.sequential(params, geometry, WORLD.score, tmp_path / "r.npz", tmp_path / "s.json", log)
+    recovery = steps.recover(steps.RecoverParams("group_testing", 0.001, 4, 5), steps.RecoverInputs(sequential=str(
+        tmp_path / "s.json")), geometry, log)
+    top, confirmed = recovery["top_heads"], recovery["confirmed"]
+    unconfirmed = [head for head in top if head not in confirmed]
+    assert recovery["n_evals"] == 20 and 0 < len(unconfirmed) < 5  # 17 masks score the partition of 16
+    assert recovery["warnings"] == read_json(tmp_path / "s.json")["warnings"]
+    (warning,) = recovery["warnings"]
+    assert warning.startswith(f"group_testing stopped at its cap of 20 evaluations, with {5 - len(unconfirmed)} of "
+                              "its top 5 heads confirmed; not confirmed: ")
+    assert all(f"{head} ({recovery['labels'][head]})" in warning for head in unconfirmed)
+    assert not any(head in warning.split("not confirmed:")[1].split() for head in confirmed)
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [warning, warning]  # both steps
+    complete = steps.sequential(replace(params, n_masks=100), geometry, WORLD.score, tmp_path / "c.npz",
+                                tmp_path / "c.json", log)
+    assert complete["warnings"] == [] and complete["confirmed"] == complete["ranking"][:len(complete["confirmed"])]

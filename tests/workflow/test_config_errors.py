@@ -85,6 +85,16 @@ def test_dry_run_stops_on_a_head_outside_the_model(tmp_path):
     assert config_error(change) in out
 
 
+def test_dry_run_refuses_a_group_testing_cap_below_one_partition(tmp_path):
+    """The demo's main search is group testing: a cap of 3 cannot score the 17 groups of 16 of
+    SmolLM2's 270 heads, whose ranking would put unmeasured heads in the top k; refused at parse."""
+    change = set_key("search", "n_masks", value=3)
+    out = dry_run_error(tmp_path, change)
+    assert ("config search.n_masks: 3 is too small for group_testing on smollm2-135m (270 heads, groups of 16): it "
+            "needs at least 18 to score the unablated model and one partition of 17 groups; give n_masks >= 18") in out
+    assert config_error(change) in out
+
+
 def test_dry_run_stops_on_an_encoder_checkpoint(tmp_path):
     """A BERT folder (config.json and weights, built with transformers) is no model headloc can
     ablate: refused at parse, naming the supported model types."""
@@ -213,6 +223,32 @@ def test_identification_subset_larger_than_the_dataset():
 def test_more_chunks_than_masks():
     out = config_error(set_key("search", "chunks", value=101))
     assert "config search.chunks: 101 is larger than the 100 masks of task ioi" in out
+
+
+@pytest.mark.parametrize("change, message", [
+    (set_key("search", "n_masks", value=17),
+     "config search.n_masks: 17 is too small for group_testing on smollm2-135m (270 heads, groups of 16): it "
+     "needs at least 18 "),
+    (set_key("tasks", "ioi", "search", "n_masks", value=10),
+     "config tasks.ioi.search.n_masks: 10 is too small for group_testing on smollm2-135m (270 heads, groups of 16)"),
+    (set_key("search", "budgets", value=[5, 50]),
+     "config search.budgets: 5 is too small for group_testing on smollm2-135m (270 heads, groups of 16): it needs "
+     "at least 18 to score the unablated model and one partition of 17 groups; give every budget >= 18"),
+    (lambda config: config.update(group_testing={"group_size": 8}, search={**config["search"], "n_masks": 34}),
+     "config search.n_masks: 34 is too small for group_testing on smollm2-135m (270 heads, groups of 8): it needs "
+     "at least 35 "),
+    (lambda config: (config["validation"].update(top_k=2), config["search"].update(n_masks=5)),
+     "config search.n_masks: 5 is too small for group_testing on smollm2-135m (270 heads, groups of 64): it needs "
+     "at least 6 "),  # k = 2: groups of the power of two nearest 270 ln 2 / 4 = 47 (2^5.55)
+])
+def test_a_group_testing_cap_below_one_partition_names_the_least(change, message):
+    assert message in config_error(change)
+
+
+@pytest.mark.parametrize("top_k, n_masks", [(5, 18), (2, 6)])
+def test_a_group_testing_cap_that_scores_one_partition_passes(top_k, n_masks):
+    config = broken(lambda config: (config["validation"].update(top_k=top_k), config["search"].update(n_masks=n_masks)))
+    check_workflow_config(config, SCHEMA)
 
 
 def test_report_model_must_be_configured():

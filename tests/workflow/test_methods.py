@@ -37,6 +37,7 @@ from headloc.report import FIGURES, TABLES
 
 N_MASKS, BUDGET, REPEATS, TOP_K, ID_DOCS = 8, 6, 2, 2, 4
 CHG = {"seeds": 2, "lam": 0.1, "steps": 6}
+GROUP_TESTING = {"group_size": 2}  # 4 groups of 8 heads: the baseline and a partition fit the budget of 6
 # ioi is searched by every method; induction by the mask methods that need no gradients
 IOI_METHODS = ["cs_stratified", "greedy1s", "greedy", "cs_adaptive", "attribution", "chg", "random", "group_testing",
                "thompson"]
@@ -53,6 +54,7 @@ def methods_config(model_dir) -> dict:
         "search": {"methods": METHODS, "n_masks": N_MASKS, "budgets": [BUDGET], "repeats": REPEATS,
                    "sparsity": 0.25, "id_docs": ID_DOCS, "chunks": 1, "alpha": 0.001},
         "chg": CHG,
+        "group_testing": GROUP_TESTING,
         "validation": {"top_k": TOP_K},
         # top 5 of 8 heads on each of two tasks: at least two heads are universal
         "universal": {"top_n": 5, "min_capabilities": 2, "filter": True},
@@ -64,7 +66,7 @@ GREEDY, ONE_SHOT = f"greedy_k{TOP_K}_xu_n{ID_DOCS}_s0", f"greedy1s_n{ID_DOCS}_s0
 DRAWS = {"random_s0": 0, "random_s0_r1": 1}  # search id: seed (search.seed + repeat)
 GRADIENT = {f"attribution_n{ID_DOCS}_s0", f"chg_x{CHG['seeds']}_l{CHG['lam']:g}_t{CHG['steps']}_n{ID_DOCS}_s0"}
 SEQUENTIAL = {f"{method}_m{budget}{middle}_n{ID_DOCS}_s0{f'_r{repeat}' if repeat else ''}": (method, budget, repeat)
-              for method, middle in (("group_testing", "_gauto_per1_x2"), ("thompson", "_p0.25_score"))
+              for method, middle in (("group_testing", f"_k{TOP_K}_g2_per1_x2"), ("thompson", "_p0.25_score"))
               for budget in (BUDGET, N_MASKS) for repeat in range(REPEATS)}
 SEARCHES = {"cs_stratified": f"cs_stratified_m{N_MASKS}_p0.25_n{ID_DOCS}_s0",
             "attribution": f"attribution_n{ID_DOCS}_s0",
@@ -253,7 +255,8 @@ def test_sequential_searches_resume_from_a_record_and_recover_like_the_others(re
         assert found["n_evals"] == len(masks) <= budget
         assert found["intercept"] == pytest.approx(scores[0])  # the unablated score
         # the search replayed on its record: finished, and the same ranking
-        params = SequentialParams(method, budget, repeat, TOP_K, 0.25, get(method).defaults)
+        options = get(method).with_defaults(GROUP_TESTING if method == "group_testing" else {})
+        params = SequentialParams(method, budget, repeat, TOP_K, 0.25, options)
         replayed = get(method).search(8, params).recover(masks, scores)
         assert found["ranking"] == [HEADS[i] for i in replayed.ranking]
         log = results / "logs" / "sequential_search" / "tiny" / "ioi" / f"{search}.log"
@@ -356,13 +359,20 @@ def test_table9_lists_every_search(results):
                for path in (results / "tiny" / task).glob("*/recovery.json")}
     assert {(row.task, row.search) for row in table.itertuples()} == on_disk and len(table) == len(on_disk)
     assert set(SEARCHES.values()) <= set(table["search"])
+    marked = 0
     for row in table.itertuples():
         found = read_json(results / "tiny" / row.task / row.search / "recovery.json")
         assert row.method == found["method"] and row.n_evals == found["n_evals"]
-        # the universal filter is on: a search's heads are its best k that are not universal
-        assert row.heads.split(", ") == [h for h in found["ranking"] if h not in universal][:TOP_K]
+        # the universal filter is on: a search's heads are its best k that are not universal, each
+        # marked ? that its search (group testing) did not confirm alone
+        shown = [h for h in found["ranking"] if h not in universal][:TOP_K]
+        confirmed = found["confirmed"]
+        assert row.heads.split(", ") == [h + ("?" if confirmed is not None and h not in confirmed else "")
+                                         for h in shown]
+        marked += row.heads.count("?")
     md = (results / "tables" / "table9.md").read_text()
     assert all(f"| {search} |" in md for search in SEARCHES.values())
+    assert ("?: a head not confirmed by ablating it alone" in md) == (marked > 0)
 
 
 # ---------------------------------------------------------------- the HTML report

@@ -91,6 +91,11 @@ class Method:
     search: kind ``sequential``: ``search(n_heads, params) ->``
         :class:`~headloc.search.sequential.SequentialSearch`, its settings from a
         :class:`~headloc.methods.steps.SequentialParams` (the record of scores then drives it).
+    least_budget: kind ``sequential``, optional: ``least_budget(n_heads, top_k, options) -> (masks,
+        setting, need)``: the smallest budget its search runs with on a model of ``n_heads`` heads,
+        the setting it follows from ("groups of 16") and what it pays for ("to score ..."); the config
+        check refuses a smaller ``search.n_masks`` before any job (the search itself refuses it
+        too). None: any budget the schema allows.
     budgeted: spends ``search.n_masks`` masked evaluations (``budgets`` and ``sparsity`` apply).
     nested: a smaller budget is the first rows of the full design (one scoring serves every budget).
     repeats: random, so ``search.repeats`` draws it again (seed + repeat).
@@ -113,6 +118,7 @@ class Method:
     design: Callable | None = None
     run: Callable | None = None
     search: Callable | None = None
+    least_budget: Callable | None = None
     budgeted: bool = False
     nested: bool = False
     repeats: bool = False

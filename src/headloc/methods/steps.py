@@ -32,6 +32,7 @@ workflow and the driver cannot drift.
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
@@ -276,22 +277,38 @@ def sequential(params: SequentialParams, geometry: HeadGeometry, score, record_p
     found = live.found
     log.info("%s: done after %d masks (%d scored in this run); top heads %s", params.method, found.n_evals, scored,
              ", ".join(geometry.names[i] for i in found.ranking[: params.top_k]))
-    result = {"method": params.method, **sequential_fields(found, geometry.names)}
+    warnings = found.warnings(geometry.names, params.top_k, params.method)
+    for warning in warnings:
+        log.warning(warning)
+    result = {"method": params.method, **sequential_fields(found, geometry.names), "warnings": warnings}
     write_json(result_out, result)
     return result
+
+
+def record_key(*, task_digest: str, location: str, model: Mapping, task: Mapping, inputs) -> str:
+    """What a sequential search's record depends on beyond the step's parameters (``key`` of
+    :func:`sequential`): the task's digest, the model's location and settings, the task's spec and
+    the modification time of each input file (model files, documents), so that a record left by
+    a run on another model, other documents or another task is not resumed."""
+    stamps = {str(path): os.stat(path).st_mtime_ns for path in inputs}
+    return json.dumps({"task_digest": task_digest, "location": location, "model": model, "task": task,
+                       "inputs": stamps}, sort_keys=True, default=str)
 
 
 def sequential_fields(found, names: Sequence[str]) -> dict:
     """recovery.json's ranking fields of a sequential search's
     :class:`~headloc.search.sequential.Recovery`: ranked head names, each head's value and what it
     is (``labels``), the evaluations (the unablated row included) and the unablated score
-    (``intercept``); ``details`` are the search's own, heads named as everywhere else."""
+    (``intercept``); ``details`` are the search's own, heads named as everywhere else; ``confirmed``
+    the heads it ablated alone and accepted (None: it confirms none)."""
+    confirmed = None if found.confirmed is None else [names[i] for i in found.confirmed]
     return {
         "n_evals": int(found.n_evals), "alpha": None, "r2": None, "intercept": float(found.baseline),
         "ranking": [names[i] for i in found.ranking],
         "coef": {name: float(value) for name, value in zip(names, found.coef)},
         "labels": dict(zip(names, found.labels)),
         "details": found.named_details(names),
+        "confirmed": confirmed,
     }
 
 
@@ -320,15 +337,21 @@ def write_record(path, masks: np.ndarray, raw: np.ndarray, identity: str) -> Non
 def recover(params: RecoverParams, inputs: RecoverInputs, geometry: HeadGeometry, log) -> dict:
     """Checkpoint recover_heads: the method's ``recover`` ranks the heads from ``inputs``; returned
     with the method, the model's geometry and the top k: recovery.json less the search's identity
-    (model, task, search), which the caller adds."""
+    (model, task, search), which the caller adds. Every record has ``confirmed`` (the heads its
+    search ablated alone and accepted; None for a search that confirms none) and ``warnings`` (what
+    a reader of its top heads must know, in words; a sequential search's, else none)."""
     method = get(params.method)
     found = method.recover(inputs, geometry.names, params, log)
     top = found["ranking"][: params.top_k]
     log.info("%s: top heads %s after %d evaluations", params.method, ", ".join(top), found["n_evals"])
+    for warning in found.get("warnings", []):
+        log.warning(warning)
     return {
         "method": params.method,
         "n_layers": geometry.n_layers,
         "n_heads": geometry.n_heads,
+        "confirmed": None,
+        "warnings": [],
         **found,
         "top_heads": top,
         # a scored method's coef and intercept are changes of the score made higher-is-better

@@ -5,8 +5,9 @@ Every search method writes ``coef`` (head name ``"L{layer}H{head}"`` -> effect, 
 A ``chg`` record that carries its gates (``g_minus``, ``g_plus``, see :func:`headloc.search.chg.chg_search`)
 is drawn as two panels, G- (facilitation) and G+ (1 - interference), on a fixed 0-1 scale; every
 other record is one panel of ``coef`` on a diverging colormap centred at 0 (red: the score drops
-when the head is ablated). The top-k heads (``top_heads``) are outlined and numbered by rank. The
-title and footer fit the figure's width: a title line too wide is broken at its clauses, then at
+when the head is ablated). The top-k heads (``top_heads``) are outlined and numbered by rank; a
+search that confirms heads alone (``confirmed``) and left some outlined ones unconfirmed says which,
+with its ``warnings``, in the title. The title and footer fit the figure's width: a title line too wide is broken at its clauses, then at
 spaces, and a word wider than the figure (a long search id, a path) is drawn smaller.
 
 Figures are built on an Agg canvas (never ``pyplot``), like :mod:`headloc.report.figures`.
@@ -138,6 +139,15 @@ def _stability(record: Mapping, chosen: list[str]) -> str:
     return f"\nbootstrap P(in top {len(chosen)}), by rank: {shares}"
 
 
+def _unconfirmed(record: Mapping, chosen: list[str]) -> str:
+    """Title lines for a search that confirms heads alone (``confirmed`` in recovery.json): the
+    outlined heads it did not confirm, by rank, and its ``warnings`` (why it stopped short)."""
+    confirmed = record.get("confirmed")
+    ranks = [] if confirmed is None else [str(rank) for rank, name in enumerate(chosen, 1) if name not in confirmed]
+    lines = [f"not confirmed alone (a group's value), by rank: {', '.join(ranks)}"] if ranks else []
+    return "".join(f"\n{line}" for line in [*lines, *(f"warning: {w}" for w in record.get("warnings") or [])])
+
+
 def _norm(grid: np.ndarray, gate: bool) -> Normalize:
     if gate:
         return Normalize(vmin=0.0, vmax=1.0)
@@ -208,7 +218,7 @@ def _add_title_and_footer(fig: Figure, record: Mapping, chosen: list[str], gray:
     """The title (what, which search, how to read it) and the footer, each fitted to the figure."""
     top = f"; top {len(chosen)} outlined, numbered by rank" if chosen else ""
     title, size = fitted(fig, _title(record) + top + ("; gray: no value" if gray else "") +
-                         _stability(record, chosen), TITLE_SIZE)
+                         _stability(record, chosen) + _unconfirmed(record, chosen), TITLE_SIZE)
     fig.suptitle(title, fontsize=size)
     if footer:
         size = fitted(fig, footer, FOOTER_SIZE, wrap=False)[1]

@@ -12,11 +12,17 @@ is returned as an empty frame with the table's columns and an explanatory
 ``df.attrs["note"]`` (the spec's ``empty_note``), which :func:`~headloc.report.to_markdown`
 and :func:`~headloc.report.to_latex` print under the header. Malformed input (missing columns,
 missing baselines, a method, model or task that the data does not have) raises ValueError.
+
+Unconfirmed heads. A search that confirms heads by ablating each alone (group testing) may stop
+before it confirms its whole top k; the tables that list or validate top heads (2, 3, 4, 9, 10)
+read the recoveries too and show such heads (:func:`mark_unconfirmed`): marked in a ``heads``
+column, else listed in the note under the table.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -858,3 +864,59 @@ _add(TableSpec(
             "fraction); chosen = largest degradation in the metric's direction",
     builder=lambda tuning, options: tuning_table(tuning),
 ))
+
+
+# ---------------------------------------------------------------- heads a search did not confirm
+
+UNCONFIRMED_MARK = "?"
+UNCONFIRMED_WHY = ("not confirmed by ablating it alone (its search stopped at its cap, or ran out of leads, "
+                   "first), so known only by a group's drop (warnings in recovery.json)")
+
+
+def unconfirmed_heads(recoveries: pd.DataFrame) -> dict[tuple[str, str, str], list[str]]:
+    """(model, task, search) -> the shown top heads its search did not confirm alone
+    (``recoveries.tsv``'s ``unconfirmed``, universal heads already filtered as in ``top_heads``);
+    only searches that have such heads."""
+    if "unconfirmed" not in recoveries.columns:
+        return {}
+    found = {(r.model, r.task, r.search): _head_list(r.unconfirmed) for r in recoveries.itertuples(index=False)}
+    return {key: heads for key, heads in found.items() if heads}
+
+
+def mark_unconfirmed(table: pd.DataFrame, recoveries: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with its runs' unconfirmed heads shown: each marked :data:`UNCONFIRMED_MARK` in a
+    ``heads`` column, else listed per run in the note under the table. Unchanged when none."""
+    missing = unconfirmed_heads(recoveries)
+    task = "task" if "task" in table.columns else "id_on"  # Table 3: the task the heads were found on
+    keys = [] if table.empty else list(zip(table["model"], table[task], table["search"]))
+    runs = list(dict.fromkeys(key for key in keys if key in missing))
+    if not runs:
+        return table
+    out = table.copy()
+    if "heads" in out.columns:
+        out["heads"] = [", ".join(head + UNCONFIRMED_MARK if head in missing.get(key, ()) else head
+                                  for head in _head_list(heads)) for key, heads in zip(keys, out["heads"])]
+        out.attrs["note"] = f"{UNCONFIRMED_MARK}: a head {UNCONFIRMED_WHY}"
+    else:
+        listed = "; ".join(f"{model} {name} ({search}): {', '.join(missing[(model, name, search)])}"
+                           for model, name, search in runs)
+        out.attrs["note"] = f"Unconfirmed top heads, {listed}. Each is a head {UNCONFIRMED_WHY}"
+    return out
+
+
+def _marking(spec: TableSpec, source: str) -> TableSpec:
+    """``spec`` reading ``source`` (a collected recoveries table) too, its table marked by
+    :func:`mark_unconfirmed`."""
+    inputs = spec.inputs if source in spec.inputs else (*spec.inputs, source)
+
+    def builder(*frames_and_options):
+        *frames, options = frames_and_options
+        return mark_unconfirmed(spec.builder(*frames[: len(spec.inputs)], options), frames[inputs.index(source)])
+
+    return replace(spec, inputs=inputs, builder=builder)
+
+
+# the tables that list or validate a search's top heads
+for _name, _source in (("table2", "recoveries_main"), ("table3", "recoveries_main"), ("table4", "recoveries"),
+                       ("table9", "recoveries"), ("table10", "recoveries_main")):
+    TABLES[_name] = _marking(TABLES[_name], _source)

@@ -11,7 +11,8 @@ of 32 heads), rounded up, so no certified task needed more. The budgets measured
 true 95 % point lies between a measured budget and the one below), so the advice errs high.
 Sequential searches stop by themselves (group testing with its two extra heads: about 40-46
 evaluations at 270-1,024 heads), so for them ``search.n_masks`` is a cap, not this advice (the
-workflow's parse-time note is for mask designs only).
+workflow's parse-time note is for mask designs only); a cap too small for group testing to score
+one partition is refused instead (:func:`headloc.search.group_testing.partition_budget`).
 
 >>> suggested_masks(270, 5)
 190

@@ -25,6 +25,12 @@ The search, round by round (a :class:`~headloc.search.sequential.SequentialSearc
    lowers the score any more. ``extra`` heads beyond the top k are confirmed so that a top k with
    universal heads filtered out (the workflow's ``universal.filter``) still holds confirmed heads:
    otherwise each universal head in the top k gives its place to a head known only by its group.
+   A search stopped before its top k are confirmed says so (:meth:`Recovery.warnings`: why it
+   stopped, and each unconfirmed head of the top k with its label).
+
+The budget is a cap, and it must at least score the baseline and the partition
+(:func:`partition_budget`): a smaller one is refused, since its ranking would put heads of groups
+never measured (value 0) among the top k.
 
 ``masks_per_round = 1`` is the fully sequential search (best lead first). With ``R > 1`` each
 round measures the next masks of up to ``R`` best leads at once (they share forward passes); only
@@ -46,9 +52,9 @@ spread (0.01-0.03 nats) tried, 16 seeds each. A power of two halves evenly down 
 **Per-head values** (:attr:`Recovery.coef`, score changes: negative = the head helps): an
 accepted head's measured single-head change (label ``confirmed``); for the rest, the change of
 the smallest measured set that holds it, less the measured changes of the accepted heads in that
-set (label ``alone``, measured alone but not accepted, or ``group of n``; ``not measured`` when the
-budget ran out before the head's group was scored, value 0). Ranking: accepted heads, most
-damaging first, then the rest by value, smaller sets first among equal values, then index.
+set (label ``alone``, measured alone but not accepted, or ``group of n``). Ranking: accepted heads
+(:attr:`Recovery.confirmed`), most damaging first, then the rest by value, smaller sets first among
+equal values, then index.
 
 >>> import numpy as np
 >>> effect = np.zeros(256); effect[[3, 77, 200]] = [0.5, 0.3, 0.2]
@@ -80,6 +86,15 @@ def default_group_size(n_heads: int, k: int) -> int:
     """
     target = max(1.0, n_heads * math.log(2) / (2 * k))
     return min(n_heads, 2 ** round(math.log2(target)))
+
+
+def partition_budget(n_heads: int, group_size: int) -> int:
+    """The fewest evaluations that score the unablated model and every group of one partition.
+
+    >>> partition_budget(270, 16), partition_budget(1024, 64)
+    (18, 17)
+    """
+    return 1 + -(-n_heads // group_size)
 
 
 @dataclass(frozen=True)
@@ -119,6 +134,11 @@ class GroupTesting(SequentialSearch):
         if not 0 < self.explained <= 1:
             raise ValueError(f"explained must lie in (0, 1] (the share of a group's drop its half must hold), "
                              f"got {self.explained!r}")
+        least = partition_budget(self.n_heads, self.size)
+        if self.budget < least:
+            raise ValueError(f"budget {self.budget} is too small for group testing over {self.n_heads} heads in groups "
+                             f"of {self.size}: it needs at least {least} evaluations to score the unablated model and "
+                             f"one partition of {least - 1} groups; give budget >= {least}")
 
     @property
     def wanted(self) -> int:
@@ -136,7 +156,7 @@ class GroupTesting(SequentialSearch):
 
     def plan(self) -> Plan:
         memory = Memory(self.n_heads)
-        groups = self.partition()[: self.budget - 1]
+        groups = self.partition()
         scores = yield from memory.measure([(), *groups])
         baseline = scores[0]
         leads = [Lead(group, baseline - score, MEASURED) for group, score in zip(groups, scores[1:])]
@@ -145,9 +165,12 @@ class GroupTesting(SequentialSearch):
         while True:
             accept(leads, accepted, self.wanted)
             room = min(self.masks_per_round, self.budget - len(memory))
-            steps = next_steps(leads, room, noise) if len(accepted) < self.wanted else []
+            wanting = len(accepted) < self.wanted
+            steps = next_steps(leads, room, noise) if wanting else []
             if not steps:
-                return group_recovery(memory, baseline, accepted, details={"group_size": self.size})
+                stop = "" if not wanting else (f"at its cap of {self.budget} evaluations" if room == 0 else
+                                               "when no set of heads left to split lowered the score")
+                return group_recovery(memory, baseline, accepted, stop, details={"group_size": self.size})
             scores = yield from memory.measure([heads for _, heads in steps])
             deepest = baseline - min(memory.scores.values())
             for (lead, heads), score in zip(steps, scores):
@@ -231,11 +254,13 @@ def follow(lead: Lead, heads: tuple[int, ...], drop: float, saturated: bool) -> 
     return [Lead(heads, drop, MEASURED), Lead(rest, inferred, INFERRED, lead.hidden)]
 
 
-def group_recovery(memory: Memory, baseline: float, accepted: dict[int, float], details: dict) -> Recovery:
-    """Per-head values, labels and ranking from what was measured (module docstring)."""
+def group_recovery(memory: Memory, baseline: float, accepted: dict[int, float], stop: str,
+                   details: dict) -> Recovery:
+    """Per-head values, labels and ranking from what was measured (module docstring); ``stop``: why
+    the search stopped short of the heads it wanted (:class:`Recovery`)."""
     n_heads = memory.n_heads
     coef, size = np.zeros(n_heads), np.full(n_heads, n_heads + 1)
-    labels = ["not measured"] * n_heads
+    labels = [""] * n_heads  # every head is in a group of the partition, which is always measured
     for heads, score in sorted(memory.scores.items(), key=lambda item: len(item[0])):
         explained_away = sum(accepted[h] for h in heads if h in accepted)
         for head in heads:
@@ -247,4 +272,4 @@ def group_recovery(memory: Memory, baseline: float, accepted: dict[int, float], 
     first = sorted(accepted, key=lambda h: (coef[h], h))
     rest = [h for h in np.lexsort((np.arange(n_heads), size, coef)).tolist() if h not in accepted]
     return Recovery(np.array(first + rest, dtype=int), coef, tuple(labels), len(memory), float(baseline),
-                    {**details, "accepted": first}, head_keys=("accepted",))
+                    details, confirmed=tuple(first), stop=stop)

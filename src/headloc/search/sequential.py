@@ -46,6 +46,10 @@ class Recovery:
     baseline: the unablated score. details: what only this search knows (JSON-ready values);
     ``head_keys`` names the details that hold head indices (a list of them) and ``per_head_keys``
     those that hold one value per head, so that recovery.json can write them with head names.
+    confirmed: the heads the search ablated alone and accepted, in the order accepted; None for a
+    search that confirms no head alone (its ranking is all estimate). stop: why a confirming
+    search stopped when it had not confirmed every head it wanted ("at its cap of 25
+    evaluations"); empty when it had.
     """
 
     ranking: np.ndarray
@@ -56,6 +60,8 @@ class Recovery:
     details: Mapping = field(default_factory=dict)
     head_keys: tuple[str, ...] = ()
     per_head_keys: tuple[str, ...] = ()
+    confirmed: tuple[int, ...] | None = None
+    stop: str = ""
 
     def named_details(self, names) -> dict:
         """``details`` with head indices as ``names`` (a list of heads; a dict head -> value)."""
@@ -65,6 +71,21 @@ class Recovery:
         for key in self.per_head_keys:
             named[key] = {name: value for name, value in zip(names, named[key], strict=True)}
         return named
+
+    def warnings(self, names, k: int, search: str) -> list[str]:
+        """What a reader of the top ``k`` must know, in words (recovery.json's ``warnings``): a
+        confirming search's top k holding heads it did not confirm, with why it stopped and how
+        each such head was measured (its label); empty for a complete or non-confirming search."""
+        if self.confirmed is None:
+            return []
+        top = [int(h) for h in self.ranking[:k]]
+        unconfirmed = [h for h in top if h not in self.confirmed]
+        if not unconfirmed:
+            return []
+        heads = ", ".join(f"{names[h]} ({self.labels[h]})" for h in unconfirmed)
+        return [f"{search} stopped {self.stop or 'early'}, with {len(top) - len(unconfirmed)} of its top {len(top)} "
+                f"heads confirmed; not confirmed: {heads}: each is known only by the drop of the smallest set "
+                "measured that holds it (its label)"]
 
 
 class Memory:

@@ -9,7 +9,8 @@ the one normalisation, which completes bare metric names in place (before the di
 ``check_config``, which checks what the schema cannot express, one small named check at a time
 (``check_gen_tasks``, ``check_scoring``, ``check_heads``, ...: each returns its problems as
 (key, text) pairs): names that must refer to configured tasks or models, head names inside each
-model, top-k against the number of heads, subset sizes against dataset sizes, each task's Jinja
+model, top-k against the number of heads, a sequential search's budget against the least it
+runs with on each model (``check_caps``), subset sizes against dataset sizes, each task's Jinja
 templates and the ``metric,filter`` keys its YAML reports; and the experiment plan
 (``headloc.workflow.plan.Plan``), which rejects a plan that would wait on itself.
 Each raises ValueError listing every problem found, one per line.
@@ -351,7 +352,7 @@ def check_config(config: dict, geometries: dict, tasks: TaskLookup | None = None
         problems += check_task(config, name, tasks) if name in defined else check_defined(config, name, tasks)
     problems += [*check_mirror(config), *check_universal_models(config)]
     for model, geometry in geometries.items():
-        problems += check_heads(config, model, geometry) if geometry else []
+        problems += [*check_heads(config, model, geometry), *check_caps(config, model, geometry)] if geometry else []
     for note in dict.fromkeys(budget_notes(config, geometries, defined)):
         print(note, file=sys.stderr)
     if problems:
@@ -656,6 +657,29 @@ def check_heads(config: dict, model: str, geometry: HeadGeometry) -> list[Proble
         if value is not None and value > total:
             problems.append((key, f"{value} is larger than the {total} heads of model {model} "
                                   f"({geometry.n_layers} layers x {geometry.n_heads}); expected 1..{total}"))
+    return problems
+
+
+def check_caps(config: dict, model: str, geometry: HeadGeometry) -> list[Problem]:
+    """Each searched task's budgets (``n_masks`` and ``search.budgets``) suffice for each of its
+    methods that needs a least budget on this model (:attr:`headloc.methods.Method.least_budget`:
+    group testing must score the baseline and one whole partition)."""
+    top_k, problems = config["validation"]["top_k"], []
+    for name in localized(config):
+        methods, n_masks, _ = search_settings(config, name)
+        own = (config["tasks"][name].get("search") or {}).get("n_masks")
+        caps = [(f"tasks.{name}.search.n_masks" if own else "search.n_masks", n_masks),
+                *(("search.budgets", budget) for budget in config["search"].get("budgets", []))]
+        for method in dict.fromkeys(methods):
+            spec = search_methods.get(method)
+            if spec.least_budget is None:
+                continue
+            least, setting, need = spec.least_budget(geometry.total, top_k, spec.with_defaults(config.get(spec.options)))
+            for key, cap in caps:
+                give = "every budget" if key == "search.budgets" else "n_masks"
+                if cap < least:
+                    problems.append((key, f"{cap} is too small for {method} on {model} ({geometry.total} heads, "
+                                          f"{setting}): it needs at least {least} {need}; give {give} >= {least}"))
     return problems
 
 

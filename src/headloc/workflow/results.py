@@ -24,7 +24,7 @@ from headloc.workflow.selection import select_heads
 # The columns of each collected table (results/tables/*.tsv). The report reads these tables and
 # names what each of its builders needs in headloc.report.frames (TASK_EVALS_NEED, ...).
 RECOVERIES_FRAME_COLUMNS = ["model", "task", "capability", "method", "search", "top_heads", "n_evals", "r2",
-                            "alpha"]
+                            "alpha", "unconfirmed"]
 EVALS_FRAME_COLUMNS = ["model", "kind", "task", "capability", "method", "search", "k", "headset", "eval_task",
                        "eval_capability", "score", "higher_is_better"]
 MODELS_FRAME_COLUMNS = ["model", "source", "n_layers", "n_heads", "n_kv_heads", "total"]
@@ -92,15 +92,18 @@ def selections(recoveries: Sequence[dict], *, main: Mapping[str, str], capabilit
 def recoveries_frame(recoveries: Sequence[dict], chosen: Sequence[dict] = (),
                      capabilities: Mapping[str, str] | None = None) -> pd.DataFrame:
     """One row per search; ``top_heads`` is the selection's heads (universal heads filtered) when
-    ``chosen`` has the search, else the recovery's own top heads."""
+    ``chosen`` has the search, else the recovery's own top heads; ``unconfirmed`` those of them its
+    search did not confirm alone (a search that confirms heads, stopped short: recovery.json's
+    ``confirmed``; none for a search that confirms none)."""
     heads = {(s["model"], s["task"], s["search"]): s["heads"] for s in chosen if s["kind"] == "task"}
     capabilities = capabilities or {}
     rows = []
     for record in recoveries:
         key = (record["model"], record["task"], record["search"])
+        shown, confirmed = list(heads.get(key, record["top_heads"])), record.get("confirmed")
         rows.append({**{c: record.get(c) for c in RECOVERIES_FRAME_COLUMNS},
-                     "capability": capabilities.get(record["task"], record["task"]),
-                     "top_heads": list(heads.get(key, record["top_heads"]))})
+                     "capability": capabilities.get(record["task"], record["task"]), "top_heads": shown,
+                     "unconfirmed": [] if confirmed is None else [h for h in shown if h not in confirmed]})
     return pd.DataFrame(rows, columns=RECOVERIES_FRAME_COLUMNS)
 
 
