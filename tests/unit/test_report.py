@@ -1393,12 +1393,12 @@ def test_tables_mark_the_shown_top_heads_a_search_did_not_confirm():
     evals = [{"model": "m", "task": "ioi", "headset": headset, "value": value}
              for headset, value in (("none", 0.9), ("L2H2", 0.7), ("L2H2+L3H3", 0.5))]
     main = [s for s in chosen if s["kind"] == "task" and s["search"] == "gt"]
-    t2 = TABLES["table2"].build({"evals_main": tsv_round_trip(evals_frame(main, evals)),
+    t2 = TABLES["table2"].build({"evals_main": tsv_round_trip(evals_frame(main, evals, directions={"ioi": True})),
                                  "recoveries_main": recoveries}, options)
     assert t2["delta_task"].tolist() == pytest.approx([-40.0])
     assert t2.attrs["note"].startswith("Unconfirmed top heads, m ioi (gt): L3H3. Each is a head not confirmed")
     assert "Unconfirmed top heads, m ioi (gt): L3H3." in to_latex(t2, caption="t2", footer="f", label="tab:t2")
     confirmed = recoveries.assign(unconfirmed=np.nan)  # every shown head confirmed: no note, no mark
-    assert "note" not in TABLES["table2"].build({"evals_main": tsv_round_trip(evals_frame(main, evals)),
+    assert "note" not in TABLES["table2"].build({"evals_main": tsv_round_trip(evals_frame(main, evals, directions={"ioi": True})),
                                                  "recoveries_main": confirmed}, options).attrs
     assert TABLES["table9"].build({"recoveries": confirmed}, options)["heads"].tolist() == ["L2H2, L3H3", "L4H4, L3H3"]

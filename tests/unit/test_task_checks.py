@@ -234,10 +234,14 @@ def test_an_unquoted_yaml_boolean_is_read_as_declared(tmp_path, spelled, expecte
     assert resolve_task(str(path), metric="margin").higher_is_better is expected
 
 
-def test_locate_refuses_a_direction_that_is_not_a_boolean(tmp_path):
+def test_locate_refuses_a_direction_that_is_not_a_boolean(tmp_path, tokenizer):
     """The library reads the same declaration, and its own higher_is_better argument must be a boolean
-    too (the model is never touched: the task is resolved first)."""
+    too (refused when the task is resolved, before anything is scored)."""
     from headloc import locate
+
+    from conftest import tiny_llama
+
+    model = tiny_llama(len(tokenizer))
 
     quoted = write_task(tmp_path / "tasks", MULTIPLE_CHOICE + """\
         metric_list:
@@ -245,7 +249,7 @@ def test_locate_refuses_a_direction_that_is_not_a_boolean(tmp_path):
             higher_is_better: "false"
         """)
     with pytest.raises(ValueError) as error:
-        locate(None, None, str(quoted), metric="margin")
+        locate(model, tokenizer, str(quoted), metric="margin")
     assert str(error.value) == (f"{quoted}: task 'mine', metric_list entry 'margin': higher_is_better 'false' is "
                                 "a str, not a boolean; expected True or False (in a task YAML: true or false, unquoted)")
     silent = write_task(tmp_path / "tasks", MULTIPLE_CHOICE.replace("task: mine", "task: silent") + """\
@@ -255,9 +259,9 @@ def test_locate_refuses_a_direction_that_is_not_a_boolean(tmp_path):
     for given in ("false", "no", 0, 1):
         with pytest.raises(ValueError, match=f"^the higher_is_better argument for task 'silent': higher_is_better "
                                              f"{given!r} is a {type(given).__name__}, not a boolean"):
-            locate(None, None, str(silent), metric="margin", higher_is_better=given)
+            locate(model, tokenizer, str(silent), metric="margin", higher_is_better=given)
         with pytest.raises(ValueError, match=f"^callable task 'lambda': higher_is_better {given!r} is a"):
-            locate(None, None, lambda model: 0.0, higher_is_better=given)
+            locate(model, None, lambda model: 0.0, higher_is_better=given)
 
 
 def test_id_metric_is_checked_against_id_task(tmp_path, capsys):
