@@ -77,7 +77,7 @@ def test_method_options_and_an_automatic_batch_size_reach_the_search(tmp_path, t
                    "--option", "group_size=auto", "--documents", "3", "--batch-size", "auto", "--out", str(out)])
     assert status == 0, capsys.readouterr().err[-3000:]
     record = json.loads((out / "recovery.json").read_text())
-    assert record["search"] == "group_testing_m12_gauto_per2_x0_n3_s0"
+    assert record["search"] == "group_testing_m12_k1_gauto_per2_x0_n3_s0"
     assert 2 <= record["n_evals"] <= 12 and record["method"] == "group_testing"
     with np.load(out / "record.npz") as scored:  # the search's record: every mask it scored
         assert len(scored["masks"]) == record["n_evals"] and not scored["masks"][0].any()

@@ -80,6 +80,8 @@ def locate(model, tokenizer, task, *, method: str = "cs_stratified", budget: int
     spec, budget, method_options = check_search(method, budget, options, top_k=top_k, seed=seed,
                                                 sparsity=sparsity, alpha=alpha)
     check_model(model, tokenizer, task)
+    geometry = HeadGeometry.of(model.config)
+    _check_least_on(spec, budget, geometry, top_k, method_options)
     resolved = resolve_task(task, metric=metric, chat=chat, documents=documents, include_path=include_path,
                             dataset_kwargs=dataset_kwargs, higher_is_better=higher_is_better)
     if spec.kind == "gradient" and resolved.callable:
@@ -90,7 +92,7 @@ def locate(model, tokenizer, task, *, method: str = "cs_stratified", budget: int
     with evaluation_mode(model), _quiet(progress, resolved):
         score = _scorer(spec, resolved, model, tokenizer, batch_size, masks_per_pass, progress)
         gradient = _gradient(spec, resolved, model, tokenizer, method_options)
-        found = drive(spec, score, HeadGeometry.of(model.config), work.name, budget=budget, seed=seed, k=top_k,
+        found = drive(spec, score, geometry, work.name, budget=budget, seed=seed, k=top_k,
                       sparsity=sparsity, alpha=alpha, gradient=gradient,
                       higher_is_better=resolved.higher_is_better, options=method_options, log=LOG)
         n_docs = count_documents(resolved)
@@ -153,6 +155,17 @@ def least_budget(spec) -> tuple[int, str]:
                        f"{least} masks split {first} + {second}")
     return LASSO_LEAST, ("its Lasso fits the differences between masks' scores: one mask's score is all "
                          "intercept, and cross-validating the penalty needs two")
+
+
+def _check_least_on(spec, budget: int, geometry: HeadGeometry, top_k: int, options: Mapping) -> None:
+    """A method whose least budget depends on the model (group testing: the baseline and one whole
+    partition) refuses a smaller one before any work, as the workflow's config check does."""
+    if not spec.budgeted or spec.least_budget is None:
+        return
+    least, setting, need = spec.least_budget(geometry.total, top_k, options)
+    if budget < least:
+        raise ValueError(f"budget {budget} is too small for {spec.name} on this model ({geometry.total} heads, "
+                         f"{setting}): it needs at least {least} masks ({need}); give budget >= {least}")
 
 
 def _options(spec, options) -> dict:
