@@ -1,10 +1,6 @@
 """Write every search's per-head values as a tidy CSV, and the export searches as one MIB
-submission (rule export).
-
-The submission folder is rebuilt whole: a search that left the config leaves no stale file behind.
-"""
-
-import shutil
+submission (rule export). Snakemake removes the submission folder (a directory output) before the
+job, so a search that left the config leaves no stale folder behind."""
 
 from headloc.io import log_to_file, read_json
 from headloc.model.loading import load_config
@@ -17,7 +13,6 @@ wanted = {tuple(pair) for pair in snakemake.params.mib_searches}
 submitted = [record for record in records if (record["task"], record["search"]) in wanted]
 cfgs = {model: mib_cfg(load_config(location)) for model, location in snakemake.params.locations.items()}
 names = snakemake.params.mib_names
-shutil.rmtree(snakemake.output.mib, ignore_errors=True)
 written = write_submission(snakemake.output.mib, submitted, cfgs, tasks=names.get("tasks"), models=names.get("models"))
 log.info("%d searches: %s; %d in the MIB submission (%s) under %s", len(records), snakemake.output.csv,
          len(written), MIB_FORMAT, snakemake.output.mib)

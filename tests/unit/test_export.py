@@ -159,7 +159,12 @@ def test_a_ranking_that_misses_a_head_or_a_config_of_another_model_is_refused():
      {"n_layers": 2, "n_heads": 4, "d_model": 32, "parallel_attn_mlp": True}),
     (transformers.FalconConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, parallel_attn=False),
      {"n_layers": 2, "n_heads": 4, "d_model": 32, "parallel_attn_mlp": False}),
-], ids=["llama", "gpt2", "neox", "neox-sequential", "gptj", "falcon-sequential"])
+    (transformers.FalconConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, parallel_attn=False,
+                               new_decoder_architecture=True, num_kv_heads=2),  # always parallel
+     {"n_layers": 2, "n_heads": 4, "d_model": 32, "parallel_attn_mlp": True}),
+    (transformers.StableLmConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4),
+     {"n_layers": 2, "n_heads": 4, "d_model": 32, "parallel_attn_mlp": False}),  # use_parallel_residual's default
+], ids=["llama", "gpt2", "neox", "neox-sequential", "gptj", "falcon-sequential", "falcon-40b", "stablelm"])
 def test_the_graph_config_is_read_from_the_models_config(config, cfg):
     assert mib_cfg(config) == cfg
 
@@ -167,14 +172,14 @@ def test_the_graph_config_is_read_from_the_models_config(config, cfg):
 def test_located_save_writes_a_submission_that_mib_reads(tmp_path):
     """The library's path: Located.save, its graph config read from the model's config."""
     config = transformers.LlamaConfig(hidden_size=24, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2)
-    found = Located(record={**GREEDY_XU, "model": "my_model", "n_evals": 5}, parameters={}, task=None,
-                    model=SimpleNamespace(config=config), tokenizer=None)
+    found = Located(record={**GREEDY_XU, "model": "my_model", "task": "headloc_ioi_margin", "n_evals": 5},
+                    parameters={}, task=None, model=SimpleNamespace(config=config), tokenizer=None)
     found.save(tmp_path / "saved", mib_task="ioi", mib_model="gpt2")
     graph = mib_format.read_submission(tmp_path / "saved" / "mib")["ioi_gpt2"]
     assert graph.cfg == {**CFG, "d_model": 24}
     assert mib_format.ranking_problems(graph, GREEDY_XU["ranking"], percentages=(.25, .5, .75, 1)) == []
     found.save(tmp_path / "plain")
-    assert list(mib_format.read_submission(tmp_path / "plain" / "mib")) == ["ioi_my-model"]
+    assert list(mib_format.read_submission(tmp_path / "plain" / "mib")) == ["headloc-ioi-margin_my-model"]
 
 
 # ---------------------------------------------------------------- the config section export.mib

@@ -52,10 +52,10 @@ MIB_ID_COLUMNS = ("folder", "model", "task", "search", "method")
 MIB_TASKS = ("ioi", "mcqa", "arithmetic-addition", "arithmetic-subtraction", "arc-easy", "arc-challenge")
 MIB_MODELS = ("gpt2", "qwen2.5", "gemma2", "llama3", "interpbench")
 # Architectures whose blocks feed attention and MLP the same input (EAP-IG's parallel_attn_mlp),
-# read off transformers' decoder layers: always, or as a config flag says (flag, its default).
+# read off transformers' decoder layers: always, or when one of its config's flags is set.
 PARALLEL_TYPES = frozenset({"gptj", "codegen", "phi", "cohere", "cohere2", "cohere2_moe"})
-PARALLEL_FLAGS = {"gpt_neox": (("use_parallel_residual", True),), "stablelm": (("use_parallel_residual", False),),
-                  "falcon": (("parallel_attn", True), ("new_decoder_architecture", False))}
+PARALLEL_FLAGS = {"gpt_neox": ("use_parallel_residual",), "stablelm": ("use_parallel_residual",),
+                  "falcon": ("parallel_attn", "new_decoder_architecture")}
 
 
 def _value(value) -> float:
@@ -90,7 +90,7 @@ def parallel_attn_mlp(config) -> bool:
     model_type = getattr(config, "model_type", None)
     if model_type in PARALLEL_TYPES:
         return True
-    return any(bool(getattr(config, flag, default)) for flag, default in PARALLEL_FLAGS.get(model_type, ()))
+    return any(bool(getattr(config, flag)) for flag in PARALLEL_FLAGS.get(model_type, ()))
 
 
 def mib_cfg(config) -> dict:
