@@ -121,7 +121,8 @@ def test_one_submission_folder_named_in_mibs_names_with_headlocs_ids_beside(tmp_
     other = {**GATES, "task": "capitals_loglik", "model": "smol_lm", "search": "chg_s0"}
     written = write_submission(tmp_path, [LASSO, other], {"org/model": CFG, "smol_lm": CFG},
                                tasks={"ioi": "ioi"}, models={"org/model": "qwen2.5"})
-    assert written == [tmp_path / "ioi_qwen2.5" / "importances.json", tmp_path / "capitals-loglik_smol-lm" / "importances.json"]
+    assert written == [tmp_path / "ioi_qwen2.5" / "importances.json",
+                       tmp_path / "capitals-loglik_smol-lm" / "importances.json"]
     assert set(mib_format.read_submission(tmp_path)) == {"ioi_qwen2.5", "capitals-loglik_smol-lm"}
     ids = pd.read_csv(tmp_path / "headloc.tsv", sep="\t")
     assert ids.values.tolist() == [["ioi_qwen2.5", "org/model", "ioi", "s", "cs_stratified"],
@@ -153,7 +154,8 @@ def test_a_ranking_that_misses_a_head_or_a_config_of_another_model_is_refused():
                                                                 "parallel_attn_mlp": False}),
     (transformers.GPTNeoXConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4),
      {"n_layers": 2, "n_heads": 4, "d_model": 32, "parallel_attn_mlp": True}),  # use_parallel_residual's default
-    (transformers.GPTNeoXConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, use_parallel_residual=False),
+    (transformers.GPTNeoXConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                use_parallel_residual=False),
      {"n_layers": 2, "n_heads": 4, "d_model": 32, "parallel_attn_mlp": False}),
     (transformers.GPTJConfig(n_embd=32, n_layer=2, n_head=4, rotary_dim=4),
      {"n_layers": 2, "n_heads": 4, "d_model": 32, "parallel_attn_mlp": True}),

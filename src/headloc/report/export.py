@@ -133,8 +133,8 @@ def mib_graph(record: Mapping, cfg: Mapping) -> dict:
     """
     geometry = (int(record["n_layers"]), int(record["n_heads"]))
     if (cfg.get("n_layers"), cfg.get("n_heads")) != geometry:
-        raise ValueError(f"search {record.get('search')!r} is of a model of {geometry[0]} layers x {geometry[1]} heads, "
-                         f"but its model's config says {cfg.get('n_layers')} x {cfg.get('n_heads')}")
+        raise ValueError(f"search {record.get('search')!r} is of a model of {geometry[0]} layers x {geometry[1]} "
+                         f"heads, but its model's config says {cfg.get('n_layers')} x {cfg.get('n_heads')}")
     scores, top = mib_scores(record), set(record["top_heads"])
     unscored = {"in_graph": True, "score": math.nan}
     nodes = {"input": dict(unscored)}
@@ -160,7 +160,8 @@ def mib_name(headloc_id: str, names: Mapping | None, valid: tuple[str, ...], wha
 
 def mib_folder(record: Mapping, tasks: Mapping | None = None, models: Mapping | None = None) -> str:
     """The submission folder of a search: ``<task>_<model>`` in MIB's names (:func:`mib_name`)."""
-    return f"{mib_name(record['task'], tasks, MIB_TASKS, 'task')}_{mib_name(record['model'], models, MIB_MODELS, 'model')}"
+    task = mib_name(record["task"], tasks, MIB_TASKS, "task")
+    return f"{task}_{mib_name(record['model'], models, MIB_MODELS, 'model')}"
 
 
 def write_submission(folder, records: Iterable[Mapping], cfgs: Mapping, *, tasks: Mapping | None = None,

@@ -479,7 +479,8 @@ def check_mib_names(key: str, ids: list[str], names: dict, valid: tuple[str, ...
     from headloc.report.export import mib_name
 
     what = {"tasks": "a searched task", "models": "a configured model"}[key]
-    problems = [(f"export.mib.{key}.{i}", f"{i!r} is not {what}; valid: {', '.join(ids)}") for i in names if i not in ids]
+    problems = [(f"export.mib.{key}.{i}", f"{i!r} is not {what}; valid: {', '.join(ids)}")
+                for i in names if i not in ids]
     problems += [(f"export.mib.{key}.{i}", f"{name!r} is not one of MIB's {key}; valid: {', '.join(valid)}")
                  for i, name in names.items() if name not in valid]
     spelled: dict[str, list[str]] = {}
