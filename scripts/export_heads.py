@@ -1,17 +1,18 @@
-"""Write every search's per-head values as a tidy CSV and MIB node files (rule export).
-
-The MIB folder is rebuilt whole: a search that left the config leaves no stale file behind.
-"""
-
-import shutil
+"""Write every search's per-head values as a tidy CSV, and the export searches as one MIB
+submission (rule export). Snakemake removes the submission folder (a directory output) before the
+job, so a search that left the config leaves no stale folder behind."""
 
 from headloc.io import log_to_file, read_json
-from headloc.report.export import MIB_FORMAT, write_mib, write_tidy
+from headloc.model.loading import load_config
+from headloc.report.export import MIB_FORMAT, mib_cfg, write_submission, write_tidy
 
 log = log_to_file(snakemake.log[0])
 records = [read_json(path) for path in snakemake.input.recoveries]
 write_tidy(snakemake.output.csv, records)
-shutil.rmtree(snakemake.output.mib, ignore_errors=True)
-written = write_mib(snakemake.output.mib, records)
-log.info("%d searches: %s and %d MIB files (%s) under %s", len(records), snakemake.output.csv, len(written),
-         MIB_FORMAT, snakemake.output.mib)
+wanted = {tuple(pair) for pair in snakemake.params.mib_searches}
+submitted = [record for record in records if (record["task"], record["search"]) in wanted]
+cfgs = {model: mib_cfg(load_config(location)) for model, location in snakemake.params.locations.items()}
+names = snakemake.params.mib_names
+written = write_submission(snakemake.output.mib, submitted, cfgs, tasks=names.get("tasks"), models=names.get("models"))
+log.info("%d searches: %s; %d in the MIB submission (%s) under %s", len(records), snakemake.output.csv,
+         len(written), MIB_FORMAT, snakemake.output.mib)

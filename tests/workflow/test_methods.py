@@ -514,9 +514,14 @@ def test_locate_matches_the_workflow(method, results, tiny_model):
     assert found.n_evals == recovery["n_evals"]
 
 
-def test_export_writes_every_search(results):
-    """`snakemake export`: one tidy row per search and head, recomputed from every recovery.json,
-    and one MIB file per search whose top-ranked head scores highest."""
+def test_export_writes_every_search(methods_run, results, tiny_model_dir):
+    """`snakemake export`: one tidy row per search and head, recomputed from every recovery.json, and
+    one MIB submission read with tests/mib_format.py (EAP-IG's loader, MIB's circuit selection): each
+    task's main search (cs_stratified) in `<task>_tiny`, the graph config the tiny Llama's config.json
+    says, MIB's circuits at every size headloc's top heads. Then export.mib names MIB's task and model
+    and picks greedy, whose ranking ends with the universal heads it left out: only the export re-runs."""
+    import mib_format
+
     recoveries = sorted((results / "tiny").glob("*/*/recovery.json"))
     table = pd.read_csv(results / "exports" / "heads.csv")
     assert list(table.columns) == ["model", "task", "search", "head", "layer", "index", "value", "rank"]
@@ -528,13 +533,34 @@ def test_export_writes_every_search(results):
         values = {h: np.nan if v is None else v for h, v in record["coef"].items()}
         assert rows["value"].to_dict() == pytest.approx(values, nan_ok=True)
         assert (rows["layer"] * 4 + rows["index"]).to_dict() == {h: HEADS.index(h) for h in HEADS}
-        graph = read_json(results / "exports" / "mib" / record["search"] / f"{record['task']}_tiny" / "importances.json")
-        heads = {f"L{n[1]}H{n[4]}": node for n, node in graph["nodes"].items() if n.startswith("a")}
-        assert {h for h, node in heads.items() if node["in_graph"]} == set(record["top_heads"])
-        scored = [h for h in record["ranking"] if not math.isnan(heads[h]["score"])]
-        if len(scored) > 1 and len({heads[h]["score"] for h in scored}) > 1:
-            assert heads[scored[0]]["score"] == max(heads[h]["score"] for h in scored)
-        assert graph["nodes"]["m0"] == {"in_graph": True, "score": pytest.approx(math.nan, nan_ok=True)}
+    model = read_json(tiny_model_dir / "config.json")
+    cfg = {"n_layers": model["num_hidden_layers"], "n_heads": model["num_attention_heads"],
+           "d_model": model["hidden_size"], "parallel_attn_mlp": False}  # a Llama: attention, then MLP
+    sizes = (*mib_format.PERCENTAGES, .25, .75)  # 8 heads: MIB's own sizes keep 0, 1, 4 or 8
+
+    def check_submission(folders, method, search):
+        submission = results / "exports" / "mib"
+        graphs = mib_format.read_submission(submission)
+        assert list(graphs) == sorted(folders)
+        ids = pd.read_csv(submission / "headloc.tsv", sep="\t")
+        assert sorted(ids.values.tolist()) == sorted([folder, "tiny", task, search, method]
+                                                     for folder, task in folders.items())
+        for folder, task in folders.items():
+            assert graphs[folder].cfg == cfg
+            ranking = read_json(results / "tiny" / task / search / "recovery.json")["ranking"]
+            assert mib_format.ranking_problems(graphs[folder], ranking, sizes) == []
+
+    check_submission({"ioi_tiny": "ioi", "induction_tiny": "induction"}, "cs_stratified", cs("cs_stratified"))
+    config = yaml.safe_load((methods_run / "config.yaml").read_text())
+    config["export"] = {"mib": {"method": "greedy", "tasks": {"ioi": "ioi"}, "models": {"tiny": "gpt2"}}}
+    (methods_run / "mib.yaml").write_text(yaml.safe_dump(config))
+    ran = snakemake("export", "--cores", CORES, "--directory", str(methods_run), "--configfile",
+                    str(methods_run / "mib.yaml"))
+    assert re.findall(r"rule (\w+):", ran.stdout + ran.stderr) == ["export"]
+    check_submission({"ioi_gpt2": "ioi", "induction_gpt2": "induction"}, "greedy", GREEDY)
+    universal = read_json(results / "tiny" / "universal_heads.json")["heads"]
+    ranking = read_json(results / "tiny" / "ioi" / GREEDY / "recovery.json")["ranking"]
+    assert sorted(ranking[-len(universal):]) == sorted(universal)  # what the MIB order above kept last
 
 
 def test_locate_validates_as_the_workflow(results, tiny_model):

@@ -425,19 +425,26 @@ class Located:
 
         return tidy_frame([self.record])
 
-    def save(self, folder) -> Path:
+    def save(self, folder, *, mib_task: str | None = None, mib_model: str | None = None) -> Path:
         """Write what the workflow's search folder holds (recovery.json, heatmap.png, the masks,
-        scores or rounds the search made) and the exports (heads.csv, mib/); return the folder."""
-        from headloc.report.export import write_mib, write_tidy
+        scores or rounds the search made) and the exports: heads.csv and ``mib/``, a MIB submission
+        of this search (``mib/<task>_<model>/importances.json`` and ``mib/headloc.tsv``), its folder
+        named by MIB's task and model names when given (``mib_task="ioi"``, ``mib_model="gpt2"``),
+        else by this search's; return the folder."""
+        from headloc.report.export import mib_cfg, write_submission, write_tidy
         from headloc.report.heatmap import save_heatmap
 
-        folder = Path(folder)
+        if self.model is None:
+            raise ValueError("save() needs the searched model (Located.model): MIB's graph config is read from it")
+        folder, record = Path(folder), self.record
         if self.work is not None:
             shutil.copytree(self.work.name, folder, dirs_exist_ok=True)
-        write_json(folder / "recovery.json", self.record)
-        save_heatmap(self.record, folder / "heatmap.png", top_k=len(self.top_heads), format="png")
-        write_tidy(folder / "heads.csv", [self.record])
-        write_mib(folder / "mib", [self.record])
+        write_json(folder / "recovery.json", record)
+        save_heatmap(record, folder / "heatmap.png", top_k=len(self.top_heads), format="png")
+        write_tidy(folder / "heads.csv", [record])
+        write_submission(folder / "mib", [record], {record["model"]: mib_cfg(self.model.config)},
+                         tasks={record["task"]: mib_task} if mib_task else None,
+                         models={record["model"]: mib_model} if mib_model else None)
         return folder
 
     def validate(self, tasks=(), *, k: int | None = None, documents=None, units: Mapping | None = None,

@@ -1,4 +1,4 @@
-"""Every search's per-head values in formats other tools read: a tidy CSV and MIB's node format.
+"""Every search's per-head values in formats other tools read: a tidy CSV and a submission to MIB.
 
 Both read ``recovery.json`` records (``scripts/recover_heads.py``, :class:`headloc.api.Located`) and
 nothing else, so a search exported from the workflow and the same search found by
@@ -10,20 +10,24 @@ nothing else, so a search exported from the workflow and the same search found b
 measured nothing, e.g. the random baseline) and ``rank`` its place in the record's ``ranking``
 (1 = the most important head).
 
-**MIB node format** (:func:`mib_graph`): the circuit-localization track of MIB (Mueller et al.,
-2025) reads circuits as EAP-IG ``Graph`` JSON files. headloc writes the node-score version of
-``Graph.to_json`` (EAP-IG's ``eap/graph.py`` after the MIB release: ``{"cfg": ..., "nodes":
-{name: {"in_graph": bool, "score": float}}, "edges": {...}}``), one importance file per model and
-task in a folder named ``<task>_<model>`` (the MIB submission layout, README of the MIB circuit
-track, "Submitting to the MIB Leaderboard"). The mapping is in :func:`mib_graph` and docs/library.md.
+**MIB submission** (:func:`write_submission`): the circuit-localization track of MIB (Mueller et
+al., 2025) reads importance scores as EAP-IG ``Graph`` JSON files (``Graph.from_json`` of
+hannamw/EAP-IG, ``eap/graph.py``), one ``importances.json`` in a folder ``<task>_<model>`` per task
+and model, all in one directory (the README of hannamw/MIB-circuit-track, "Submitting to the MIB
+Leaderboard"). MIB keeps the top n % of the scored nodes, highest score first (signed scores for
+CPR, absolute ones for CMD), and every unscored (NaN) node. So each head's score is its place in
+headloc's ranking (:func:`mib_scores`): positive and strictly decreasing, the top n of MIB are
+headloc's top n at any n, whichever order MIB reads. The MLPs are not scored (NaN): MIB keeps them in
+every circuit. docs/library.md, "Exports", has the whole mapping.
 
 >>> record = {"model": "m", "task": "t", "search": "s", "method": "greedy1s", "n_layers": 1,
 ...           "n_heads": 2, "ranking": ["L0H1", "L0H0"], "top_heads": ["L0H1"],
 ...           "coef": {"L0H0": 0.1, "L0H1": -0.5}}
 >>> tidy_frame([record])[["head", "layer", "index", "value", "rank"]].values.tolist()
 [['L0H0', 0, 0, 0.1, 2], ['L0H1', 0, 1, -0.5, 1]]
->>> {name: node["score"] for name, node in mib_graph(record)["nodes"].items() if name.startswith("a")}
-{'a0.h0': -0.1, 'a0.h1': 0.5}
+>>> cfg = {"n_layers": 1, "n_heads": 2, "d_model": 8, "parallel_attn_mlp": False}
+>>> {name: node["score"] for name, node in mib_graph(record, cfg)["nodes"].items() if name.startswith("a")}
+{'a0.h0': 0.5, 'a0.h1': 1.0}
 """
 
 from __future__ import annotations
@@ -34,13 +38,24 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from headloc.heads import parse_head
+from headloc.heads import HeadGeometry, parse_head
 from headloc.io import write_text
 
 TIDY_COLUMNS = ("model", "task", "search", "head", "layer", "index", "value", "rank")
-# Which format the MIB files follow: EAP-IG's Graph.to_json with node scores (see the module doc).
-MIB_FORMAT = "EAP-IG Graph.to_json, node scores (MIB circuit-localization track, 2025)"
+# Which format the MIB files follow (see the module doc).
+MIB_FORMAT = "EAP-IG Graph.from_json, node scores (MIB circuit-localization track)"
 MIB_FILE = "importances.json"
+MIB_IDS = "headloc.tsv"  # the submission's sidecar: which headloc search each folder holds
+MIB_ID_COLUMNS = ("folder", "model", "task", "search", "method")
+# The names MIB's circuit track gives its tasks and models in a submission's folders
+# (MIB_circuit_track/utils.py of hannamw/MIB-circuit-track: COL_MAPPING; tasks spelled with '-').
+MIB_TASKS = ("ioi", "mcqa", "arithmetic-addition", "arithmetic-subtraction", "arc-easy", "arc-challenge")
+MIB_MODELS = ("gpt2", "qwen2.5", "gemma2", "llama3", "interpbench")
+# Architectures whose blocks feed attention and MLP the same input (EAP-IG's parallel_attn_mlp),
+# read off transformers' decoder layers: always, or when one of its config's flags is set.
+PARALLEL_TYPES = frozenset({"gptj", "codegen", "phi", "cohere", "cohere2", "cohere2_moe"})
+PARALLEL_FLAGS = {"gpt_neox": ("use_parallel_residual",), "stablelm": ("use_parallel_residual",),
+                  "falcon": ("parallel_attn", "new_decoder_architecture")}
 
 
 def _value(value) -> float:
@@ -62,15 +77,29 @@ def tidy_frame(records: Iterable[Mapping]):
     return frame.sort_values(["model", "task", "search", "layer", "index"], kind="stable", ignore_index=True)
 
 
-def importance_sign(record: Mapping) -> int:
-    """+1 or -1: the sign that makes the record's first-ranked head score highest.
+def write_tidy(path, records: Iterable[Mapping]) -> None:
+    """The tidy CSV of every record (:func:`tidy_frame`), written atomically."""
+    write_text(path, tidy_frame(records).to_csv(index=False))
 
-    A method ranks by its own direction (a score change when ablated: most negative first; CHG's
-    gates: largest first); MIB ranks nodes by score, highest first. Read off the ranking itself,
-    so that it follows whatever direction the method ranked in.
-    """
-    measured = [_value(record["coef"][h]) for h in record["ranking"] if record["coef"].get(h) is not None]
-    return -1 if len(measured) > 1 and measured[0] < measured[-1] else 1
+
+# ------------------------------------------------------------------ MIB
+
+
+def parallel_attn_mlp(config) -> bool:
+    """Whether a model's attention and MLP read the same input (a transformers text config)."""
+    model_type = getattr(config, "model_type", None)
+    if model_type in PARALLEL_TYPES:
+        return True
+    return any(bool(getattr(config, flag)) for flag in PARALLEL_FLAGS.get(model_type, ()))
+
+
+def mib_cfg(config) -> dict:
+    """The ``cfg`` of a model's EAP-IG graph: every key ``Graph.from_model`` reads (layers, heads per
+    layer, hidden size, parallel attention and MLP), from its transformers config."""
+    text = getattr(config, "get_text_config", lambda: config)()
+    geometry = HeadGeometry.of(text)
+    return {"n_layers": geometry.n_layers, "n_heads": geometry.n_heads, "d_model": int(text.hidden_size),
+            "parallel_attn_mlp": parallel_attn_mlp(text)}
 
 
 def mib_node_name(head: str) -> str:
@@ -79,56 +108,82 @@ def mib_node_name(head: str) -> str:
     return f"a{layer}.h{index}"
 
 
-def mib_graph(record: Mapping) -> dict:
-    """One search as an EAP-IG/MIB node-level graph.
+def mib_scores(record: Mapping) -> dict[str, float]:
+    """Each head's MIB score from its place in the record's ranking: ``(N - i) / N`` for the i-th
+    (from 0) of N heads, so 1 for the first and 1/N for the last.
 
-    - ``a{layer}.h{head}``: ``score`` = the head's value times :func:`importance_sign` (higher =
-      more important, in the order of the record's ``ranking``; for the score-change methods minus
-      the change, i.e. the drop when the head is ablated); NaN where the method measured nothing
-      (EAP-IG's "not scored"). ``in_graph``: the head is in the record's top heads.
-    - ``input``, ``m{layer}``, ``logits``: headloc never ablates them, so they stay in the graph
-      with score NaN ("not scored").
-    - ``edges``: none (headloc localizes nodes, not edges).
+    The ranking is the method's own order, whichever way its values point (a score change: most
+    negative first; CHG's gates: largest first; greedy's rounds, then the universal heads it left
+    out; a random draw), so the order is taken from it and never from the values, which tie (a
+    Lasso's zeros) or disagree with it. Distinct in float32 (EAP-IG's tensors) for any model."""
+    ranking, names = list(record["ranking"]), HeadGeometry(int(record["n_layers"]), int(record["n_heads"])).names
+    if sorted(ranking, key=parse_head) != names:
+        raise ValueError(f"search {record.get('search')!r} ranks {len(ranking)} heads ({len(set(ranking))} distinct), "
+                         f"expected each of the model's {len(names)} heads once")
+    return {head: (len(ranking) - i) / len(ranking) for i, head in enumerate(ranking)}
+
+
+def mib_graph(record: Mapping, cfg: Mapping) -> dict:
+    """One search as the EAP-IG graph MIB reads, for a model whose graph ``cfg`` is :func:`mib_cfg`'s.
+
+    - ``a{layer}.h{head}``: ``score`` from :func:`mib_scores`; ``in_graph`` for the record's top heads.
+    - ``input``, ``m{layer}``, ``logits``: never ablated by headloc, so not scored (NaN) and in the
+      graph; MIB keeps unscored nodes in every circuit.
+    - ``edges``: none (headloc scores nodes).
     """
-    sign = importance_sign(record)
-    top = set(record.get("top_heads", record["ranking"][:1]))
-    n_layers, n_heads = int(record["n_layers"]), int(record["n_heads"])
-    nodes = {"input": {"in_graph": True, "score": math.nan}}
-    for layer in range(n_layers):
-        for index in range(n_heads):
+    geometry = (int(record["n_layers"]), int(record["n_heads"]))
+    if (cfg.get("n_layers"), cfg.get("n_heads")) != geometry:
+        raise ValueError(f"search {record.get('search')!r} is of a model of {geometry[0]} layers x {geometry[1]} "
+                         f"heads, but its model's config says {cfg.get('n_layers')} x {cfg.get('n_heads')}")
+    scores, top = mib_scores(record), set(record["top_heads"])
+    unscored = {"in_graph": True, "score": math.nan}
+    nodes = {"input": dict(unscored)}
+    for layer in range(geometry[0]):
+        for index in range(geometry[1]):
             head = f"L{layer}H{index}"
-            value = record["coef"].get(head)
-            nodes[f"a{layer}.h{index}"] = {"in_graph": head in top,
-                                           "score": _value(None if value is None else sign * float(value))}
-        nodes[f"m{layer}"] = {"in_graph": True, "score": math.nan}
-    nodes["logits"] = {"in_graph": True, "score": math.nan}
-    cfg = {"n_layers": n_layers, "n_heads": n_heads, "parallel_attn_mlp": False}
-    return {"cfg": cfg, "nodes": nodes, "edges": {}}
+            nodes[mib_node_name(head)] = {"in_graph": head in top, "score": scores[head]}
+        nodes[f"m{layer}"] = dict(unscored)
+    nodes["logits"] = dict(unscored)
+    return {"cfg": dict(cfg), "nodes": nodes, "edges": {}}
 
 
-def _slug(text: str) -> str:
-    """A folder-safe name: a hub id's ``org/name`` becomes ``org-name``."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", str(text)).strip("-") or "model"
+def mib_name(headloc_id: str, names: Mapping | None, valid: tuple[str, ...], what: str) -> str:
+    """MIB's name of a headloc task or model id: the one ``names`` maps it to (one of ``valid``),
+    else the id itself with ``_`` as ``-`` (MIB splits ``<task>_<model>`` at its one ``_``)."""
+    if headloc_id in (names or {}):
+        name = names[headloc_id]
+        if name not in valid:
+            raise ValueError(f"MIB {what} name {name!r} (for {headloc_id!r}) is not one of MIB's: {', '.join(valid)}")
+        return name
+    return re.sub(r"[^A-Za-z0-9.-]+", "-", str(headloc_id)).strip("-") or what
 
 
-def mib_path(folder, record: Mapping) -> Path:
-    """Where a search's MIB file goes: ``folder/<search>/<task>_<model>/importances.json`` (one MIB
-    submission folder per search, one ``<task>_<model>`` folder in it per model and task)."""
-    return Path(folder) / _slug(record["search"]) / f"{_slug(record['task'])}_{_slug(record['model'])}" / MIB_FILE
+def mib_folder(record: Mapping, tasks: Mapping | None = None, models: Mapping | None = None) -> str:
+    """The submission folder of a search: ``<task>_<model>`` in MIB's names (:func:`mib_name`)."""
+    task = mib_name(record["task"], tasks, MIB_TASKS, "task")
+    return f"{task}_{mib_name(record['model'], models, MIB_MODELS, 'model')}"
 
 
-def write_mib(folder, records: Iterable[Mapping]) -> list[Path]:
-    """Write every record's MIB graph under ``folder`` (:func:`mib_path`); the paths written."""
-    written = []
+def write_submission(folder, records: Iterable[Mapping], cfgs: Mapping, *, tasks: Mapping | None = None,
+                     models: Mapping | None = None) -> list[Path]:
+    """One MIB submission under ``folder``: ``<task>_<model>/importances.json`` for each record
+    (:func:`mib_graph`; ``cfgs``: model id -> :func:`mib_cfg`), named as :func:`mib_folder` with
+    ``tasks`` and ``models`` (headloc id -> MIB name), and the sidecar ``headloc.tsv``, one row a
+    folder: the headloc model, task, search and method it holds. Returns the importance files."""
+    import pandas as pd
+
+    folder, rows, written = Path(folder), {}, []
     for record in records:
-        path = mib_path(folder, record)
-        if path in written:
-            raise ValueError(f"two searches export to {path}: the same model, task and search id twice")
-        write_text(path, json.dumps(mib_graph(record)))
-        written.append(path)
+        name = mib_folder(record, tasks, models)
+        ids = (record["model"], record["task"], record["search"], record["method"])
+        if name in rows:
+            raise ValueError(f"searches {rows[name][2]!r} (task {rows[name][1]!r}) and {ids[2]!r} (task {ids[1]!r}) "
+                             f"both export to {folder / name}: a submission holds one search per task and model")
+        if record["model"] not in cfgs:
+            raise ValueError(f"no graph config for model {record['model']!r}; configs given for: {', '.join(cfgs)}")
+        path = folder / name / MIB_FILE
+        write_text(path, json.dumps(mib_graph(record, cfgs[record["model"]])))
+        rows[name], written = ids, [*written, path]
+    frame = pd.DataFrame([(name, *ids) for name, ids in rows.items()], columns=list(MIB_ID_COLUMNS))
+    write_text(folder / MIB_IDS, frame.to_csv(sep="\t", index=False))
     return written
-
-
-def write_tidy(path, records: Iterable[Mapping]) -> None:
-    """The tidy CSV of every record (:func:`tidy_frame`), written atomically."""
-    write_text(path, tidy_frame(records).to_csv(index=False))

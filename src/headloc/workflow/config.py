@@ -350,7 +350,7 @@ def check_config(config: dict, geometries: dict, tasks: TaskLookup | None = None
     defined = [name for name, spec in config["tasks"].items() if tasks.defined_as(spec["lm_eval_task"]) == "task"]
     for name in config["tasks"]:
         problems += check_task(config, name, tasks) if name in defined else check_defined(config, name, tasks)
-    problems += [*check_mirror(config), *check_universal_models(config)]
+    problems += [*check_mirror(config), *check_universal_models(config), *check_export(config)]
     for model, geometry in geometries.items():
         problems += [*check_heads(config, model, geometry), *check_caps(config, model, geometry)] if geometry else []
     for note in dict.fromkeys(budget_notes(config, geometries, defined)):
@@ -450,6 +450,46 @@ def check_universal_models(config: dict) -> list[Problem]:
     return [(f"universal.heads.{model}", f"{model!r} is not a configured model; valid: {', '.join(models)}")
             for model in config.get("universal", {}).get("heads", {}) if model not in models]
 
+
+def check_export(config: dict) -> list[Problem]:
+    """export.mib: its method is run on every searched task, and its names map searched tasks and
+    configured models to MIB's names, one folder name each (:func:`headloc.report.export.mib_folder`)."""
+    from headloc.report.export import MIB_MODELS, MIB_TASKS
+
+    mib, searched = config.get("export", {}).get("mib", {}), localized(config)
+    return [*check_export_method(config, mib.get("method"), searched),
+            *check_mib_names("tasks", searched, mib.get("tasks") or {}, MIB_TASKS),
+            *check_mib_names("models", list(config["models"]), mib.get("models") or {}, MIB_MODELS)]
+
+
+def check_export_method(config: dict, method: str | None, searched: list[str]) -> list[Problem]:
+    """export.mib.method, when set, is a registered method run on every searched task."""
+    if method is None:
+        return []
+    if method not in search_methods.names():
+        return [("export.mib.method", f"{method!r} is not a search method; valid: {', '.join(search_methods.names())}")]
+    missing = [task for task in searched
+               if method not in (config["tasks"][task].get("search", {}).get("methods") or config["search"]["methods"])]
+    return [("export.mib.method", f"{method!r} is not run on task {task!r}; expected a method run on every "
+                                  "searched task (search.methods, tasks.<name>.search.methods)") for task in missing]
+
+
+def check_mib_names(key: str, ids: list[str], names: dict, valid: tuple[str, ...]) -> list[Problem]:
+    """export.mib.<key> maps ``ids`` (headloc's) to ``valid`` names (MIB's), and no two ids end up
+    with the same name (an unmapped id keeps its own, :func:`headloc.report.export.mib_name`)."""
+    from headloc.report.export import mib_name
+
+    what = {"tasks": "a searched task", "models": "a configured model"}[key]
+    problems = [(f"export.mib.{key}.{i}", f"{i!r} is not {what}; valid: {', '.join(ids)}")
+                for i in names if i not in ids]
+    problems += [(f"export.mib.{key}.{i}", f"{name!r} is not one of MIB's {key}; valid: {', '.join(valid)}")
+                 for i, name in names.items() if name not in valid]
+    spelled: dict[str, list[str]] = {}
+    for i in ids:
+        spelled.setdefault(mib_name(i, {i: names[i]} if names.get(i) in valid else {}, valid, key), []).append(i)
+    return problems + [(f"export.mib.{key}", f"{' and '.join(map(repr, same))} would all be named {name!r} in the "
+                                             f"MIB submission; expected one name per {key[:-1]}")
+                       for name, same in spelled.items() if len(same) > 1]
 
 # ------------------------------------------------------------------ one task
 

@@ -60,7 +60,8 @@ def search_file(pattern: str, model: str, task: str, search: str, **more) -> str
     """A per-search pattern filled in for one search (``more``: its chunk, round, ...)."""
     return pattern.format(model=model, task=task, search=search, **more)
 
-# Every search's per-head values for other tools (rule export, headloc.report.export)
+# Every search's per-head values for other tools (rule export, headloc.report.export): the tidy
+# CSV, and one MIB submission folder (<task>_<model>/importances.json and the sidecar headloc.tsv)
 EXPORT_CSV = f"{RESULTS}/exports/heads.csv"
 EXPORT_MIB = f"{RESULTS}/exports/mib"
 

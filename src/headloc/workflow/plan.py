@@ -190,11 +190,26 @@ class Plan:
 
     def main_search(self, task: str) -> str:
         """The search of the main method (validation.method) on a task: its full design, repeat 0."""
+        return self.method_search(task, self.main_method, key="validation.method")
+
+    def method_search(self, task: str, method: str, *, key: str) -> str:
+        """The search of ``method`` on a task: its full design, repeat 0; ``key`` is the config key
+        that asked for it (named in the error when the method does not run on the task)."""
         for search in self.searches[task].values():
-            if search.method == self.main_method and search.repeat == 0 and search.of is None:
+            if search.method == method and search.repeat == 0 and search.of is None:
                 return search.id
-        raise ValueError(f"config validation.method: {self.main_method!r} is not among the methods run on "
+        raise ValueError(f"config {key}: {method!r} is not among the methods run on "
                          f"task {task!r} ({', '.join(s.method for s in self.searches[task].values())})")
+
+    @property
+    def export_method(self) -> str:
+        """The method whose searches make the MIB submission: export.mib.method, else the main method."""
+        return self.config.get("export", {}).get("mib", {}).get("method") or self.main_method
+
+    def export_searches(self) -> list[tuple[str, str]]:
+        """(task, search id) of the MIB submission: the export method's search on every searched task."""
+        key = "export.mib.method" if self.export_method != self.main_method else "validation.method"
+        return [(task, self.method_search(task, self.export_method, key=key)) for task in self.localized]
 
     def searches_of_kind(self, kind: str) -> set[str]:
         """The ids of every search whose method is of ``kind`` (see :mod:`headloc.methods.contract`)."""
