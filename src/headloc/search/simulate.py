@@ -133,3 +133,91 @@ def compare(seeds, budgets, *, sparsity: float = 0.05, **world_options) -> dict[
             for name, search in sequential_searches(world, budget, seed, sparsity).items():
                 recalls.setdefault(name, {}).setdefault(budget, []).append(search_recall(world, search))
     return recalls
+
+
+# ---------------------------------------------------------------- worlds with interactions
+
+INTERACTIONS = {"roles": (0.2, 0.15, 0.1), "backup": 0.175, "redundant": 0.175, "synergy": 0.125}
+KINDS = ("universal", "role", "backup", "redundant", "synergy")
+PAIR_TAUS = 20  # a redundant pair's joint drop, at least, in units of tau
+
+
+@dataclass(frozen=True)
+class InteractionWorld(World):
+    """A simulated model whose planted heads also act together (:func:`make_interaction_world`).
+    ``kinds``: one of :data:`KINDS` per planted head, in the order of ``planted``."""
+
+    kinds: tuple[str, ...] = ()
+
+    def heads_of(self, kind: str) -> tuple[int, ...]:
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
+        return tuple(h for h, k in zip(self.planted, self.kinds) if k == kind)
+
+
+def make_interaction_world(seed: int, n_heads: int = 1024, n_docs: int = 40, n_choices: int = 4,
+                           tau: float = 0.01, universal: bool = True, roles=INTERACTIONS["roles"],
+                           backup: float | None = INTERACTIONS["backup"],
+                           redundant: float | None = INTERACTIONS["redundant"],
+                           synergy: float | None = INTERACTIONS["synergy"]) -> InteractionWorld:
+    """A world like :func:`make_world` (margins, a tail of spread ``tau``, documents sent to chance)
+    whose planted heads are, each optional (None or False leaves it out):
+
+    - a **universal** head: ablated, every document goes to chance;
+    - **role** heads with document shares ``roles``: ablated, their own documents go to chance;
+    - a **backup** head of the first role head: its ``backup`` share of the documents goes to chance
+      only when both are ablated (the first role head alone still does its own share: IOI's backup
+      name movers take over what a name mover did; the backup alone does nothing);
+    - a **redundant** (OR) pair: its documents go to chance only when both heads are ablated; each
+      alone does nothing (below the tail's tau), together at least 20 tau (checked);
+    - a **synergy** (AND) pair: either head ablated sends the pair's documents to chance, both
+      together no further.
+
+    Shares are of ``n_docs`` documents, in that order, and must sum to at most 1. Planted heads have
+    no tail shift. ``kinds`` names each planted head's kind.
+    """
+    shares = [*roles, *(share for share in (backup, redundant, synergy) if share)]
+    if any(share <= 0 for share in shares) or sum(shares) > 1 + 1e-9:
+        raise ValueError(f"document shares must be positive and sum to at most 1, got {shares}")
+    if backup and not roles:
+        raise ValueError("a backup head needs a role head to back up (roles is empty)")
+    kinds = ["universal"] * bool(universal) + ["role"] * len(roles) + ["backup"] * bool(backup) \
+        + ["redundant"] * 2 * bool(redundant) + ["synergy"] * 2 * bool(synergy)
+    rng = np.random.default_rng([seed, 42])
+    margins = rng.uniform(2.0, 5.0, n_docs)
+    slope = np.mean(1 / (1 + np.exp(margins) / (n_choices - 1)))  # d logp / d margin = 1 - p
+    planted = tuple(int(h) for h in rng.choice(n_heads, len(kinds), replace=False))
+    tail = rng.normal(0.0, tau / slope, n_heads)
+    tail[list(planted)] = 0.0
+    bounds = np.round(np.cumsum([0, *shares]) * n_docs).astype(int)
+    docs = iter([np.arange(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])])
+    heads = iter(planted)
+    kills = [((next(heads),), np.arange(n_docs))] if universal else []
+    role_heads = [next(heads) for _ in roles]
+    kills += [((head,), next(docs)) for head in role_heads]
+    if backup:
+        kills.append(((role_heads[0], next(heads)), next(docs)))
+    if redundant:
+        pair, pair_docs = (next(heads), next(heads)), next(docs)
+        kills.append((pair, pair_docs))
+    if synergy:
+        pair_docs = next(docs)
+        kills += [((next(heads),), pair_docs), ((next(heads),), pair_docs)]
+    world = InteractionWorld(margins, tail, tuple(kills), planted, n_choices, tuple(kinds))
+    if redundant:
+        both = np.zeros((2, n_heads))
+        both[1, list(pair)] = 1
+        unablated, ablated = world.score(both)
+        joint = float(unablated - ablated)
+        if joint < PAIR_TAUS * tau:
+            raise ValueError(f"the redundant pair's {len(pair_docs)} of {n_docs} documents drop the score by "
+                             f"{joint:.4f} = {joint / tau:.1f} tau together, below {PAIR_TAUS} tau: raise n_docs or "
+                             f"the redundant share ({redundant})")
+    return world
+
+
+def recall_by_kind(ranking, world: InteractionWorld, k: int | None = None) -> dict[str, float]:
+    """The share of each kind's planted heads among the first ``k`` of ``ranking`` (default: as many
+    as are planted), for the kinds the world holds."""
+    top = set(np.asarray(ranking)[: k or len(world.planted)].tolist())
+    return {kind: np.mean([h in top for h in world.heads_of(kind)]) for kind in KINDS if world.heads_of(kind)}
