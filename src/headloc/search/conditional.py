@@ -207,16 +207,19 @@ class ConditionalGroupTesting(SequentialSearch):
         about as much as their drops alone add up to (module docstring)."""
         size = min(self.background, self.k - 1)
         while True:
-            missing = size - len(found.background)
-            if missing > 0:
-                yield from self.halve(probe, found.alone, found, min(self.wanted, found.count + missing))
+            while 0 < size - len(found.background) and found.count < self.wanted:
+                before = found.count  # a pair found on the way counts towards the heads wanted, not the background
+                yield from self.halve(probe, found.alone, found, found.count + 1)
+                if found.count == before:
+                    break
             heads = found.background
             if len(heads) < max(size, 2) or found.count >= self.wanted:
                 return
             (joint,) = yield from probe.drops((), [tuple(heads)])
             alone = found.alone.confirmed
-            if joint >= self.explained * sum(alone[h] for h in heads):
-                return
+            overlap = joint < self.explained * sum(alone[h] for h in heads)
+            if not overlap or joint < self.explained * probe.deepest(()):
+                return  # heads that overlap below the floor still make a background (greedy's does)
             found.floor.append(max(heads, key=lambda h: (alone[h], -h)))
 
     def beside_background(self, probe: Probe, found: Found):
@@ -236,7 +239,7 @@ class ConditionalGroupTesting(SequentialSearch):
             return None
         drops = yield from probe.drops(background, groups)
         leads = [Lead(g, d, MEASURED) for g, d in zip(groups, drops)]
-        if not any(found.alone.noise.stands_out(lead) for lead in leads):
+        if not any(lead.drop > 0 for lead in leads):  # at the floor (what hits it alone left the background)
             found.conditional = "dropped: no group lowers the score beside the background"
             return None
         found.conditional = "run"

@@ -221,3 +221,82 @@ def recall_by_kind(ranking, world: InteractionWorld, k: int | None = None) -> di
     as are planted), for the kinds the world holds."""
     top = set(np.asarray(ranking)[: k or len(world.planted)].tolist())
     return {kind: np.mean([h in top for h in world.heads_of(kind)]) for kind in KINDS if world.heads_of(kind)}
+
+
+def greedy_run(world: World, k: int, exclude=()) -> tuple[list[int], int]:
+    """Greedy search (:mod:`headloc.search.greedy`) run in-process on ``world``: ``k`` rounds, each
+    keeping the head whose addition to those chosen lowers the score most; ``exclude`` never chosen
+    (the universal filter's heads). Returns its ranking and the masks it scored."""
+    from headloc.search import greedy
+
+    n_heads, chosen, spent = len(world.tail), [], 0
+    for _ in range(k):
+        masks = greedy.round_masks(n_heads, chosen, exclude)
+        best, by_head = greedy.choose(masks, world.score(masks), chosen, exclude)
+        chosen.append(best)
+        spent += len(masks)
+    return greedy.ranking(chosen, by_head, exclude), spent
+
+
+def interaction_searches(world: InteractionWorld, budget: int, seed: int) -> dict[str, SequentialSearch]:
+    """The group testing searches compared on an interaction world, each told k = the planted heads."""
+    from headloc.search.conditional import ConditionalGroupTesting
+
+    n_heads, k = len(world.tail), len(world.planted)
+    return {
+        "group_testing": GroupTesting(n_heads, budget, seed, k=k),
+        "conditional_group_testing": ConditionalGroupTesting(n_heads, budget, seed, k=k),
+        "conditional_pair_screen": ConditionalGroupTesting(n_heads, budget, seed, k=k, pair_screen=True),
+    }
+
+
+def compare_interactions(seeds, n_heads: int, budget: int, **world_options) -> list[dict]:
+    """Every search and greedy on the interaction worlds of ``seeds`` (world and search share the
+    seed): one row per search and seed with its evaluations and, per kind of planted head, the share
+    found among the first K of its ranking with the universal head left out (K = the other planted
+    heads; the workflow's tables drop universal heads so, and its greedy never chooses them), and
+    whether the universal head was confirmed (greedy: None, it is left out of its rounds)."""
+    rows = []
+    for seed in seeds:
+        world = make_interaction_world(seed, n_heads=n_heads, **world_options)
+        universal = world.heads_of("universal")
+        runs = {name: search.run(world.score)[2] for name, search in interaction_searches(world, budget, seed).items()}
+        found = {name: ([h for h in r.ranking.tolist() if h not in universal], r.n_evals) for name, r in runs.items()}
+        found["greedy"] = greedy_run(world, len(world.planted) - len(universal), exclude=universal)
+        k = len(world.planted) - len(universal)
+        for name, (ranking, n_evals) in found.items():
+            recalls = {kind: float(r) for kind, r in recall_by_kind(ranking, world, k).items() if kind != "universal"}
+            confirmed = [runs[name].labels[h].startswith("confirmed") for h in universal] if name in runs else []
+            rows.append({"search": name, "seed": seed, "n_heads": n_heads, "n_evals": n_evals, **recalls,
+                         "universal": float(np.mean(confirmed)) if confirmed else None,
+                         "all": recall(ranking, [h for h in world.planted if h not in universal], k)})
+    return rows
+
+
+def search_bounds(n_heads: int, k: int) -> tuple[float, float]:
+    """Tests needed to find ``k`` of ``n_heads`` heads: the quantitative (coin-weighing) information
+    bound log2 C(N, k) / log2(k + 1), for tests that return how many, and the binary one
+    k log2(N / k) + k, for yes/no tests.
+
+    >>> [round(b, 1) for b in search_bounds(1024, 5)]
+    [16.8, 43.2]
+    """
+    return math.log2(math.comb(n_heads, k)) / math.log2(k + 1), k * math.log2(n_heads / k) + k
+
+
+def interaction_table(rows: list[dict]) -> str:
+    """A markdown table of :func:`compare_interactions` rows: per world size and search, the mean
+    recall of each kind of head, P(all found), the mean evaluations and their share of greedy's."""
+    kinds = [kind for kind in KINDS if kind in rows[0]]
+    lines = ["| heads | search | " + " | ".join(kinds) + " | P(all) | evaluations | of greedy's |",
+             "|---:|---|" + "---:|" * (len(kinds) + 3)]
+    for n_heads in sorted({row["n_heads"] for row in rows}):
+        of_size = [row for row in rows if row["n_heads"] == n_heads]
+        greedy = np.mean([row["n_evals"] for row in of_size if row["search"] == "greedy"])
+        for name in dict.fromkeys(row["search"] for row in of_size):
+            mine = [row for row in of_size if row["search"] == name]
+            cells = ["" if mine[0][kind] is None else f"{np.mean([row[kind] for row in mine]):.2f}" for kind in kinds]
+            evals = np.mean([row["n_evals"] for row in mine])
+            lines.append(f"| {n_heads:,} | {name} | " + " | ".join(cells) +
+                         f" | {np.mean([row['all'] == 1 for row in mine]):.2f} | {evals:.0f} | {evals / greedy:.1%} |")
+    return "\n".join(lines)
