@@ -1,18 +1,19 @@
 """Conditional group testing (:mod:`headloc.search.conditional`): group testing that confirms its
-first heads alone, then keeps searching with them ablated (greedy's question: which head hurts most
-on top of those), and finds pairs of heads that matter only together. Stops at
-``validation.top_k`` + ``extra_heads`` confirmed heads or ``search.n_masks`` evaluations (the
+first head alone, then keeps searching with the heads found so far ablated (greedy's question:
+which head hurts most on top of those), and finds pairs of heads that matter only together. Stops
+at ``validation.top_k`` + ``extra_heads`` confirmed heads or ``search.n_masks`` evaluations (the
 unablated row included). Options: section ``conditional_group_testing`` (``group_size``,
-``extra_heads`` as group testing's; ``background``: heads confirmed alone and then kept ablated;
-``pair_screen``: screen every union of two groups for a redundant pair with the budget left).
+``extra_heads`` as group testing's; ``background``: heads confirmed alone before the search goes on
+beside them; ``pair_screen``: screen every union of two groups for a redundant pair with the
+budget left).
 
-A method of its own rather than an option of ``group_testing``: its record, values and labels are
-not group testing's, both can run side by side on one subset, and group testing's search ids (and
-the results filed under them) stay as they are."""
+A method of its own rather than an option of ``group_testing``: its record, values, labels and
+ranking are not group testing's, both can run side by side on one subset, and group testing's
+search ids (and the results filed under them) stay as they are."""
 
 from headloc.methods.contract import SCALE, Method, read_sequential
 
-DEFAULTS = {"group_size": "auto", "extra_heads": 2, "background": 2, "pair_screen": False}
+DEFAULTS = {"group_size": "auto", "extra_heads": 2, "background": 1, "pair_screen": False}
 
 
 def search(n_heads, params):
@@ -38,14 +39,15 @@ METHODS = (
     Method(
         name="conditional_group_testing", kind="sequential",
         about="group testing, then halving beside the first heads confirmed (greedy's question); pairs",
-        label="score change when ablated (alone, beside the background, or a pair's; else its smallest group's)",
+        label="score change when ablated (alone, beside the heads found before, or a pair's; else its smallest group's)",
         marker="p",
         reading="A confirmed head's cell is the change in the task's score when that head is ablated: alone for\n"
-                "the heads confirmed first (the background), beside the background for the heads found there,\n"
-                "together for the two heads of a pair. Every other cell is the change measured for the smallest\n"
-                "group of heads that holds it (less the confirmed heads' own changes in it), or 0 where its group\n"
-                "was never scored: ``labels`` in recovery.json says which, and whether a head found beside the\n"
-                "background also hurts alone; ``details`` names the background and the pairs.\n\n" + SCALE,
+                "the head confirmed first, beside the heads confirmed before it (the background) for the\n"
+                "others (greedy's gain), together for the two heads of a pair. Every other cell is the change\n"
+                "measured for the smallest group of heads that holds it (less the confirmed heads' own changes\n"
+                "in it), or 0 where its group was never scored: ``labels`` in recovery.json says which, and\n"
+                "whether a head found beside the background also hurts alone; ``details`` names the background\n"
+                "and the pairs.\n\n" + SCALE,
         search_id=search_id, recover=read_sequential, search=search, budgeted=True, repeats=True,
         options="conditional_group_testing", defaults=DEFAULTS,
     ),
