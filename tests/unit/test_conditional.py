@@ -13,7 +13,7 @@ import pytest
 from headloc.methods import driver, get
 from headloc.methods.contract import SearchParts
 from headloc.heads import HeadGeometry, head_name
-from headloc.search.conditional import ConditionalGroupTesting
+from headloc.search.conditional import ConditionalGroupTesting, Probe, locate_pair
 from headloc.search.group_testing import GroupTesting
 from headloc.search.simulate import (KINDS, compare_interactions, greedy_run, interaction_table, make_interaction_world,
                                      recall_by_kind, search_bounds)
@@ -176,6 +176,57 @@ def test_a_redundant_pair_in_one_group_is_found_from_the_contradiction():
     assert all(found.labels[h] == "pair (redundant): joint drop" for h in pair)
     assert found.coef[list(pair)] == pytest.approx(-drop(world, *pair))
     assert found.ranking[:5].tolist()[-2:] == list(pair) or set(pair) <= set(found.ranking[:5].tolist())
+
+
+def test_a_backup_in_its_primarys_group_is_a_backup_pair():
+    # a alone drops 0.3; b drops 0.3 more, only beside a; both in the first group of 16: halving
+    # separates them, b's half keeps an inferred drop no head of it has, and the pair is resolved.
+    search = ConditionalGroupTesting(64, 60, 2, k=2, group_size=16)
+    group = search.plain.partition()[0]
+    a, b = group[0], group[-1]
+
+    def score(masks):
+        return 1.0 - 0.3 * masks[:, a] - 0.3 * masks[:, a] * masks[:, b]
+
+    _, _, found = search.run(score)
+    assert found.details["pairs"] == [a, b] and found.details["pair_kinds"] == ["backup"]
+    assert found.ranking[:2].tolist() == [a, b] and found.labels[b] == "pair (backup): joint drop"
+    assert found.coef[[a, b]] == pytest.approx([-0.6, -0.6])  # the pair's joint drop
+
+
+def test_the_background_holds_at_most_k_minus_1_heads_alone():
+    effect = np.zeros(256)
+    effect[[5, 60, 130]] = [0.5, 0.3, 0.2]
+    _, _, found = ConditionalGroupTesting(256, 100, 0, k=3, background=9).run(lambda m: 1.0 - m @ effect)
+    assert found.details["conditional"] == "run" and found.details["background"] == [5, 60, 130]
+    assert [found.labels[h] for h in (5, 60, 130)] == ["confirmed alone"] * 2 + [
+        "confirmed beside the background, and alone"]
+
+
+def finish(plan, score):
+    """Run a search's generator (masks out, scores in) to its end; its return value."""
+    try:
+        masks = next(plan)
+        while True:
+            masks = plan.send(score(masks))
+    except StopIteration as done:
+        return done.value
+
+
+def test_locating_a_pair_stops_after_two_masks_where_the_excess_is_spread():
+    # Many heads' small effects adding up unevenly (here the score falls with the square of what is
+    # ablated) make two sets drop more together than apart with no pair: both halves of the first
+    # side then carry part of the excess, and the search stops after those two masks. A real pair's
+    # excess lies in one half: one head of each side is found, halving with the other side ablated.
+    x, y = tuple(range(16)), tuple(range(16, 32))
+    spread = lambda masks: 1.0 - (0.05 * masks[:, :32].sum(axis=1)) ** 2  # noqa: E731
+    paired = lambda masks: 1.0 - 0.4 * masks[:, 3] * masks[:, 20]  # noqa: E731
+    for score, expected, spent in ((spread, None, 2), (paired, (3, 20), 2 * (4 + 1))):
+        probe = Probe(64, 100)
+        dx, dy, joint = finish(probe.drops((), [x, y, x + y]), score)
+        before = len(probe.memory)
+        assert finish(locate_pair(probe, (), (x, dx), (y, dy), joint - dx - dy, {}), score) == expected
+        assert len(probe.memory) - before == spent  # 4 levels a side, both halves at the first
 
 
 def test_the_pair_screen_finds_a_redundant_pair_across_groups():

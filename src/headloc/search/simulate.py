@@ -279,7 +279,7 @@ def search_bounds(n_heads: int, k: int) -> tuple[float, float]:
     k log2(N / k) + k, for yes/no tests.
 
     >>> [round(b, 1) for b in search_bounds(1024, 5)]
-    [16.8, 43.2]
+    [16.7, 43.4]
     """
     return math.log2(math.comb(n_heads, k)) / math.log2(k + 1), k * math.log2(n_heads / k) + k
 
