@@ -9,7 +9,8 @@ budget left).
 
 A method of its own rather than an option of ``group_testing``: its record, values, labels and
 ranking are not group testing's, both can run side by side on one subset, and group testing's
-search ids (and the results filed under them) stay as they are."""
+search ids (and the results filed under them) stay as they are. (The module's name puts it beside
+group testing in the registry's order.)"""
 
 from headloc.methods.contract import SCALE, Method, read_sequential
 
