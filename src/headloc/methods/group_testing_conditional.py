@@ -1,0 +1,55 @@
+"""Conditional group testing (:mod:`headloc.search.conditional`): group testing that confirms its
+first head alone, then keeps searching with the heads found so far ablated (greedy's question:
+which head hurts most on top of those), and finds pairs of heads that matter only together. Stops
+at ``validation.top_k`` + ``extra_heads`` confirmed heads or ``search.n_masks`` evaluations (the
+unablated row included). Options: section ``conditional_group_testing`` (``group_size``,
+``extra_heads`` as group testing's; ``background``: heads confirmed alone before the search goes on
+beside them; ``pair_screen``: screen every union of two groups for a redundant pair with the
+budget left).
+
+A method of its own rather than an option of ``group_testing``: its record, values, labels and
+ranking are not group testing's, both can run side by side on one subset, and group testing's
+search ids (and the results filed under them) stay as they are. (The module's name puts it beside
+group testing in the registry's order.)"""
+
+from headloc.methods.contract import SCALE, Method, read_sequential
+
+DEFAULTS = {"group_size": "auto", "extra_heads": 2, "background": 1, "pair_screen": False}
+
+
+def search(n_heads, params):
+    from headloc.search.conditional import ConditionalGroupTesting
+
+    options = {**DEFAULTS, **params.options}
+    size = options["group_size"]
+    if size != "auto" and (isinstance(size, bool) or not isinstance(size, int)):
+        raise ValueError(f"conditional_group_testing.group_size must be 'auto' or a number of heads, got {size!r}")
+    return ConditionalGroupTesting(n_heads=n_heads, budget=params.n_masks, seed=params.seed, k=params.top_k,
+                                   group_size=None if size == "auto" else size, extra=options["extra_heads"],
+                                   background=options["background"], pair_screen=options["pair_screen"])
+
+
+def search_id(parts) -> str:
+    o = {**DEFAULTS, **parts.options}
+    screen = "_screen" if o["pair_screen"] else ""
+    return (f"conditional_group_testing_m{parts.n_masks}_g{o['group_size']}_x{o['extra_heads']}_b{o['background']}"
+            f"{screen}_{parts.tail}{parts.repeat_suffix}")
+
+
+METHODS = (
+    Method(
+        name="conditional_group_testing", kind="sequential",
+        about="group testing, then halving beside the first heads confirmed (greedy's question); pairs",
+        label="score change when ablated (alone, beside the heads found before, or a pair's; else its smallest group's)",
+        marker="p",
+        reading="A confirmed head's cell is the change in the task's score when that head is ablated: alone for\n"
+                "the head confirmed first, beside the heads confirmed before it (the background) for the\n"
+                "others (greedy's gain), together for the two heads of a pair. Every other cell is the change\n"
+                "measured for the smallest group of heads that holds it (less the confirmed heads' own changes\n"
+                "in it), or 0 where its group was never scored: ``labels`` in recovery.json says which, and\n"
+                "whether a head found beside the background also hurts alone; ``details`` names the background\n"
+                "and the pairs.\n\n" + SCALE,
+        search_id=search_id, recover=read_sequential, search=search, budgeted=True, repeats=True,
+        options="conditional_group_testing", defaults=DEFAULTS,
+    ),
+)
