@@ -130,6 +130,8 @@ def other_values(value, schema: dict) -> list:
     if "enum" in schema or "const" in schema:
         return [v for v in schema.get("enum", [schema.get("const")]) if v != value]
     kind = schema.get("type")
+    if kind == "boolean":
+        return [not value]
     if kind == "integer":
         start = value if isinstance(value, int) else schema.get("minimum", 0)
         return [start + 1, start + 2]

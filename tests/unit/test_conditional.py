@@ -266,7 +266,7 @@ def test_recall_and_evaluations_against_group_testing_and_greedy():
     assert cells[9] == f"{mean['conditional_group_testing']['n_evals'] / mean['greedy']['n_evals']:.1%}"
 
 
-@pytest.mark.parametrize("budget, enough", [(10, False), (30, False), (80, True)])
+@pytest.mark.parametrize("budget, enough", [(18, False), (30, False), (80, True)])
 def test_the_budget_is_never_exceeded_and_a_short_one_says_so(budget, enough):
     world = make_interaction_world(4, n_heads=270)
     search = ConditionalGroupTesting(270, budget, 4, k=5, pair_screen=True)
@@ -275,6 +275,20 @@ def test_the_budget_is_never_exceeded_and_a_short_one_says_so(budget, enough):
     assert found.details["budget"] == budget and found.details["wanted"] == 5
     confirmed = sum(label.startswith(("confirmed", "pair")) for label in found.labels)
     assert found.details["confirmed"] == confirmed and (confirmed >= 5) == enough
+    assert set(found.confirmed) == {i for i, label in enumerate(found.labels) if label.startswith(("confirmed", "pair"))}
+    names = [f"h{i}" for i in range(270)]
+    warnings = found.warnings(names, 5, "conditional_group_testing")
+    if enough:
+        assert warnings == [] and found.stop == ""
+    else:  # its top 5 holds heads it did not confirm: the recovery says so, naming the cap
+        assert found.stop == f"at its cap of {budget} evaluations"
+        assert len(warnings) == 1 and warnings[0].startswith(f"conditional_group_testing stopped at its cap of {budget}")
+
+
+def test_a_budget_below_one_partition_is_refused():
+    with pytest.raises(ValueError, match="budget 17 is too small for group testing over 270 heads in groups of 16: "
+                                         "it needs at least 18"):
+        ConditionalGroupTesting(270, 17, 0, k=5)
 
 
 def test_a_killed_search_resumes_to_the_uninterrupted_record_and_result():

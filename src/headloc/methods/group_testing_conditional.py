@@ -12,6 +12,7 @@ ranking are not group testing's, both can run side by side on one subset, and gr
 search ids (and the results filed under them) stay as they are. (The module's name puts it beside
 group testing in the registry's order.)"""
 
+from headloc.methods import group_testing
 from headloc.methods.contract import SCALE, Method, read_sequential
 
 DEFAULTS = {"group_size": "auto", "extra_heads": 2, "background": 1, "pair_screen": False}
@@ -29,11 +30,16 @@ def search(n_heads, params):
                                    background=options["background"], pair_screen=options["pair_screen"])
 
 
+def least_budget(n_heads, top_k, options) -> tuple[int, str, str]:
+    """As group testing's: the baseline and one whole partition (its first stage is group testing)."""
+    return group_testing.least_budget(n_heads, top_k, {"group_size": {**DEFAULTS, **options}["group_size"]})
+
+
 def search_id(parts) -> str:
     o = {**DEFAULTS, **parts.options}
     screen = "_screen" if o["pair_screen"] else ""
-    return (f"conditional_group_testing_m{parts.n_masks}_g{o['group_size']}_x{o['extra_heads']}_b{o['background']}"
-            f"{screen}_{parts.tail}{parts.repeat_suffix}")
+    return (f"conditional_group_testing_m{parts.n_masks}_k{parts.top_k}_g{o['group_size']}_x{o['extra_heads']}_"
+            f"b{o['background']}{screen}_{parts.tail}{parts.repeat_suffix}")
 
 
 METHODS = (
@@ -50,6 +56,6 @@ METHODS = (
                 "whether a head found beside the background also hurts alone; ``details`` names the background\n"
                 "and the pairs.\n\n" + SCALE,
         search_id=search_id, recover=read_sequential, search=search, budgeted=True, repeats=True,
-        options="conditional_group_testing", defaults=DEFAULTS,
+        options="conditional_group_testing", defaults=DEFAULTS, least_budget=least_budget,
     ),
 )

@@ -204,6 +204,7 @@ class ConditionalGroupTesting(SequentialSearch):
         (baseline,) = yield from probe.scores([()])
         drops = yield from probe.drops((), groups)
         found = Found(Stage((), [Lead(g, d, MEASURED) for g, d in zip(groups, drops)], Noise.of(drops, plain.size)))
+        spent = False
         try:
             yield from self.form_background(probe, found)
             screened = (yield from self.beside_background(probe, found)) or groups
@@ -213,8 +214,8 @@ class ConditionalGroupTesting(SequentialSearch):
             if self.pair_screen:
                 yield from self.screen_pairs(probe, found, found.beside or alone, screened)
         except Spent:
-            pass
-        return self.recovery(probe, baseline, found)
+            spent = True
+        return self.recovery(probe, baseline, found, spent)
 
     def form_background(self, probe: Probe, found: Found):
         """Stage 1: confirm heads alone until ``background`` of them are admitted to the background."""
@@ -366,13 +367,15 @@ class ConditionalGroupTesting(SequentialSearch):
             if pair:
                 yield from self.confirm_pair(probe, stage, found, pair)
 
-    def recovery(self, probe: Probe, baseline: float, found: Found) -> Recovery:
-        """Per-head values, labels and ranking (module docstring)."""
+    def recovery(self, probe: Probe, baseline: float, found: Found, spent: bool) -> Recovery:
+        """Per-head values, labels and ranking (module docstring); ``spent``: the budget ran out."""
         beside = found.beside.confirmed if found.beside else {}
         alone = {**found.alone.confirmed, **found.later, **found.beside_alone}
         new_pairs = {h: pair for pair in found.pairs for h in pair.heads if h not in alone and h not in beside}
         values = {**alone, **beside, **{h: pair.alone[pair.heads.index(h)] for h, pair in new_pairs.items()}}
-        plain = group_recovery(probe.memory, baseline, values, details={})
+        stop = "" if found.count >= self.wanted else (f"at its cap of {self.budget} evaluations" if spent else
+                                                      "when no set of heads left to split lowered the score")
+        plain = group_recovery(probe.memory, baseline, values, stop, details={})
         labels, coef = list(plain.labels), plain.coef.copy()
         passed = {h: found.alone.noise.stands_out(Lead((h,), d, MEASURED)) for h, d in alone.items()}
         for head in [*found.alone.confirmed, *found.later]:
@@ -394,7 +397,7 @@ class ConditionalGroupTesting(SequentialSearch):
             "confirmed": found.count, "wanted": self.wanted, "budget": self.budget,
         }
         return replace(plain, ranking=np.array(order + rest, dtype=int), coef=coef, labels=tuple(labels),
-                       details=details, head_keys=("background", "kept_out", "accepted", "alone",
+                       details=details, confirmed=tuple(order), head_keys=("background", "kept_out", "accepted", "alone",
                                                    "beside_background", "pairs"))
 
 
