@@ -302,27 +302,29 @@ def backoff_section(model, shape: Shape, device: str, quick: bool) -> None:
 
 # --------------------------------------------------------------------------- 6: GPU slots
 
-# an evaluating job's start, as the workflow's scripts make it (the claim's return value dropped)
+# an evaluating job's start, as the workflow's scripts make it (the claim's return value dropped);
+# it holds its GPU until the file `release` appears
 CLAIM = """
 import os, sys, time, torch
 sys.path.insert(0, {src!r})
 from headloc.workflow.jobs import start_evaluating_job
 start_evaluating_job({log!r}, 1, spread=False)
 print("claimed", os.environ.get("CUDA_VISIBLE_DEVICES"), "sees", torch.cuda.device_count(), time.time(), flush=True)
-time.sleep({hold})
+while not os.path.exists({release!r}):
+    time.sleep(0.1)
 print("released", time.time(), flush=True)
 """
-HOLD_SECONDS = 10  # how long each of the first jobs keeps its GPU: longer than a job's start-up
+WAIT_SECONDS = 120  # the longest a job's start-up may take here
 
 
-def claimant(env: dict, folder: Path, index: int, hold: float) -> subprocess.Popen:
-    script = CLAIM.format(src=str(REPO / "src"), log=str(folder / f"job{index}.log"), hold=hold)
+def claimant(env: dict, folder: Path, name: str) -> subprocess.Popen:
+    script = CLAIM.format(src=str(REPO / "src"), log=str(folder / f"{name}.log"), release=str(folder / "release"))
     return subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, text=True)
 
 
 def slot_section() -> None:
     """One job per visible GPU, each started as the scripts start: every job sees one GPU and no
-    two share one; one job more waits (its log says so) until a first job has exited."""
+    two share one; one job more waits (its log says so) until the first jobs let go."""
     import tempfile
 
     from headloc.model.gpus import visible_gpus
@@ -331,22 +333,32 @@ def slot_section() -> None:
     env = {**os.environ, "HEADLOC_GPU_LOCKS": str(folder / "locks")}
     env.pop("SLURM_JOB_ID", None)  # the claim of a machine's GPUs, not Slurm's own choice
     gpus = visible_gpus(env)
-    holders = [claimant(env, folder, i, HOLD_SECONDS) for i in range(len(gpus))]
+    holders = [claimant(env, folder, f"job{i}") for i in range(len(gpus))]
     claimed = [holder.stdout.readline().split() for holder in holders]
-    extra = claimant(env, folder, len(gpus), 0)
+    extra = claimant(env, folder, "extra")
+    waited = waits_for_a_gpu(folder / "extra.log")
+    (folder / "release").touch()
     released = [float(holder.stdout.readline().split()[1]) for holder in holders]
-    for holder in holders:
-        holder.wait()
     late = extra.stdout.readline().split()
-    extra.wait()
+    for process in (*holders, extra):
+        process.wait()
     say("gpu slot", "visible GPUs", ",".join(gpus))
-    say("gpu slot", "jobs' GPUs (each sees)", " ".join(f"{line[1]}({line[3]})" for line in claimed))
+    say("gpu slot", "jobs' GPUs (devices each sees)", " ".join(f"{line[1]} ({line[3]})" for line in claimed))
     distinct = sorted(line[1] for line in claimed) == sorted(gpus) and all(line[3] == "1" for line in claimed)
     check("gpu slot", "one GPU each, all of them, none shared", distinct, f"{len(gpus)} jobs on {len(gpus)} GPUs")
-    waited = "waiting for one to be free" in (folder / f"job{len(gpus)}.log").read_text()
-    after = float(late[4]) - min(released)
+    after = float(late[4]) - min(released) if late else float("nan")
     check("gpu slot", "one job more waited for a free GPU", waited and after >= 0 and late[1] in gpus,
-          f"claimed {late[1]} {after:.1f} s after the first job released its GPU")
+          f"its log says it waited: {waited}; claimed {late[1:2]} {after:.1f} s after the first release")
+
+
+def waits_for_a_gpu(log: Path) -> bool:
+    """Whether the job logging to ``log`` says, within WAIT_SECONDS, that it waits for a GPU."""
+    deadline = time.monotonic() + WAIT_SECONDS
+    while time.monotonic() < deadline:
+        if log.is_file() and "waiting for one to be free" in log.read_text():
+            return True
+        time.sleep(0.2)
+    return False
 
 
 # --------------------------------------------------------------------------- 7: the lm-eval engine
