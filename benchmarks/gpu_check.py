@@ -21,8 +21,9 @@ src/ and runs, in order:
 5. **backoff**: a pass far too large for the card (8B geometry, every position's logits kept):
    :class:`headloc.engine.backoff.RowBudget` must halve its way to a size that fits, and the scores
    must equal a run started at that size.
-6. **gpu slot**: :func:`headloc.model.gpus.claim_gpu` in a fresh process narrows
-   CUDA_VISIBLE_DEVICES to one GPU, and a second process waits for it until the first exits.
+6. **gpu slot**: one process per visible GPU, each started as the workflow's evaluating scripts
+   start (:func:`headloc.workflow.jobs.start_evaluating_job`, the claim's return value dropped):
+   each sees one GPU, no two share one, and one process more waits until a first one exits.
 7. **engine** (only where lm-eval is installed, e.g. carried as wheels, and ``--tokenizer`` names a
    tokenizer folder): headloc's own evaluator (:class:`headloc.engine.evaluation.MaskEvaluator`,
    lm-eval inside) on the same random 1B and 8B models in bfloat16, ioi (log-likelihood) and
@@ -301,33 +302,63 @@ def backoff_section(model, shape: Shape, device: str, quick: bool) -> None:
 
 # --------------------------------------------------------------------------- 6: GPU slots
 
+# an evaluating job's start, as the workflow's scripts make it (the claim's return value dropped);
+# it holds its GPU until the file `release` appears
 CLAIM = """
-import sys, time, torch
+import os, sys, time, torch
 sys.path.insert(0, {src!r})
-from headloc.model.gpus import claim_gpu
-claim = claim_gpu()
-print("claimed", claim.gpu if claim else None, "sees", torch.cuda.device_count(), flush=True)
-time.sleep({hold})
+from headloc.workflow.jobs import start_evaluating_job
+start_evaluating_job({log!r}, 1, spread=False)
+print("claimed", os.environ.get("CUDA_VISIBLE_DEVICES"), "sees", torch.cuda.device_count(), time.time(), flush=True)
+while not os.path.exists({release!r}):
+    time.sleep(0.1)
+print("released", time.time(), flush=True)
 """
+WAIT_SECONDS = 120  # the longest a job's start-up may take here
+
+
+def claimant(env: dict, folder: Path, name: str) -> subprocess.Popen:
+    script = CLAIM.format(src=str(REPO / "src"), log=str(folder / f"{name}.log"), release=str(folder / "release"))
+    return subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, text=True)
 
 
 def slot_section() -> None:
+    """One job per visible GPU, each started as the scripts start: every job sees one GPU and no
+    two share one; one job more waits (its log says so) until the first jobs let go."""
     import tempfile
 
-    env = {**os.environ, "HEADLOC_GPU_LOCKS": tempfile.mkdtemp()}
-    env.pop("CUDA_VISIBLE_DEVICES", None)
-    first = subprocess.Popen([sys.executable, "-c", CLAIM.format(src=str(REPO / "src"), hold=4)], env=env,
-                             stdout=subprocess.PIPE, text=True)
-    line = first.stdout.readline().strip()
-    start = time.perf_counter()
-    second = subprocess.run([sys.executable, "-c", CLAIM.format(src=str(REPO / "src"), hold=0)], env=env,
-                            capture_output=True, text=True, timeout=120)
-    waited = time.perf_counter() - start
-    first.wait()
-    say("gpu slot", "first process", line)
-    say("gpu slot", "second process", second.stdout.strip(), f"after {waited:.1f} s")
-    check("gpu slot", "one GPU visible, second waited", line.endswith("sees 1") and waited > 2,
-          f"waited {waited:.1f} s for a 4-s holder")
+    from headloc.model.gpus import visible_gpus
+
+    folder = Path(tempfile.mkdtemp())
+    env = {**os.environ, "HEADLOC_GPU_LOCKS": str(folder / "locks")}
+    env.pop("SLURM_JOB_ID", None)  # the claim of a machine's GPUs, not Slurm's own choice
+    gpus = visible_gpus(env)
+    holders = [claimant(env, folder, f"job{i}") for i in range(len(gpus))]
+    claimed = [holder.stdout.readline().split() for holder in holders]
+    extra = claimant(env, folder, "extra")
+    waited = waits_for_a_gpu(folder / "extra.log")
+    (folder / "release").touch()
+    released = [float(holder.stdout.readline().split()[1]) for holder in holders]
+    late = extra.stdout.readline().split()
+    for process in (*holders, extra):
+        process.wait()
+    say("gpu slot", "visible GPUs", ",".join(gpus))
+    say("gpu slot", "jobs' GPUs (devices each sees)", " ".join(f"{line[1]} ({line[3]})" for line in claimed))
+    distinct = sorted(line[1] for line in claimed) == sorted(gpus) and all(line[3] == "1" for line in claimed)
+    check("gpu slot", "one GPU each, all of them, none shared", distinct, f"{len(gpus)} jobs on {len(gpus)} GPUs")
+    after = float(late[4]) - min(released) if late else float("nan")
+    check("gpu slot", "one job more waited for a free GPU", waited and after >= 0 and late[1] in gpus,
+          f"its log says it waited: {waited}; claimed {late[1:2]} {after:.1f} s after the first release")
+
+
+def waits_for_a_gpu(log: Path) -> bool:
+    """Whether the job logging to ``log`` says, within WAIT_SECONDS, that it waits for a GPU."""
+    deadline = time.monotonic() + WAIT_SECONDS
+    while time.monotonic() < deadline:
+        if log.is_file() and "waiting for one to be free" in log.read_text():
+            return True
+        time.sleep(0.2)
+    return False
 
 
 # --------------------------------------------------------------------------- 7: the lm-eval engine

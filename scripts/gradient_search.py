@@ -6,21 +6,16 @@ headloc.methods.steps.gradient: the method's part of recovery.json, in gradient.
 recover_heads adds the search's identity and top heads.
 """
 
-import torch
-
 from headloc.engine.evaluation import TaskSpec
 from headloc.engine.supervision import task_examples
-from headloc.io import log_to_file
 from headloc.methods import steps
-from headloc.model.gpus import claim_gpu
 from headloc.model.loading import load_model
 from headloc.model.memory import CPU_ROWS
 from headloc.workflow.config import task_folders
+from headloc.workflow.jobs import start_evaluating_job
 from headloc.workflow.portable import located
 
-log = log_to_file(snakemake.log[0])
-claim_gpu(log, spread=bool(snakemake.params.model.get("device_map")))  # before CUDA starts (headloc.model.gpus)
-torch.set_num_threads(snakemake.threads)
+log = start_evaluating_job(snakemake.log[0], snakemake.threads, spread=bool(snakemake.params.model.get("device_map")))
 p = snakemake.params
 model, tokenizer = load_model(p.location, dtype=p.model["dtype"], device=p.model["device"],
                               device_map=p.model.get("device_map"))

@@ -4,17 +4,14 @@ import json
 
 import numpy as np
 import pandas as pd
-import torch
 
 from headloc.engine.evaluation import TaskSpec, load_evaluator
 from headloc.workflow.config import task_folders
+from headloc.workflow.jobs import start_evaluating_job
 from headloc.workflow.portable import located
-from headloc.io import log_to_file, write_table, write_text
-from headloc.model.gpus import claim_gpu
+from headloc.io import write_table, write_text
 
-log = log_to_file(snakemake.log[0])
-claim_gpu(log, spread=bool(snakemake.params.model.get("device_map")))  # before CUDA starts (headloc.model.gpus)
-torch.set_num_threads(snakemake.threads)
+log = start_evaluating_job(snakemake.log[0], snakemake.threads, spread=bool(snakemake.params.model.get("device_map")))
 masks = np.load(snakemake.input.masks)
 rows = np.array_split(np.arange(len(masks)), snakemake.params.chunks)[int(snakemake.wildcards.chunk)]
 if len(rows) == 0:  # an empty chunk (cs_adaptive's stage 2 after a settled stage 1): nothing to load

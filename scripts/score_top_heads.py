@@ -1,19 +1,16 @@
 """Score a search's top-k heads on the identification subset (rule score_top_heads, appendix A.1)."""
 
 import numpy as np
-import torch
 
 from headloc.engine.evaluation import TaskSpec, load_evaluator
 from headloc.heads import HeadGeometry, headset_mask
 from headloc.workflow.config import task_folders
+from headloc.workflow.jobs import start_evaluating_job
 from headloc.workflow.portable import located
-from headloc.io import log_to_file, read_json, write_json
-from headloc.model.gpus import claim_gpu
+from headloc.io import read_json, write_json
 from headloc.workflow.results import display_score
 
-log = log_to_file(snakemake.log[0])
-claim_gpu(log, spread=bool(snakemake.params.model.get("device_map")))  # before CUDA starts (headloc.model.gpus)
-torch.set_num_threads(snakemake.threads)
+log = start_evaluating_job(snakemake.log[0], snakemake.threads, spread=bool(snakemake.params.model.get("device_map")))
 recovery = read_json(snakemake.input.recovery)
 task = TaskSpec(**located(snakemake.params.task, snakemake.config)).with_documents(snakemake.input.docs)
 evaluator = load_evaluator(snakemake.params.location, task, include_path=task_folders(snakemake.config),

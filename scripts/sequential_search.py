@@ -4,19 +4,15 @@ round through the evaluator (a round's masks share forward passes, masks_per_pas
 resumes from the search's record when a killed run of the same job left one."""
 
 import numpy as np
-import torch
 
 from headloc.engine.evaluation import TaskSpec, load_evaluator
-from headloc.io import log_to_file
 from headloc.methods import steps
-from headloc.model.gpus import claim_gpu
 from headloc.workflow import paths
 from headloc.workflow.config import task_folders
+from headloc.workflow.jobs import start_evaluating_job
 from headloc.workflow.portable import located
 
-log = log_to_file(snakemake.log[0])
-claim_gpu(log, spread=bool(snakemake.params.model.get("device_map")))  # before CUDA starts (headloc.model.gpus)
-torch.set_num_threads(snakemake.threads)
+log = start_evaluating_job(snakemake.log[0], snakemake.threads, spread=bool(snakemake.params.model.get("device_map")))
 p = snakemake.params
 task = TaskSpec(**located(p.task, snakemake.config)).with_documents(snakemake.input.docs)
 evaluator = load_evaluator(p.location, task, include_path=task_folders(snakemake.config), log=log, **p.model)

@@ -1,18 +1,14 @@
 """Evaluate every task on its full data with one head set ablated (rule validate_headset)."""
 
-import torch
-
 from headloc.engine.evaluation import MaskEvaluator, TaskSpec
 from headloc.heads import HeadGeometry, headset_mask, parse_headset
-from headloc.io import log_to_file, write_json
-from headloc.model.gpus import claim_gpu
+from headloc.io import write_json
 from headloc.model.loading import load_model
 from headloc.workflow.config import task_folders
+from headloc.workflow.jobs import start_evaluating_job
 from headloc.workflow.portable import located
 
-log = log_to_file(snakemake.log[0])
-claim_gpu(log, spread=bool(snakemake.params.model.get("device_map")))  # before CUDA starts (headloc.model.gpus)
-torch.set_num_threads(snakemake.threads)
+log = start_evaluating_job(snakemake.log[0], snakemake.threads, spread=bool(snakemake.params.model.get("device_map")))
 placement = snakemake.params.model  # dtype, device, device_map, batch_size
 model, tokenizer = load_model(snakemake.params.location, dtype=placement["dtype"], device=placement["device"],
                               device_map=placement.get("device_map"))

@@ -1,6 +1,7 @@
 """GPUs without a GPU: the memory estimate against what torch allocates on the CPU, the parse-time
-plan's warnings, ``batch_size: auto``, and one GPU per job (file locks taken by real processes and
-by real concurrent Snakemake jobs, with CUDA_VISIBLE_DEVICES naming GPUs this machine lacks)."""
+plan's warnings, ``batch_size: auto``, the out-of-memory back-off, and one GPU per job (file locks
+taken by real processes started as the workflow's evaluating scripts start, with CUDA_VISIBLE_DEVICES
+naming GPUs this machine lacks; concurrent Snakemake jobs: tests/workflow/test_methods.py)."""
 
 import json
 import os
@@ -17,6 +18,7 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM
 
+from headloc.engine.backoff import RowBudget
 from headloc.model import gpus
 from headloc.model.memory import GIB, Pass, Shape, estimate, resolve_rows, rows_that_fit
 from headloc.workflow.gpu_plan import generation_tokens, plan_warnings
@@ -117,19 +119,101 @@ def test_cpu_models_ask_for_no_gpu(tmp_path, monkeypatch):
     assert generation_tokens({"a": {"output_type": "multiple_choice"}, "b": {"output_type": "generate_until"}}) == 256
 
 
+def test_a_gpu_model_without_readable_sizes_gets_a_line_saying_no_plan_was_made(tmp_path):
+    uncached = "nobody-here/not-a-model-7B"  # a hub id no cache holds
+    (hub,) = plan_warnings(config_of(uncached, batch_size=512), {}, memory=80 * GIB)
+    assert hub == ("models.big: no memory plan made: its config.json is not in the local Hugging Face cache "
+                   f"(hub id {uncached}); its jobs still halve their rows per pass when they run out of GPU memory")
+    (gguf,) = plan_warnings(config_of("smollm2-135m-instruct", batch_size=512), {}, memory=80 * GIB)
+    assert gguf.startswith("models.big: no memory plan made: a GGUF file's sizes are read only when")
+    source = model_folder(tmp_path, {"model_type": "llama"})
+    (sizeless,) = plan_warnings(config_of(source, batch_size=512), {}, memory=80 * GIB)
+    assert sizeless.startswith(f"models.big: no memory plan made: {source}/config.json does not give its sizes")
+    assert plan_warnings(config_of(uncached, device="cpu"), {}, memory=80 * GIB) == []  # no GPU, no plan to make
+
+
+# --------------------------------------------------------------------------- out-of-memory back-off
+
+
+def failing_above(rows_that_fit, error):
+    """A step that raises ``error`` on passes of more than ``rows_that_fit`` rows; records every try."""
+    tried = []
+
+    def step(rows):
+        tried.append(rows)
+        if rows > rows_that_fit:
+            raise error
+        return f"done at {rows}"
+
+    return step, tried
+
+
+@pytest.mark.parametrize("error", [
+    torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"),
+    RuntimeError("CUDA error: out of memory"),  # a kernel's allocation failure
+    RuntimeError("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`"),
+])
+def test_out_of_memory_errors_halve_the_rows(error, caplog):
+    step, tried = failing_above(5, error)
+    budget = RowBudget(16)
+    with caplog.at_level("WARNING", logger="headloc"):
+        assert budget.run(step) == "done at 4"
+    assert tried == [16, 8, 4] and budget.rows == 4 and budget.halvings == 2
+    assert "out of memory at 8 rows per pass" in caplog.text and "retrying the same work with 4 rows" in caplog.text
+
+
+def test_other_errors_are_raised_as_they_are():
+    step, tried = failing_above(5, RuntimeError("CUDA error: device-side assert triggered"))
+    with pytest.raises(RuntimeError, match="^CUDA error: device-side assert triggered$"):
+        RowBudget(16).run(step)
+    assert tried == [16]
+
+
+def test_out_of_memory_at_one_row_names_the_remedies():
+    original = RuntimeError("CUDA error: out of memory\nCUDA kernel errors might be reported asynchronously")
+    step, tried = failing_above(0, original)
+    budget = RowBudget(4)
+    with pytest.raises(torch.OutOfMemoryError) as raised:
+        budget.run(step)
+    assert tried == [4, 2, 1] and raised.value.__cause__ is original
+    assert str(raised.value) == (
+        "out of memory at 1 row per pass, the fewest allowed (CUDA error: out of memory): the model and one "
+        "pass do not fit on this device. Spread the model over several GPUs and the CPU (device_map: auto), "
+        "load it in a smaller dtype (bfloat16 instead of float32), or score fewer masks per pass (masks_per_pass)")
+
+
 # --------------------------------------------------------------------------- one GPU per job
 
+# an evaluating job's start, as the workflow's scripts make it: the claim is not kept by the caller
 HOLD = textwrap.dedent("""
-    import sys, time
-    from headloc.model.gpus import claim_gpu
-    claim = claim_gpu()
-    print(claim.gpu if claim else None, flush=True)
-    time.sleep(float(sys.argv[1]))
+    import os, sys, time, torch
+    from headloc.workflow.jobs import start_evaluating_job
+    start_evaluating_job(sys.argv[1], 3, spread=sys.argv[3] == "spread")
+    print(os.environ.get("CUDA_VISIBLE_DEVICES"), torch.get_num_threads(), flush=True)
+    time.sleep(float(sys.argv[2]))
 """)
 
 
-def holder(env, seconds):
-    return subprocess.Popen([sys.executable, "-c", HOLD, str(seconds)], env=env, stdout=subprocess.PIPE, text=True)
+def holder(env, seconds, log, placement="one GPU"):
+    return subprocess.Popen([sys.executable, "-c", HOLD, str(log), str(seconds), placement], env=env,
+                            stdout=subprocess.PIPE, text=True)
+
+
+def logged(log: Path, text: str, timeout: float = 120) -> bool:
+    """Whether ``text`` appears in ``log`` within ``timeout`` seconds (a job's start-up takes seconds)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if log.is_file() and text in log.read_text():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def seen(process) -> str:
+    """The CUDA_VISIBLE_DEVICES a started job printed, after checking its CPU threads."""
+    gpu, threads = process.stdout.readline().split()
+    assert threads == "3"
+    return gpu
 
 
 @pytest.fixture
@@ -137,16 +221,20 @@ def fake_gpus(tmp_path):
     return {**os.environ, "CUDA_VISIBLE_DEVICES": "3,GPU-uuid-7", "HEADLOC_GPU_LOCKS": str(tmp_path / "locks")}
 
 
-def test_each_process_gets_its_own_gpu_and_a_killed_one_frees_it(fake_gpus):
-    first, second = holder(fake_gpus, 60), holder(fake_gpus, 60)
+def test_each_job_gets_its_own_gpu_and_a_killed_one_frees_it(fake_gpus, tmp_path):
+    first, second = holder(fake_gpus, 60, tmp_path / "1.log"), holder(fake_gpus, 60, tmp_path / "2.log")
     try:
-        claimed = {first.stdout.readline().strip(), second.stdout.readline().strip()}
-        assert claimed == {"3", "GPU-uuid-7"}
-        third = holder(fake_gpus, 0)  # waits: both GPUs are held
-        time.sleep(3)
+        claimed = {seen(first), seen(second)}
+        assert claimed == {"3", "GPU-uuid-7"}  # each job sees only its own GPU
+        for log in ("1.log", "2.log"):
+            assert re.search(r"INFO headloc: GPU: claimed (3|GPU-uuid-7) of 3,GPU-uuid-7 \(pid",
+                             (tmp_path / log).read_text())
+        third = holder(fake_gpus, 0, tmp_path / "3.log")  # waits: both GPUs are held
+        assert logged(tmp_path / "3.log", "GPU: all of 3,GPU-uuid-7 are held by other jobs; waiting")
+        time.sleep(1)
         assert third.poll() is None
         first.send_signal(signal.SIGKILL)  # no clean-up runs: the kernel drops the lock
-        assert third.stdout.readline().strip() in claimed
+        assert seen(third) in claimed
         assert third.wait(timeout=30) == 0
     finally:
         for process in (first, second):
@@ -154,72 +242,59 @@ def test_each_process_gets_its_own_gpu_and_a_killed_one_frees_it(fake_gpus):
             process.wait()
 
 
-def test_slurm_and_machines_without_gpus_claim_nothing(tmp_path):
-    environ = {"SLURM_JOB_ID": "42", "CUDA_VISIBLE_DEVICES": "1", "HEADLOC_GPU_LOCKS": str(tmp_path)}
-    assert gpus.claim_gpu(environ=environ) is None and environ["CUDA_VISIBLE_DEVICES"] == "1"
+def test_a_claim_narrows_cuda_visible_devices_and_is_held_once(tmp_path):
+    environ = {"CUDA_VISIBLE_DEVICES": "5,6", "HEADLOC_GPU_LOCKS": str(tmp_path)}
+    assert gpus.claim_gpu(environ=environ).gpu == "5" and environ["CUDA_VISIBLE_DEVICES"] == "5"
+    again = gpus.claim_gpu(environ={"CUDA_VISIBLE_DEVICES": "5,6", "HEADLOC_GPU_LOCKS": str(tmp_path)})
+    assert again.gpu == "5"  # the same process asks again: the GPU it holds, not a second one
+    other = holder({**os.environ, "CUDA_VISIBLE_DEVICES": "5,6", "HEADLOC_GPU_LOCKS": str(tmp_path)}, 0,
+                   tmp_path / "other.log")
+    assert seen(other) == "6" and other.wait(timeout=30) == 0  # 5 is still held by this process
+
+
+def test_machines_without_gpus_and_jobs_spread_by_device_map_claim_nothing(tmp_path):
     assert gpus.claim_gpu(environ={"CUDA_VISIBLE_DEVICES": "", "HEADLOC_GPU_LOCKS": str(tmp_path)}) is None
-    environ = {"CUDA_VISIBLE_DEVICES": "5", "HEADLOC_GPU_LOCKS": str(tmp_path)}
-    assert gpus.claim_gpu(spread=True, environ=environ) is None  # device_map: every visible GPU
-    claim = gpus.claim_gpu(environ=environ)
-    assert claim.gpu == "5" and environ["CUDA_VISIBLE_DEVICES"] == "5"
-    claim.release()
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "5,6", "HEADLOC_GPU_LOCKS": str(tmp_path / "locks")}
+    job = holder(env, 0, tmp_path / "job.log", "spread")
+    assert seen(job) == "5,6" and job.wait(timeout=30) == 0  # device_map: every visible GPU
+    assert "GPU: device_map spreads the model over every visible GPU (CUDA_VISIBLE_DEVICES=5,6); none claimed" \
+        in (tmp_path / "job.log").read_text()
+    assert not (tmp_path / "locks").exists()
 
 
-SNAKEFILE = textwrap.dedent("""
-    rule all:
-        input: expand("done/{{job}}.txt", job=range(6))
-
-    rule job:
-        output: "done/{{job}}.txt"
-        log: "logs/{{job}}.log"
-        resources: gpu=1
-        shell: "{python} {script} {{log}} {{output}}"
-""")
-JOB = textwrap.dedent("""
-    import sys, time
-    from headloc.io import log_to_file
-    from headloc.model.gpus import claim_gpu
-    log = log_to_file(sys.argv[1])
-    claim = claim_gpu(log, wait=0.2)
-    log.info("start")
-    time.sleep(1.5)
-    log.info("end")
-    open(sys.argv[2], "w").write(claim.gpu)
-""")
+def test_a_gpu_slurm_chose_is_kept_unlocked(tmp_path, monkeypatch):
+    """One visible GPU is Slurm's choice (with cgroups every job may see its GPU as 0: locking "0"
+    would make jobs on different GPUs wait); no CUDA_VISIBLE_DEVICES is no GPU, not the machine's."""
+    monkeypatch.setattr(gpus, "machine_gpu_count", lambda: 4)
+    for visible in ({"CUDA_VISIBLE_DEVICES": "0"}, {}):
+        environ = {"SLURM_JOB_ID": "42", "HEADLOC_GPU_LOCKS": str(tmp_path), **visible}
+        assert gpus.claim_gpu(environ=environ) is None
+        assert environ.get("CUDA_VISIBLE_DEVICES") == visible.get("CUDA_VISIBLE_DEVICES")
+    assert not any(tmp_path.iterdir())
 
 
-def test_concurrent_snakemake_jobs_never_share_a_gpu(tmp_path, fake_gpus):
-    """Six jobs of gpu=1 on 4 cores with gpu=2: Snakemake runs two at a time; each holds its own."""
-    (tmp_path / "job.py").write_text(JOB)
-    (tmp_path / "Snakefile").write_text(SNAKEFILE.format(python=sys.executable, script=tmp_path / "job.py"))
-    subprocess.run([sys.executable, "-m", "snakemake", "--cores", "4", "--resources", "gpu=2", "--quiet"],
-                   cwd=tmp_path, env=fake_gpus, check=True, capture_output=True, timeout=300)
-    spans = []
-    for log in sorted((tmp_path / "logs").glob("*.log")):
-        text = log.read_text()
-        gpu = re.search(r"GPU: claimed (\S+) of 3,GPU-uuid-7", text).group(1)
-        start, end = (datetime.strptime(re.search(rf"^(\S+ \S+) INFO headloc: {word}$", text, re.M).group(1),
-                                        "%Y-%m-%d %H:%M:%S,%f") for word in ("start", "end"))
-        spans.append((start, end, gpu))
-    assert len(spans) == 6 and {gpu for *_, gpu in spans} == {"3", "GPU-uuid-7"}
-    overlapping = [(a, b) for i, a in enumerate(spans) for b in spans[i + 1:] if a[0] < b[1] and b[0] < a[1]]
-    assert overlapping, "Snakemake ran the jobs concurrently"
-    assert all(a[2] != b[2] for a, b in overlapping)
+def test_jobs_inside_a_slurm_allocation_share_out_its_gpus(tmp_path):
+    """A local run inside an allocation of two GPUs: its jobs claim them one each, the next waits;
+    a job of another allocation on the node (its GPUs also numbered 0,1) does not wait for them."""
+    def allocation(job):
+        return {**os.environ, "SLURM_JOB_ID": job, "CUDA_VISIBLE_DEVICES": "0,1", "HEADLOC_GPU_LOCKS": str(tmp_path)}
 
-
-def test_every_evaluating_rule_claims_its_gpu_first():
-    """Every rule that holds a gpu slot runs a script that claims a GPU right after opening its log."""
-    rules = "\n".join(path.read_text() for path in (REPO / "rules").glob("*.smk"))
-    scripts = set()
-    for body in re.split(r"\nrule ", rules):
-        if re.search(r"\bgpu=1\b", body):
-            scripts.add(re.search(r'script:\s*"\.\./scripts/(\S+\.py)"', body).group(1))
-    assert scripts == {"score_masks.py", "gradient_search.py", "sequential_search.py", "score_top_heads.py",
-                       "validate_headset.py"}
-    for script in scripts:
-        lines = (REPO / "scripts" / script).read_text().splitlines()
-        opened = next(i for i, line in enumerate(lines) if line.startswith("log = log_to_file("))
-        assert lines[opened + 1].startswith("claim_gpu(log, spread="), script
+    first, second = holder(allocation("41"), 60, tmp_path / "1.log"), holder(allocation("41"), 60, tmp_path / "2.log")
+    try:
+        assert {seen(first), seen(second)} == {"0", "1"}
+        other = holder(allocation("99"), 0, tmp_path / "other.log")
+        assert seen(other) == "0" and other.wait(timeout=30) == 0
+        third = holder(allocation("41"), 0, tmp_path / "3.log")
+        assert logged(tmp_path / "3.log", "GPU: all of 0,1 are held by other jobs; waiting")
+        time.sleep(1)
+        assert third.poll() is None  # both of allocation 41's GPUs are held
+        first.kill()
+        assert seen(third) in {"0", "1"} and third.wait(timeout=30) == 0
+        assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir()) == ["slurm-job-41", "slurm-job-99"]
+    finally:
+        for process in (first, second):
+            process.kill()
+            process.wait()
 
 
 def test_every_rule_holding_a_gpu_gets_the_gpu_partition_on_slurm():

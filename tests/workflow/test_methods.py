@@ -13,6 +13,8 @@ scores, evaluations) and a plain transformers forward pass, not from the methods
 - gradient methods (attribution, chg): rule gradient_search writes gradient.json, the recover_heads
   checkpoint turns it into recovery.json in the format of the other methods, Table 9 lists every
   search;
+- one GPU per job: the run is given three (fake) GPUs and three evaluating jobs at a time; each
+  job's own log says which GPU it claimed and when it ran;
 - the report is a single page whose results are an embedded JSON object (`var results = {...};`:
   path -> name, labels, caption HTML, mime type and the file as a base64 data URI), read back and
   compared with the run's files and headloc's own registry of tables and figures.
@@ -23,6 +25,7 @@ import html
 import json
 import math
 import re
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +34,7 @@ import pytest
 import torch
 import yaml
 
-from conftest import CORES, snakemake
+from conftest import snakemake
 from headloc.methods import make_masks
 from headloc.report import FIGURES, TABLES
 
@@ -91,14 +94,22 @@ def chunk_scores(folder):
 pytestmark = pytest.mark.slow
 
 
+FAKE_GPUS = "0,1,2"  # this machine has no CUDA: the ids only name the jobs' lock files
+
+
 @pytest.fixture(scope="module")
 def methods_run(tmp_path_factory, tiny_model_dir):
-    """The run's working directory: every table, figure and heatmap, then the HTML report."""
+    """The run's working directory: every table, figure and heatmap, then the HTML report. Run as
+    on a machine of three GPUs: three evaluating jobs at a time, each claiming one of them."""
     work = tmp_path_factory.mktemp("methods")
     (work / "config.yaml").write_text(yaml.safe_dump(methods_config(tiny_model_dir)))
     common = ("--directory", str(work), "--configfile", str(work / "config.yaml"))
-    snakemake("all", "table4", "methods", "heatmaps", "export", "--cores", CORES, *common)
-    snakemake("all", "table4", "methods", "heatmaps", "--report", str(work / "report.html"), *common)
+    with pytest.MonkeyPatch.context() as patch:  # the environment the Snakemake runs inherit
+        patch.setenv("CUDA_VISIBLE_DEVICES", FAKE_GPUS)
+        patch.setenv("HEADLOC_GPU_LOCKS", str(work / "gpu-locks"))  # no other run's jobs
+        snakemake("all", "table4", "methods", "heatmaps", "export", "--cores", "3", "--resources", "gpu=3",
+                  *common)
+        snakemake("all", "table4", "methods", "heatmaps", "--report", str(work / "report.html"), *common)
     return work
 
 
@@ -261,6 +272,34 @@ def test_sequential_searches_resume_from_a_record_and_recover_like_the_others(re
         assert found["ranking"] == [HEADS[i] for i in replayed.ranking]
         log = results / "logs" / "sequential_search" / "tiny" / "ioi" / f"{search}.log"
         assert f"done after {len(masks)} masks ({len(masks)} scored in this run)" in log.read_text()
+
+
+# ---------------------------------------------------------------- one GPU per job
+
+STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ", re.M)  # headloc.io.log_to_file's lines
+
+
+def job_span(log: Path) -> tuple[datetime, datetime, str]:
+    """(first logged time, last logged time, GPU claimed) of one job, from its own log."""
+    text = log.read_text()
+    claims = re.findall(rf"GPU: claimed (\S+) of {FAKE_GPUS} \(pid", text)
+    assert len(claims) == 1, f"{log}: {len(claims)} GPU claims"
+    stamps = [datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f") for stamp in STAMP.findall(text)]
+    return stamps[0], stamps[-1], claims[0]
+
+
+def test_concurrent_evaluating_jobs_each_hold_their_own_gpu(results):
+    """The run had CUDA_VISIBLE_DEVICES=0,1,2 and --resources gpu=3: Snakemake ran three evaluating
+    jobs at a time and said nothing of which GPU each should use. Every score_masks and
+    sequential_search job claimed one, from its first log line to its last no other job held it,
+    and all three were used (the third is claimed only while the other two are held)."""
+    logs = sorted((results / "logs" / "score_masks").rglob("*.log"))
+    logs += sorted((results / "logs" / "sequential_search").rglob("*.log"))
+    spans = [job_span(log) for log in logs]
+    assert len(spans) >= 6 and {gpu for *_, gpu in spans} == set(FAKE_GPUS.split(","))
+    overlapping = [(a, b) for i, a in enumerate(spans) for b in spans[i + 1:] if a[0] < b[1] and b[0] < a[1]]
+    shared = [(a, b) for a, b in overlapping if a[2] == b[2]]
+    assert overlapping and not shared, f"{len(shared)} of {len(overlapping)} overlapping pairs shared a GPU"
 
 
 # ---------------------------------------------------------------- gradient methods

@@ -3,7 +3,8 @@
 :class:`RowBudget` holds the rows per forward pass an evaluation job may use. ``budget.run(step)``
 calls ``step(rows)``; when that raises an out-of-memory error it frees the memory torch caches,
 halves ``rows`` (never below ``minimum``), logs it and calls ``step`` again with the same work, so
-a job finds the size that fits instead of crashing, and keeps that size for every later step.
+a job finds the size that fits instead of crashing, and keeps that size for every later step. When
+even ``minimum`` rows run out of memory, the error raised names what to change instead.
 A step must be a pure function of its inputs and ``rows`` (nothing half-written survives a retry):
 the evaluation engine retries a whole mask group, whose answers are computed afresh.
 
@@ -55,12 +56,21 @@ class RowBudget:
             try:
                 return step(self.rows)
             except Exception as error:  # noqa: BLE001 - re-raised unless it is out of memory
-                if not is_out_of_memory(error) or self.rows <= self.minimum:
+                if not is_out_of_memory(error):
                     raise
                 message = str(error).splitlines()[0][:200]
+                if self.rows <= self.minimum:
+                    raise torch.OutOfMemoryError(self._too_large(message)) from error
             # outside the except block, so the failed pass's frames (and their tensors) are gone
             free_cached_memory()
             old, self.rows = self.rows, max(self.minimum, self.rows // 2)
             self.halvings += 1
             self.log.warning("out of memory at %d rows per pass (%s); retrying the same work with %d rows "
                              "per pass, kept from now on", old, message, self.rows)
+
+    def _too_large(self, message: str) -> str:
+        """What to change when even the fewest rows per pass run out of memory."""
+        return (f"out of memory at {self.rows} row{'s' if self.rows > 1 else ''} per pass, the fewest allowed "
+                f"({message}): the model and one pass do not fit on this device. Spread the model over "
+                "several GPUs and the CPU (device_map: auto), load it in a smaller dtype (bfloat16 instead "
+                "of float32), or score fewer masks per pass (masks_per_pass)")

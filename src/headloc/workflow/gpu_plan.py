@@ -10,6 +10,9 @@ the context is assumed to be :data:`CONTEXT_TOKENS` tokens, and generation the l
 * the configured ``batch_size`` does not fit: its first passes will run out of memory and back off
   (headloc.engine.backoff) to about the size that fits, which the warning names.
 
+A GPU model whose sizes cannot be read offline (a hub model not in the local cache, a GGUF file)
+gets no plan, and a line saying so.
+
 The GPU's memory: ``HEADLOC_GPU_MEMORY_GB`` when set (a Slurm login node has no GPU), else the
 smallest GPU ``nvidia-smi`` lists here; neither, and nothing is checked.
 """
@@ -51,25 +54,35 @@ def generation_tokens(task_yamls: Mapping[str, dict]) -> int:
 
 def plan_warnings(config: Mapping, task_yamls: Mapping[str, dict], memory: int | None = None) -> list[str]:
     """One warning per GPU model whose evaluation passes may not fit in ``memory`` bytes (default:
-    :func:`gpu_memory_bytes`, asked only when a model is on a GPU)."""
-    shapes = {}
-    for name, spec in config["models"].items():
-        on_gpu = str(spec.get("device", "cpu")).startswith("cuda") or spec.get("device_map")
-        model_config = offline_config(resolve_source(spec["source"])) if on_gpu else None
-        shape = Shape.of(model_config) if model_config else None
-        if shape is not None:
-            shapes[name] = shape
-    memory = memory if memory is not None or not shapes else gpu_memory_bytes()
+    :func:`gpu_memory_bytes`, asked only when a model is on a GPU), and one per GPU model whose
+    sizes cannot be read offline, saying that no plan was made for it."""
+    on_gpu = {name: spec for name, spec in config["models"].items()
+              if str(spec.get("device", "cpu")).startswith("cuda") or spec.get("device_map")}
+    memory = memory if memory is not None or not on_gpu else gpu_memory_bytes()
     if memory is None:
         return []
     generation = generation_tokens(task_yamls)
     warnings = []
-    for name, shape in shapes.items():
-        spec = config["models"][name]
-        warning = _model_warning(name, spec, shape, generation, memory)
+    for name, spec in on_gpu.items():
+        source = resolve_source(spec["source"])
+        model_config = offline_config(source)
+        shape = Shape.of(model_config) if model_config else None
+        warning = _model_warning(name, spec, shape, generation, memory) if shape else _no_plan(name, source)
         if warning:
             warnings.append(warning)
     return warnings
+
+
+def _no_plan(name: str, source) -> str:
+    """The one line for a GPU model whose sizes are unknown at parse time: no plan was made."""
+    if source.kind == "hub":
+        why = f"its config.json is not in the local Hugging Face cache (hub id {source.location})"
+    elif source.kind == "gguf":
+        why = "a GGUF file's sizes are read only when the job converts it"
+    else:
+        why = f"{source.location}/config.json does not give its sizes"
+    return (f"models.{name}: no memory plan made: {why}; its jobs still halve their rows per pass when "
+            "they run out of GPU memory")
 
 
 def _model_warning(name: str, spec: Mapping, shape: Shape, generation: int, memory: int) -> str | None:
