@@ -152,7 +152,7 @@ def test_an_lm_eval_tasks_direction_is_read_never_contradicted():
      "method 'group_testing' has no option 'extra_head'; its options are group_size (default 'auto'), "
      "masks_per_round (default 1), extra_heads (default 2)"),
     ({"options": {"steps": 3}}, "method 'cs_stratified' takes no options, got {'steps': 3}; the methods with "
-                                "options are chg, group_testing, thompson"),
+                                "options are chg, group_testing, conditional_group_testing, thompson"),
     ({"method": "group_testing", "options": {"extra_heads": -1}}, "got -1"),  # the method's own check
     ({"top_k": 0}, "top_k must be a positive integer, got 0"),
     ({"sparsity": 1.5}, "sparsity must lie in (0, 1), got 1.5"),
@@ -201,7 +201,8 @@ def test_tasks_are_found_as_the_workflow_finds_them(tmp_path):
 
 # group testing on the planted model's 8 heads with top_k 1: groups of 2 (8 ln 2 / 2 = 2.8: log2 1.47
 # rounds to 1), the baseline and 4 groups
-LEAST_BUDGET = {"cs_stratified": 2, "cs_bernoulli": 2, "cs_adaptive": 3, "group_testing": 5, "thompson": 2}
+LEAST_BUDGET = {"cs_stratified": 2, "cs_bernoulli": 2, "cs_adaptive": 3, "group_testing": 5,
+                "conditional_group_testing": 5, "thompson": 2}
 
 
 @pytest.mark.parametrize("method", [m for m in methods.names() if methods.get(m).budgeted])

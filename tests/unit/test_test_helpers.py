@@ -18,7 +18,7 @@ def test_every_snakemake_call_of_the_suite_goes_through_the_guarded_helper():
     listed here, so that a new one is looked at."""
     direct = sorted(str(path.relative_to(REPO)) for path in (REPO / "tests").rglob("*.py")
                     if '"-m", "snakemake"' in path.read_text() and path.name not in ("conftest.py", "test_test_helpers.py"))
-    assert direct == ["tests/integration/test_certified.py", "tests/slurm/test_real_slurm.py", "tests/unit/test_gpu.py",
+    assert direct == ["tests/integration/test_certified.py", "tests/slurm/test_real_slurm.py",
                       "tests/unit/test_report.py", "tests/workflow/test_portable.py", "tests/workflow/test_reliability.py"]
     # each runs in a tmp_path or mktemp folder: a new one is to be read for that before it is added here
 

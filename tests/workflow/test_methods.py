@@ -34,7 +34,7 @@ import pytest
 import torch
 import yaml
 
-from conftest import snakemake
+from conftest import CORES, snakemake
 from headloc.methods import make_masks
 from headloc.report import FIGURES, TABLES
 
