@@ -68,6 +68,12 @@ def run_seed(model, tokenizer, name: str, task: dict, search: dict, seed: int, a
     ids = identification_ids(n_full, search["id_docs"], seed)
     geometry = HeadGeometry.of(model.config)
     validate = mask_scorer(full, model, tokenizer, batch_size=args.batch_size, masks_per_pass=3, progress=False)
+    # the search's own continuous score on the full data too (the ioi margin, a log-likelihood): it
+    # does not saturate at 5 heads, so it tells methods apart where accuracy reaches its floor
+    continuous = task.get("id_task") and resolve_task(task["id_task"], metric=task.get("id_metric"),
+                                                      dataset_kwargs=data)
+    validate_continuous = continuous and mask_scorer(continuous, model, tokenizer, batch_size=args.batch_size,
+                                                     masks_per_pass=3, progress=False)
     for method in args.methods:
         label = method + args.label_suffix
         if label in finished:
@@ -88,10 +94,15 @@ def run_seed(model, tokenizer, name: str, task: dict, search: dict, seed: int, a
                  for heads in (found.top_heads, filtered)]
         clean, ablated, ablated_filtered = validate(np.vstack([np.zeros_like(masks[0]), *masks]),
                                                     desc=f"validate {name}")
+        scored = {}
+        if validate_continuous:
+            scored["id_clean"], scored["id_ablated"], scored["id_filtered_ablated"] = (float(v) for v in validate_continuous(
+                np.vstack([np.zeros_like(masks[0]), *masks]), desc=f"validate {name} ({task.get('id_metric')})"))
+            scored["id_metric"] = task.get("id_metric")
         row = {"kind": "validation", "task": name, "seed": seed, "method": label, "top": found.top_heads,
                "n_evals": found.n_evals, "seconds": seconds, "n_docs": n_full, "clean": clean, "ablated": ablated,
                "universal": list(args.universal), "filtered_top": filtered, "filtered_ablated": ablated_filtered,
-               "labels": [found.record.get("labels", {}).get(head, "") for head in filtered]}
+               "labels": [found.record.get("labels", {}).get(head, "") for head in filtered], **scored}
         _append(record, row)
         print(f"{name} s{seed} {label}: {row['n_evals']} evals, {seconds:.1f} s, top {row['top']}, "
               f"Delta Task {100 * (ablated - clean):+.1f} on {n_full} documents; without {args.universal}: "
@@ -114,12 +125,18 @@ def table(folders: list[Path]) -> str:
     frame = pd.DataFrame(rows).drop_duplicates(["task", "seed", "method"])
     frame["delta"] = 100 * (frame["ablated"] - frame["clean"])
     frame["filtered"] = 100 * (frame.get("filtered_ablated", np.nan) - frame["clean"])
+    if "id_metric" in frame:  # the search's continuous score on the full data: rows "<task> (<metric>)", own unit
+        own = frame.dropna(subset=["id_metric"]).copy()
+        own["task"] = own["task"] + " (" + own["id_metric"] + ")"
+        own["delta"] = own["id_ablated"] - own["id_clean"]
+        own["filtered"] = own["id_filtered_ablated"] - own["id_clean"]
+        frame = pd.concat([frame, own], ignore_index=True)
     greedy = frame[frame.method == "greedy"].set_index(["task", "seed"])
     frame["gap"] = [d - greedy["delta"].get((t, s), np.nan) for t, s, d in zip(frame.task, frame.seed, frame.delta)]
     frame["overlap"] = [len(set(top) & set(greedy["top"].get((t, s), []))) if (t, s) in greedy.index else np.nan
                         for t, s, top in zip(frame.task, frame.seed, frame.top)]
     frame["share"] = [n / greedy["n_evals"].get((t, s), np.nan) for t, s, n in zip(frame.task, frame.seed, frame.n_evals)]
-    lines = ["| task | method | seeds | Delta Task (pp) | minus greedy's | top-5 overlap with greedy | evaluations "
+    lines = ["| task | method | seeds | Delta Task (pp; a metric's own unit in brackets) | minus greedy's | top-5 overlap with greedy | evaluations "
              "| share of greedy's | seconds | Delta Task, universal heads left out |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for (task, method), g in frame.groupby(["task", "method"], sort=False):

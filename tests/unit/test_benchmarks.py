@@ -41,10 +41,28 @@ def test_the_smollm2_table_compares_each_seed_with_greedys(tmp_path):
         for method, seed, top, evals, ablated in rows:
             handle.write(json.dumps({"kind": "validation", "task": "ioi", "seed": seed, "method": method, "top": top,
                                      "n_evals": evals, "seconds": 1.0, "clean": 0.8, "ablated": ablated}) + "\n")
-    line = next(row for row in vs.table([tmp_path]).splitlines() if "| group_testing |" in row)
+    line = next(row for row in vs.table([tmp_path]).splitlines() if "| ioi | group_testing |" in row)
     cells = [cell.strip() for cell in line.strip("|").split("|")]
     # Delta Task -50 and -60: mean -55, s.e. 5; minus greedy's: +20 and 0; overlap 1 and 2; 8 % of greedy's
     assert cells[2:9] == ["2", "-55.0 ± 5.0", "+10.0 ± 10.0", "1.5", "8", "8.0 %", "1.0"]
+
+
+def test_the_smollm2_table_adds_the_searchs_continuous_score_in_its_own_unit(tmp_path):
+    """A record with the search's own score on the full data (the ioi margin) gives rows "ioi (margin)":
+    the change in margin, not 100 x it, against greedy's seed by seed."""
+    vs = script("smollm2_vs_greedy")
+    rows = [("greedy", 0, 4.0, -3.0), ("greedy", 1, 4.0, -2.0), ("group_testing", 0, 4.0, 1.0),
+            ("group_testing", 1, 4.5, 0.5)]
+    with (tmp_path / "ioi-s0.jsonl").open("w") as handle:
+        for method, seed, clean, ablated in rows:
+            handle.write(json.dumps({"kind": "validation", "task": "ioi", "seed": seed, "method": method,
+                                     "top": ["A"], "n_evals": 10, "seconds": 1.0, "clean": 0.8, "ablated": 0.2,
+                                     "id_metric": "margin", "id_clean": clean, "id_ablated": ablated,
+                                     "id_filtered_ablated": ablated}) + "\n")
+    line = next(row for row in vs.table([tmp_path]).splitlines() if "| ioi (margin) | group_testing |" in row)
+    cells = [cell.strip() for cell in line.strip("|").split("|")]
+    # changes -3 and -4: mean -3.5, s.e. 0.5; greedy's -7 and -6: gaps +4 and +2
+    assert cells[2:5] == ["2", "-3.5 ± 0.5", "+3.0 ± 1.0"]
 
 
 def test_the_variants_baseline_is_the_workflows_cs_adaptive():
