@@ -22,7 +22,7 @@ from headloc.groundtruth import construct as C
 from headloc.groundtruth import tasks as T
 from headloc.groundtruth.build import build
 from headloc.groundtruth.recipe import Design, load_config, recipe_from_config
-from headloc.groundtruth.truth import certificate, interaction_certificate, measure
+from headloc.groundtruth.truth import certificate, interaction_certificate, measure, planted_sets
 
 from checkpoint_checks import documents, gold_logprobs, load, parse, read_docs, without
 
@@ -358,6 +358,18 @@ def test_the_redundant_certificate_by_hand(binds, alone, both, passes):
 def test_the_synergy_certificate_by_hand(binds, first, second, passes):
     """each alone >= 5 x |largest| and >= 20 x tau (an AND: each head alone breaks the task)."""
     assert checked("synergy", binds, -first, -second, -max(first, second))["passes"] is passes
+
+
+def test_planted_sets_leave_only_backups_and_redundant_heads_to_their_interactions():
+    """Per task, the heads meant to do nothing alone (``quiet``: out of the task certificate's beta_min)
+    are a backup's second head and both heads of a redundant pair; a synergy's heads each matter."""
+    recipe = recipe_from_config(load_config(CONFIG), "i32-s0")
+    placement = recipe.placement()
+    sets = planted_sets(recipe.design, placement)
+    assert {task: sets[task]["quiet"] for task in sets} == {
+        "copy2": [], "backup2": [placement["bk"][1]], "redundant": placement["rd"], "synergy": []}
+    assert sets["synergy"]["interactions"] == [{"kind": "synergy", "role": "sy", "heads": placement["sy"]}]
+    assert sets["synergy"]["heads"] == [*placement["universal"], *placement["sy"]]
 
 
 def test_an_unknown_interaction_kind_is_refused():
