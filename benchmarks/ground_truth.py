@@ -192,7 +192,8 @@ def report(table: pd.DataFrame, out: Path) -> str:
     text = (f"# Recall of the certified planted heads (gold log-probability, sparsity {SPARSITY:g})\n\n"
             + summary.dropna(axis=1, how="all").round(3).to_markdown(index=False)  # kinds no task has: left out
             + f"\n\n## Cheapest budget with mean recall >= {GOAL_RECALL} and P(recall = 1) >= {GOAL_ALL_FOUND}\n\n"
-            + (goal_cells(summary).round(3).to_markdown(index=False) if len(summary) else "none")
+            + (goal_cells(summary).dropna(axis=1, how="all").round(3).to_markdown(index=False)
+               if len(summary) else "none")
             + "\n\n## Budget advice data (fewest masks at mean recall >= 0.95, per task)\n\n"
             + budget_fit(table).round(2).to_markdown(index=False)
             + "\n\nTasks left out (certificate failing): "
