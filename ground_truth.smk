@@ -11,7 +11,7 @@ the code that runs it (the builder's modules for a build, those and truth.py for
 changed seed, size, design or code re-runs exactly the models it concerns.
 """
 
-from headloc.groundtruth.recipe import BUILDER, code_digest, model_entries, recipe_from_config
+from headloc.groundtruth.recipe import BUILDER, TRUTH, code_digest, model_entries, recipe_from_config
 from headloc.workflow.paths import PLANTED_MODEL, PLANTED_SUMMARY, PLANTED_TRUTH
 
 
@@ -21,7 +21,7 @@ configfile: "config/ground_truth.yaml"
 GROUND_TRUTH = config["ground_truth"]
 PLANTED = {name: recipe_from_config(GROUND_TRUTH, name) for name in model_entries(GROUND_TRUTH)}
 BUILDER_CODE = code_digest(BUILDER)
-TRUTH_CODE = code_digest()
+TRUTH_CODE = code_digest(TRUTH)
 
 
 wildcard_constraints:
@@ -52,7 +52,8 @@ rule planted_model:
 
 
 rule planted_truth:
-    """Every head ablated alone, the planted sets, the redundant pair and the certificate: the measured truth."""
+    """Every head ablated alone, the planted sets, the redundant pair, the interactions and the certificates: the
+    measured truth."""
     input:
         model=PLANTED_MODEL,
     output:

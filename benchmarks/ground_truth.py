@@ -17,24 +17,25 @@ config's defaults (alpha ``cv``, sparsity 0.05), then ``Method.recover``; the se
 (group testing, Thompson sampling) too, and ``thompson_damage``, Thompson sampling rewarding damage
 (its config's ``reward: damage``).
 
-What is scored, per task (``task_truth``):
+What is scored, per task (``headloc.groundtruth.scoring``): a top k with a slot for every
+planted head of the task (k = its planted heads), and in it
 
-- **recall**: the share of the task's *role heads* (planted, neither the universal head nor a
-  redundant pair's) in the method's top k, where k = roles + 1 (the universal head) + the pair's 2
-  heads. The universal head and the pair have slots of their own in k, so a method that finds
-  them is not capped, and they are not counted in the recall, so finding the universal head (which
-  nearly every method does) does not inflate it.
-- **universal_found**, **pair_found** (both heads in the top k): metrics of their own.
-- **certified**: whether truth.json's certificate passes for the task; the goal claims use
-  certified tasks only (a failing task is reported, never hidden). The planted set equals the
-  measured one on a certified task (every planted effect is at least 5 x the largest other), so
-  recall against the design is recall against the truth; ``agrees`` says so per task.
+- **recall**: the share of the task's singles (role heads that act alone, a backup's primary
+  among them), so that finding the universal head (which nearly every method does) does not
+  inflate it;
+- **recall_backup**, **recall_redundant**, **recall_synergy**: the share of each interaction
+  kind's heads (a backup head matters only once its primary is ablated; a redundant pair's heads
+  do nothing alone; a synergy pair's each break the task);
+- **universal_found**, **pair_found** (both heads of the certified design's pair in the top k);
+- **certified**: whether truth.json's certificate and every interaction's pass for the task; the
+  goal claims use certified tasks only (a failing task is reported, never hidden).
 
 Reported per size, method and budget over placements x seeds: mean recall with its standard
-error, P(recall = 1), the share of runs that found the universal head and the pair, evaluations,
-and the ratio of evaluations to greedy's on the same task; the smallest budget meeting the goal
-(mean recall >= 0.95 and P(recall = 1) >= 0.9); the budget advice refit from every cell. Writes
-``<out>/recall.csv``, ``<out>/summary.md`` and ``<out>/recall.png``.
+error, P(recall = 1), the share of runs that found the universal head and the pair, each
+interaction kind's mean recall and P(recall = 1), evaluations, and the ratio of evaluations to
+greedy's on the same task; the smallest budget meeting the goal (mean recall >= 0.95 and
+P(recall = 1) >= 0.9); the budget advice refit from every cell. Writes ``<out>/recall.csv``,
+``<out>/summary.md`` and ``<out>/recall.png``.
 """
 
 from __future__ import annotations
@@ -42,7 +43,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import math
 import tempfile
 import time
 from pathlib import Path
@@ -54,6 +54,7 @@ import yaml
 
 from headloc import methods
 from headloc.groundtruth.recipe import Design
+from headloc.groundtruth.scoring import GOAL_ALL_FOUND, GOAL_RECALL, budget_fit, found, goal_cells, summarise, task_truth
 from headloc.groundtruth.truth import encode, load_planted, read_documents, score_masks
 from headloc.heads import HeadGeometry
 from headloc.methods.driver import drive
@@ -64,7 +65,6 @@ DEFAULT_BUDGETS = (50, 100, 200)
 SEARCH = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "schema.yaml").read_text())[
     "properties"]["search"]["properties"]
 SPARSITY, ALPHA = SEARCH["sparsity"]["default"], SEARCH["alpha"]["default"]
-GOAL_RECALL, GOAL_ALL_FOUND = 0.95, 0.9
 
 
 # The searches' score here is the gold's mean log-probability among the choices: about -1.39 at
@@ -100,10 +100,6 @@ class Scorer:
         return [Example(i, tuple(c.tolist()), (int(g),)) for i, (c, g) in enumerate(zip(contexts, gold))]
 
 
-def budgeted(name: str) -> bool:
-    return method_of(name)[0].budgeted
-
-
 def runs_of(name: str, budgets, seeds):
     """(budget, seed) pairs a method is run at: budgets only for budgeted methods, seeds only where
     the method is random (greedy and one-shot greedy are deterministic: one run per placement)."""
@@ -111,17 +107,6 @@ def runs_of(name: str, budgets, seeds):
     spend = budgets if method.budgeted else [None]
     draws = seeds if (method.repeats or method.kind in ("gradient", "draw")) else seeds[:1]
     return [(b, s) for b in spend for s in draws]
-
-
-def task_truth(entry: dict) -> dict:
-    """A task's heads to find, by what they are, and k (see the module docstring)."""
-    planted = entry["planted"]
-    pair = entry.get("pair", {}).get("heads", [])
-    universal = [h for h, p in planted.items() if p["role"] == "universal"]
-    roles = [h for h in planted if h not in universal and h not in pair]
-    certificate = entry.get("certificate", {})
-    return {"roles": roles, "universal": universal, "pair": pair, "k": len(roles) + len(universal) + len(pair),
-            "certified": bool(certificate.get("passes")), "weakest": certificate.get("weakest")}
 
 
 def ranking_of(name: str, scorer: Scorer, names: list[str], budget, seed: int, k: int, model) -> tuple[list[str], int]:
@@ -156,68 +141,16 @@ def benchmark(folder: Path, wanted: list[str], budgets, seeds, tasks: list[str] 
             for budget, seed in runs_of(name, budgets, seeds):
                 start = time.perf_counter()
                 ranking, n_evals = ranking_of(name, scorer, names, budget, seed, k, model)
-                top = set(ranking[:k])
                 rows.append({
                     "size": size, "model": folder.name, "n_heads": len(names), "task": task, "method": name,
                     "budget": budget, "seed": seed, "n_evals": n_evals, "k": k, "certified": sets["certified"],
-                    "recall": len(top & set(sets["roles"])) / len(sets["roles"]) if sets["roles"] else np.nan,
-                    "universal_found": set(sets["universal"]) <= top,
-                    "pair_found": bool(sets["pair"]) and set(sets["pair"]) <= top if sets["pair"] else np.nan,
-                    "top": "+".join(ranking[:k]), "seconds": round(time.perf_counter() - start, 2),
+                    **found(ranking[:k], sets), "top": "+".join(ranking[:k]),
+                    "seconds": round(time.perf_counter() - start, 2),
                 })
                 LOG.info("%s %s %s budget %s seed %d: recall %.2f (%d evaluations, %.1f s)", folder.name, task, name,
                          budget, seed, rows[-1]["recall"], n_evals, rows[-1]["seconds"])
                 if partial:
                     pd.DataFrame(rows).to_csv(partial, index=False)
-    return pd.DataFrame(rows)
-
-
-def summarise(table: pd.DataFrame) -> pd.DataFrame:
-    """Per (size, method, budget), over certified tasks x placements x seeds: mean recall and its
-    standard error, P(recall = 1), universal head and pair found, evaluations, ratio to greedy."""
-    table = table[table["certified"]].assign(budget=table["budget"].fillna(-1))
-    greedy = (table[table["method"] == methods.REFERENCE].groupby(["model", "task"])["n_evals"].mean()
-              .rename("greedy_evals"))
-    table = table.join(greedy, on=["model", "task"])
-    rows = []
-    for (size, n, method, budget), group in table.groupby(["size", "n_heads", "method", "budget"]):
-        scored = group.dropna(subset=["recall"])
-        pairs = group.dropna(subset=["pair_found"])
-        rows.append({
-            "size": size, "n_heads": n, "method": method, "budget": None if budget < 0 else int(budget),
-            "runs": len(scored), "placements": group["model"].nunique(),
-            "recall": scored["recall"].mean(), "se": scored["recall"].std(ddof=1) / math.sqrt(len(scored))
-            if len(scored) > 1 else np.nan,
-            "p_all_found": (scored["recall"] == 1).mean(),
-            "universal_found": group["universal_found"].mean(),
-            "pair_found": pairs["pair_found"].astype(float).mean() if len(pairs) else np.nan,
-            "n_evals": group["n_evals"].mean(),
-            "ratio_to_greedy": (group["n_evals"] / group["greedy_evals"]).mean(),
-            "seconds": group["seconds"].mean(),
-        })
-    return pd.DataFrame(rows)
-
-
-def goal_cells(summary: pd.DataFrame) -> pd.DataFrame:
-    """Per (size, method), the cheapest budget whose mean recall >= GOAL_RECALL and P(recall = 1) >= GOAL_ALL_FOUND."""
-    met = summary[(summary["recall"] >= GOAL_RECALL) & (summary["p_all_found"] >= GOAL_ALL_FOUND)]
-    return met.sort_values("n_evals").groupby(["size", "method"], as_index=False).first()
-
-
-def budget_fit(table: pd.DataFrame) -> pd.DataFrame:
-    """Per (size, task, budgeted method), the mean evaluations of the smallest budget whose mean recall
-    over placements x seeds reached GOAL_RECALL, and that over k ln(N / k): the data of the budget
-    advice (headloc.search.budget)."""
-    data = table[table["certified"] & table["method"].map(budgeted)].dropna(subset=["recall"])
-    cells = data.groupby(["size", "n_heads", "task", "method", "budget"], as_index=False).agg(
-        recall=("recall", "mean"), k=("k", "first"), n_evals=("n_evals", "mean"))
-    rows = []
-    for (size, n, task, method), group in cells.groupby(["size", "n_heads", "task", "method"]):
-        hit = group[group["recall"] >= GOAL_RECALL].sort_values("budget")
-        k = int(group["k"].iloc[0])
-        masks = float(hit["n_evals"].iloc[0]) if len(hit) else float("nan")  # what it spent (a search may stop early)
-        rows.append({"size": size, "n_heads": n, "task": task, "method": method, "k": k, "masks_at_goal": masks,
-                     "per_k_log_n": masks / (k * math.log(n / k))})
     return pd.DataFrame(rows)
 
 
@@ -256,10 +189,11 @@ def plot(summary: pd.DataFrame, path: Path) -> None:
 def report(table: pd.DataFrame, out: Path) -> str:
     summary = summarise(table)
     failing = table[~table["certified"]][["model", "task"]].drop_duplicates()
-    text = (f"# Recall of the certified role heads (gold log-probability, sparsity {SPARSITY:g})\n\n"
-            + summary.round(3).to_markdown(index=False)
+    text = (f"# Recall of the certified planted heads (gold log-probability, sparsity {SPARSITY:g})\n\n"
+            + summary.dropna(axis=1, how="all").round(3).to_markdown(index=False)  # kinds no task has: left out
             + f"\n\n## Cheapest budget with mean recall >= {GOAL_RECALL} and P(recall = 1) >= {GOAL_ALL_FOUND}\n\n"
-            + (goal_cells(summary).round(3).to_markdown(index=False) if len(summary) else "none")
+            + (goal_cells(summary).dropna(axis=1, how="all").round(3).to_markdown(index=False)
+               if len(summary) else "none")
             + "\n\n## Budget advice data (fewest masks at mean recall >= 0.95, per task)\n\n"
             + budget_fit(table).round(2).to_markdown(index=False)
             + "\n\nTasks left out (certificate failing): "

@@ -1,10 +1,11 @@
 """The certified planted family (issue 31): a constructed model, its certificate, its own workflow.
 
-A small constructed model (the c32 recipe with 60 text steps, about 35 s) is built once per module
-by the tests marked ``ground_truth`` (``make test-ground-truth``; ``make test`` runs the rest). What it
-must be is checked with code of the test's own: heads are removed by zeroing the output projection's
-columns that read them (not headloc's gate hooks), documents are tokenised by splitting on spaces
-from the saved vocabulary, and scores are the gold's log-probability among the choices.
+Two small constructed models (the c32 recipe and the i32 recipe, whose design has interactions,
+each with 60 text steps, about 35 s) are built once per module by the tests marked
+``ground_truth`` (``make test-ground-truth``; ``make test`` runs the rest). What they must be is
+checked with code of the test's own: heads are removed by zeroing the output projection's columns
+that read them (not headloc's gate hooks), documents are tokenised by splitting on spaces from the
+saved vocabulary, and scores are the gold's log-probability among the choices.
 """
 
 from __future__ import annotations
@@ -20,21 +21,33 @@ import pytest
 from headloc.groundtruth import construct as C
 from headloc.groundtruth import tasks as T
 from headloc.groundtruth.build import build
-from headloc.groundtruth.recipe import load_config, recipe_from_config
-from headloc.groundtruth.truth import certificate, measure
+from headloc.groundtruth.recipe import Design, load_config, recipe_from_config
+from headloc.groundtruth.truth import certificate, interaction_certificate, measure, planted_sets
 
-from checkpoint_checks import documents, gold_logprobs, load, read_docs, without
+from checkpoint_checks import documents, gold_logprobs, load, parse, read_docs, without
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "config" / "ground_truth.yaml"
 
 
+def build_short(name: str, tmp_path_factory):
+    """Model ``name`` of the config with 60 text steps, built into a fresh folder."""
+    recipe = recipe_from_config(load_config(CONFIG), name)
+    recipe = dataclasses.replace(recipe, size=dataclasses.replace(recipe.size, steps=60))
+    folder = build(recipe, tmp_path_factory.mktemp(name) / "model", threads=1, log=lambda *a: None)
+    return recipe, folder
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    recipe = recipe_from_config(load_config(CONFIG), "c32-s0")
-    recipe = dataclasses.replace(recipe, size=dataclasses.replace(recipe.size, steps=60))
-    folder = build(recipe, tmp_path_factory.mktemp("c32") / "model", threads=1, log=lambda *a: None)
-    return recipe, folder
+    return build_short("c32-s0", tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def interacting(tmp_path_factory):
+    """The interaction design on the c32 geometry, and its measured truth."""
+    recipe, folder = build_short("i32-s0", tmp_path_factory)
+    return recipe, folder, measure(folder, log=lambda *a: None)
 
 
 def per_doc(model, *data) -> np.ndarray:
@@ -78,14 +91,73 @@ def test_trained_weights_never_touch_the_task_dims(built):
             assert bool(reads_task or writes_task) == (f"L{layer}H{head}" in planted)
 
 
-def test_codes_are_orthogonal_within_a_part():
-    recipe = recipe_from_config(load_config(CONFIG), "c32-s0")
+def test_the_certified_recipes_keep_their_digests():
+    """The digests the certified models were built and measured under (docs/ground-truth.md): a recipe
+    key added for other designs must leave them as they were, or every built model would be rebuilt."""
+    config = load_config(CONFIG)
+    digests = {name: recipe_from_config(config, name).digest() for name in
+               [f"c{n}-s{seed}" for n in (32, 270, 1024) for seed in range(3)]}
+    assert digests == {"c32-s0": "d3e7f02f86ee", "c32-s1": "dc24d9a50e2e", "c32-s2": "6eca77969ce6",
+                       "c270-s0": "73be0384501b", "c270-s1": "49aecebabdf9", "c270-s2": "961a5ed99b41",
+                       "c1024-s0": "7d595f2866a6", "c1024-s1": "6db1cfd7c636", "c1024-s2": "123abc59ff71"}
+
+
+def test_an_interactions_two_heads_sit_in_two_layers_above_the_universal_head():
+    config = load_config(CONFIG)
+    for name in [f"i{n}-s{seed}" for n in (32, 270, 1024) for seed in range(3)]:
+        recipe = recipe_from_config(config, name)
+        placement = recipe.placement()
+        universal = parse(placement["universal"][0])[0]
+        for role in recipe.design.interactions:
+            first, second = (parse(h)[0] for h in placement[role])
+            assert universal < first < second, (name, role, placement[role])
+        heads = [h for hs in placement.values() for h in hs]
+        assert len(set(heads)) == len(heads) == 9, name
+
+
+@pytest.mark.parametrize("spec, message", [
+    ({"kind": "chain"}, "interaction of role bk: kind 'chain' is not one of backup, redundant, synergy"),
+    ({"kind": "backup"}, "a backup needs a strength between 0 and 1 .* not None"),
+    ({"kind": "backup", "strength": 1.0}, "a backup needs a strength between 0 and 1 .* not 1.0"),
+    ({"kind": "redundant", "strength": 0.5}, "a redundant pair copies at full strength; strength is for backup only"),
+    ({"kind": "synergy", "gate": 2}, r"unknown keys \['gate'\]; known: kind, strength"),
+    ("synergy", "'synergy' is not a mapping such as {kind: synergy}"),
+])
+def test_a_bad_interaction_is_refused_with_what_would_be_valid(spec, message):
+    design = dict(load_config(CONFIG)["designs"]["interactions"])
+    design["interactions"] = {**design["interactions"], "bk": spec}
+    with pytest.raises(ValueError, match=message):
+        Design.from_dict(design)
+
+
+def test_an_interaction_names_a_role_of_the_design():
+    design = dict(load_config(CONFIG)["designs"]["interactions"])
+    design["interactions"] = {**design["interactions"], "zz": {"kind": "synergy"}}
+    with pytest.raises(ValueError, match=r"interaction roles \['zz'\] are not roles of any task; roles: \['a2'"):
+        Design.from_dict(design)
+
+
+def test_the_frozen_scheme_refuses_interactions():
+    from headloc.groundtruth.build import train
+
+    recipe = recipe_from_config(load_config(CONFIG), "i32-s0")
+    frozen = dataclasses.replace(recipe, training=load_config(CONFIG)["trainings"]["frozen"])
+    with pytest.raises(ValueError, match=r"i32-s0: interactions \(\['bk', 'rd', 'sy'\]\) are written by scheme "
+                                         "constructed only"):
+        train(frozen)
+
+
+@pytest.mark.parametrize("name", ["c32-s0", "i32-s0"])
+def test_codes_are_orthogonal_within_a_part(name):
+    recipe = recipe_from_config(load_config(CONFIG), name)
     codes = C.word_codes(recipe.design, 0)
     index = {w: i for i, w in enumerate(T.words(recipe.design))}
     assert np.allclose(np.linalg.norm(codes, axis=1), 1)
     for part in T.pools(recipe.design):
         rows = codes[[index[w] for w in part]]
         assert np.allclose(rows @ rows.T, np.eye(len(part)), atol=1e-9)
+    # with interactions the last code dim is every head's flag carrier: no word may write into it
+    assert not codes[:, C.CODE - 1].any() if recipe.design.interactions else codes[:, C.CODE - 1].any()
 
 
 @pytest.mark.ground_truth
@@ -150,4 +222,164 @@ def test_ground_truth_is_a_workflow_of_its_own(tmp_path):
                          cwd=REPO, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     lines = {line.split()[0]: line.split()[1] for line in run.stdout.splitlines() if line.startswith("planted_")}
-    assert lines == {"planted_model": "9", "planted_truth": "9", "planted_all": "1"}
+    assert lines == {"planted_model": "18", "planted_truth": "18", "planted_all": "1"}
+
+
+# ------------------------------------------------------------------ interactions
+
+
+def interaction_docs(recipe, folder, kind):
+    """(task, first head, second head, the test's documents) of the design's interaction of ``kind``."""
+    design = recipe.design
+    role = next(r for r, i in design.interactions.items() if i.kind == kind)
+    task = next(t for t, kinds in design.tasks.items() if any(k.role == role for k in kinds))
+    first, second = recipe.placement()[role]
+    return task, first, second, documents(folder, task, design.stratify)
+
+
+@pytest.mark.ground_truth
+def test_a_backup_head_copies_only_once_its_primary_is_gone(interacting):
+    recipe, folder, _ = interacting
+    model = load(folder)
+    task, primary, backup, data = interaction_docs(recipe, folder, "backup")
+    base = per_doc(model, *data)
+    assert base.mean() > -0.05  # answered
+    assert np.abs(per_doc(without(model, [backup]), *data) - base).max() < 1e-6  # the backup alone: nothing
+    no_primary = per_doc(without(model, [primary]), *data).mean()
+    assert -1.0 < no_primary < base.mean() - 0.1  # the backup copies at part strength: a measurable drop
+    assert per_doc(without(model, [primary, backup]), *data).mean() < min(-1.0, no_primary - 0.5)  # both: chance
+
+
+@pytest.mark.ground_truth
+def test_a_redundant_pair_does_nothing_alone_and_everything_together(interacting):
+    recipe, folder, _ = interacting
+    model = load(folder)
+    task, first, second, data = interaction_docs(recipe, folder, "redundant")
+    base = per_doc(model, *data)
+    assert base.mean() > -0.05
+    for head in (first, second):  # either alone: every document as it was
+        assert np.abs(per_doc(without(model, [head]), *data) - base).max() < 1e-5, head
+    assert per_doc(without(model, [first, second]), *data).mean() < -1.0
+
+
+@pytest.mark.ground_truth
+def test_a_synergy_pair_breaks_the_task_without_either_head(interacting):
+    recipe, folder, _ = interacting
+    model = load(folder)
+    task, first, second, data = interaction_docs(recipe, folder, "synergy")
+    assert per_doc(model, *data).mean() > -0.05
+    for heads in ([first], [second], [first, second]):
+        assert per_doc(without(model, heads), *data).mean() < -1.0, heads
+
+
+@pytest.mark.ground_truth
+def test_truth_certifies_every_interaction_as_measured(interacting):
+    recipe, folder, truth = interacting
+    model = load(folder)
+    kinds = {}
+    for task, entry in truth["tasks"].items():
+        assert entry["certificate"]["passes"], (task, entry["certificate"])
+        data = documents(folder, task, recipe.design.stratify)
+        base = per_doc(model, *data).mean()
+        for found in entry.get("interactions", []):
+            kinds[found["kind"]] = task
+            role = recipe.design.interactions[found["role"]]
+            assert found["kind"] == role.kind and found["heads"] == recipe.placement()[found["role"]]
+            assert found["passes"], found
+            for head in found["heads"]:  # the effects, recomputed by zeroing output columns
+                assert found["alone"][head] == pytest.approx(per_doc(without(model, [head]), *data).mean() - base,
+                                                             abs=2e-5)
+            assert found["both"] == pytest.approx(per_doc(without(model, found["heads"]), *data).mean() - base,
+                                                  abs=2e-5)
+    assert sorted(kinds) == ["backup", "redundant", "synergy"]
+
+
+def tail(binds: str) -> dict:
+    """Unplanted single effects whose largest is 0.01 (signed as given) and whose tau binds or not:
+    "largest": 99 heads at 0 and one at -0.01 (tau = 0.01 sqrt(99) / 100 = 0.000995, so 20 tau = 0.0199
+    < 5 x 0.01 = 0.05); "tau": 3 heads at 0 and one at +0.01 (tau = 0.01 sqrt(3) / 4 = 0.00433, 20 tau
+    = 0.0866 > 0.05)."""
+    if binds == "largest":
+        return {**{f"u{i}": 0.0 for i in range(99)}, "big": -0.01}
+    return {"u0": 0.0, "u1": 0.0, "u2": 0.0, "big": 0.01}
+
+
+TAU = {"largest": 0.01 * np.sqrt(99) / 100, "tau": 0.01 * np.sqrt(3) / 4}
+
+
+def checked(kind, binds, first, second, both):
+    deltas = {**tail(binds), "P": first, "B": second}
+    return interaction_certificate(kind, ["P", "B"], deltas, both, planted=["U", "P", "B"])
+
+
+@pytest.mark.parametrize("binds, primary, backup_alone, given_primary, passes", [
+    ("largest", 0.0501, 0.99, 0.0501, True),  # 5.01 x the largest, each; the backup alone at 0.99 tau
+    ("largest", 0.0499, 0.99, 0.0501, False),  # the primary alone below 5 x the largest
+    ("largest", 0.0501, 0.99, 0.0499, False),  # the backup once the primary is gone: below 5 x the largest
+    ("largest", 0.0501, 1.01, 0.0501, False),  # the backup alone at tau or more
+    ("largest", 0.0501, -1.01, 0.0501, False),  # ... whichever its sign
+    ("tau", 0.0867, 0.99, 0.0867, True),  # 20.02 x tau (0.0866), each
+    ("tau", 0.0865, 0.99, 0.0867, False),  # the primary below 20 x tau
+    ("tau", 0.0867, 0.99, 0.0865, False),  # the backup once the primary is gone: below 20 x tau
+])
+def test_the_backup_certificate_by_hand(binds, primary, backup_alone, given_primary, passes):
+    """primary alone >= 5 x |largest| and >= 20 x tau; |backup alone| < tau; both - primary alone as the primary."""
+    tau = TAU[binds]
+    c = checked("backup", binds, -primary, -backup_alone * tau, -primary - given_primary)
+    assert c["tau"] == pytest.approx(tau, abs=1e-6) and c["largest_unplanted"] == pytest.approx(
+        -0.01 if binds == "largest" else 0.01)
+    assert [check["effect"] for check in c["checks"]] == pytest.approx(
+        [primary, backup_alone * tau, given_primary], abs=1e-5)
+    assert c["passes"] is passes, c["checks"]
+
+
+@pytest.mark.parametrize("binds, alone, both, passes", [
+    ("largest", (0.99, -0.99), 0.0501, True),  # each alone below tau, together 5.01 x the largest
+    ("largest", (1.01, 0.0), 0.0501, False),  # one head alone at tau: not redundant
+    ("largest", (0.0, -1.01), 0.0501, False),
+    ("largest", (0.0, 0.0), 0.0499, False),  # together below 5 x the largest
+    ("tau", (0.0, 0.0), 0.0865, False),  # together below 20 x tau
+    ("tau", (0.5, 0.5), 0.0867, True),
+])
+def test_the_redundant_certificate_by_hand(binds, alone, both, passes):
+    """|each alone| < tau; both >= 5 x |largest| and >= 20 x tau."""
+    tau = TAU[binds]
+    assert checked("redundant", binds, -alone[0] * tau, -alone[1] * tau, -both)["passes"] is passes
+
+
+@pytest.mark.parametrize("binds, first, second, passes", [
+    ("largest", 0.0501, 1.0, True),
+    ("largest", 0.0499, 1.0, False),  # the first alone below 5 x the largest
+    ("largest", 1.0, 0.0499, False),
+    ("tau", 0.0867, 0.0867, True),
+    ("tau", 0.0865, 1.0, False),  # below 20 x tau
+    ("tau", 1.0, 0.0865, False),
+])
+def test_the_synergy_certificate_by_hand(binds, first, second, passes):
+    """each alone >= 5 x |largest| and >= 20 x tau (an AND: each head alone breaks the task)."""
+    assert checked("synergy", binds, -first, -second, -max(first, second))["passes"] is passes
+
+
+def test_planted_sets_leave_only_backups_and_redundant_heads_to_their_interactions():
+    """Per task, the heads meant to do nothing alone (``quiet``: out of the task certificate's beta_min)
+    are a backup's second head and both heads of a redundant pair; a synergy's heads each matter."""
+    recipe = recipe_from_config(load_config(CONFIG), "i32-s0")
+    placement = recipe.placement()
+    sets = planted_sets(recipe.design, placement)
+    assert {task: sets[task]["quiet"] for task in sets} == {
+        "copy2": [], "backup2": [placement["bk"][1]], "redundant": placement["rd"], "synergy": []}
+    assert sets["synergy"]["interactions"] == [{"kind": "synergy", "role": "sy", "heads": placement["sy"]}]
+    assert sets["synergy"]["heads"] == [*placement["universal"], *placement["sy"]]
+
+
+def test_an_unknown_interaction_kind_is_refused():
+    with pytest.raises(ValueError, match="interaction kind 'chain' is not one of backup, redundant, synergy"):
+        checked("chain", "tau", -1.0, -1.0, -1.0)
+
+
+def test_the_task_certificate_leaves_heads_meant_to_do_nothing_alone_to_their_interactions():
+    deltas = {**tail("largest"), "U": -2.0, "A": -0.3, "P": -0.2, "B": 0.0, "R1": 0.0, "R2": 0.0}
+    planted = ["U", "A", "P", "B", "R1", "R2"]
+    c = certificate(deltas, planted, [], None, quiet=("B", "R1", "R2"))
+    assert (c["beta_min"], c["weakest"], c["passes"]) == (0.2, "P", True)
+    assert not certificate(deltas, planted, [], None)["passes"]  # counted alone, the backup head (0) fails it

@@ -1,5 +1,6 @@
-"""The parts of issue 35's benchmark scripts that decide what they report: the documents the SmolLM2
-comparison searches, its table, and the cs_adaptive that the variants are compared with."""
+"""The parts of the benchmark scripts that decide what they report: the documents the SmolLM2
+comparison searches, its table, the cs_adaptive that the variants are compared with, and the
+ground-truth benchmark's scoring (headloc.groundtruth.scoring)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import numpy as np
 import pytest
 
 from headloc.data.datasets import identification_subset
+from headloc.groundtruth import scoring
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -94,7 +96,7 @@ def test_an_unknown_variant_is_refused():
         av.variant_ranking("half", lambda masks: np.zeros(len(masks)), 60, 3, 40, 0)
 
 
-# ------------------------------------------------------------------ benchmarks/ground_truth.py's scoring
+# ------------------------------------------------------------------ the ground-truth benchmark's scoring
 
 
 def recall_rows():
@@ -129,8 +131,7 @@ def recall_rows():
 
 
 def test_the_ground_truth_summary_counts_certified_tasks_only():
-    gt = script("ground_truth")
-    summary = gt.summarise(recall_rows())
+    summary = scoring.summarise(recall_rows())
     greedy = summary[summary["method"] == "greedy"].iloc[0]  # its failing task (recall 0) left out
     assert (greedy["runs"], greedy["recall"], greedy["p_all_found"], greedy["ratio_to_greedy"]) == (2, 1.0, 1.0, 1.0)
     at50 = summary[(summary["method"] == "group_testing") & (summary["budget"] == 50)].iloc[0]
@@ -144,16 +145,14 @@ def test_the_ground_truth_summary_counts_certified_tasks_only():
 
 
 def test_the_goal_cell_is_the_cheapest_budget_meeting_both_goals():
-    gt = script("ground_truth")
-    cells = gt.goal_cells(gt.summarise(recall_rows())).set_index("method")
+    cells = scoring.goal_cells(scoring.summarise(recall_rows())).set_index("method")
     # budget 50: mean recall 0.75 < 0.95; budget 75: mean 0.96 but P(recall = 1) = 0.75 < 0.9; 200 costs more
     assert cells.loc["group_testing", "budget"] == 100
     assert cells.loc["greedy", "n_evals"] == 200
 
 
 def test_the_budget_fit_reads_the_smallest_budget_at_the_recall_goal():
-    gt = script("ground_truth")
-    fit = gt.budget_fit(recall_rows())
+    fit = scoring.budget_fit(recall_rows())
     assert fit["method"].tolist() == ["group_testing"]  # greedy spends no budget; the failing task is left out
     row = fit.iloc[0]
     assert row["masks_at_goal"] == 50 and row["k"] == 4  # budget 75: mean recall 0.96 >= 0.95
@@ -161,10 +160,69 @@ def test_the_budget_fit_reads_the_smallest_budget_at_the_recall_goal():
 
 
 def test_task_truth_gives_the_universal_head_and_the_pair_slots_of_their_own():
-    gt = script("ground_truth")
     entry = {"planted": {"L0H1": {"role": "universal"}, "L1H0": {"role": "copy"}, "L2H3": {"role": "copy"},
                          "L3H0": {"role": "pair"}, "L3H1": {"role": "pair"}},
              "pair": {"heads": ["L3H0", "L3H1"]}, "certificate": {"passes": True, "weakest": "L2H3"}}
-    truth = gt.task_truth(entry)
+    truth = scoring.task_truth(entry)
     assert truth["roles"] == ["L1H0", "L2H3"] and truth["universal"] == ["L0H1"]
     assert truth["k"] == 5 and truth["certified"] and truth["weakest"] == "L2H3"
+    assert truth["backup"] == truth["redundant"] == truth["synergy"] == []
+
+
+def interaction_entry(passes=(True, True, True)) -> dict:
+    """A task of every kind: the universal head, a single role head, a backup (primary L1H1, backup
+    L3H1), a redundant pair and a synergy pair, each interaction passing or not as told."""
+    planted = {"L0H0": "universal", "L2H0": "a2", "L1H1": "bk", "L3H1": "bk", "L1H2": "rd", "L3H2": "rd",
+               "L1H3": "sy", "L2H3": "sy"}
+    heads = {"backup": ["L1H1", "L3H1"], "redundant": ["L1H2", "L3H2"], "synergy": ["L1H3", "L2H3"]}
+    return {"planted": {h: {"role": r} for h, r in planted.items()},
+            "certificate": {"passes": True, "weakest": "L2H0"},
+            "interactions": [{"kind": kind, "heads": hs, "passes": ok} for (kind, hs), ok in zip(heads.items(), passes)]}
+
+
+def test_task_truth_sorts_every_planted_head_into_one_kind():
+    truth = scoring.task_truth(interaction_entry())
+    # the backup's primary acts alone (a single); its backup head, and both heads of each pair, are their kind's
+    assert truth["roles"] == ["L2H0", "L1H1"] and truth["universal"] == ["L0H0"] and truth["pair"] == []
+    assert truth["backup"] == ["L3H1"] and truth["redundant"] == ["L1H2", "L3H2"]
+    assert truth["synergy"] == ["L1H3", "L2H3"]
+    assert truth["k"] == 8 and truth["certified"]  # a slot for every planted head
+    for failing in range(3):  # any interaction's failing certificate leaves the task out
+        assert not scoring.task_truth(interaction_entry(tuple(i != failing for i in range(3))))["certified"]
+
+
+def test_found_scores_each_kind_in_the_top_k():
+    truth = scoring.task_truth(interaction_entry())
+    got = scoring.found(["L0H0", "L1H1", "L1H2", "L1H3", "L2H3", "L5H5", "L6H6", "L7H7"], truth)
+    assert got["recall"] == 0.5  # L1H1 found, L2H0 not
+    assert (got["recall_backup"], got["recall_redundant"], got["recall_synergy"]) == (0.0, 0.5, 1.0)
+    assert got["universal_found"] is True and np.isnan(got["pair_found"])
+    plain = scoring.found(["L1H0"], scoring.task_truth({"planted": {"L1H0": {"role": "copy"}}}))
+    assert plain["recall"] == 1.0 and all(np.isnan(plain[f"recall_{k}"]) for k in scoring.KINDS)
+
+
+def test_the_summary_reports_each_kinds_recall_and_p_all_found():
+    import pandas as pd
+
+    base = {"size": "i64", "n_heads": 64, "model": "i64-s0", "k": 8, "seconds": 1.0, "top": "", "budget": 50,
+            "certified": True, "universal_found": True, "pair_found": np.nan, "n_evals": 30}
+    rows = [  # three seeds of one method on two tasks: one with singles and a backup, one with both pairs
+        {**base, "task": "backup2", "seed": 0, "recall": 1.0, "recall_backup": 1.0},
+        {**base, "task": "backup2", "seed": 1, "recall": 1.0, "recall_backup": 0.0},
+        {**base, "task": "backup2", "seed": 2, "recall": 0.5, "recall_backup": 0.0},
+        {**base, "task": "pairs", "seed": 0, "recall": np.nan, "recall_redundant": 1.0, "recall_synergy": 1.0},
+        {**base, "task": "pairs", "seed": 1, "recall": np.nan, "recall_redundant": 0.5, "recall_synergy": 1.0},
+        {**base, "task": "pairs", "seed": 2, "recall": np.nan, "recall_redundant": 0.0, "recall_synergy": 0.5},
+        {**base, "task": "bad", "seed": 0, "recall": np.nan, "recall_synergy": 0.0, "certified": False},
+    ]
+    row = scoring.summarise(pd.DataFrame(rows).assign(method="group_testing")).iloc[0]
+    assert row["runs"] == 3 and row["recall"] == pytest.approx(2.5 / 3) and row["p_all_found"] == pytest.approx(2 / 3)
+    assert row["recall_backup"] == pytest.approx(1 / 3) and row["p_all_backup"] == pytest.approx(1 / 3)
+    assert row["recall_redundant"] == pytest.approx(0.5) and row["p_all_redundant"] == pytest.approx(1 / 3)
+    # the failing task's synergy (0) is left out: 1, 1, 0.5
+    assert row["recall_synergy"] == pytest.approx(2.5 / 3) and row["p_all_synergy"] == pytest.approx(2 / 3)
+
+
+def test_the_summary_reads_a_recall_table_from_before_the_interactions():
+    summary = scoring.summarise(recall_rows())  # no recall_<kind> columns, as in earlier runs' recall.csv
+    assert summary[[f"recall_{k}" for k in scoring.KINDS] + [f"p_all_{k}" for k in scoring.KINDS]].isna().all().all()

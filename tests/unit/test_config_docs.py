@@ -95,7 +95,7 @@ def test_the_ground_truth_config_makes_a_recipe_of_every_model():
 
     config = load_config(REPO / "config/ground_truth.yaml")
     recipes = {name: recipe_from_config(config, name) for name in model_entries(config)}
-    certified = [f"c{n}-s{seed}" for n in (32, 270, 1024) for seed in range(3)]
+    certified = [f"{family}{n}-s{seed}" for family in "ci" for n in (32, 270, 1024) for seed in range(3)]
     assert set(recipes) == {"tiny", "smol", "large", *certified} and config["build"] == certified
     assert {recipes[name].size.n_heads for name in certified} == {32, 270, 1024}
     # three placements per size, each its own draw

@@ -4,6 +4,7 @@
 - :mod:`headloc.groundtruth.tasks`: vocabulary, general text, task documents, lm-eval task folder
 - :mod:`headloc.groundtruth.build`: tokenizer, architecture, training, ``save_pretrained``
 - :mod:`headloc.groundtruth.truth`: the measured truth (``truth.json``)
+- :mod:`headloc.groundtruth.scoring`: a search's ranking scored against a truth, per kind of head
 
 See docs/ground-truth.md.
 """

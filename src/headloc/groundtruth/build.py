@@ -195,6 +195,9 @@ def train(recipe: Recipe, *, threads: int = 1, log=print):
 
         return build_constructed(recipe, threads=threads, log=log)
     if scheme == "frozen":
+        if recipe.design.interactions:  # the frozen scheme trains single and redundant roles only
+            raise ValueError(f"{recipe.name}: interactions ({sorted(recipe.design.interactions)}) are written by "
+                             "scheme constructed only, not frozen")
         return train_frozen(recipe, threads=threads, log=log)
     raise ValueError(f"unknown training scheme {scheme!r}: constructed or frozen (patched, the first, is retired: "
                      "docs/ground-truth.md)")

@@ -22,7 +22,14 @@ The planted heads are then written (:func:`plant`), layer by layer from the bott
   0.1, peak at the source's offset), its value is the word's code, written into the answer;
 - the unembedding maps the answer to ``margin`` times each word's code, so a role head gives its
   gold choice a logit lead of about ``margin`` over the other choices;
-- a redundant role has two identical heads: either alone already leads by ``margin``.
+- a redundant role has two identical heads: either alone already leads by ``margin``;
+- an interaction (recipe.INTERACTIONS) has two heads in two layers and a *flag* dim between them:
+  a backup's (or a redundant pair's) first head, the primary, also writes "done" into the flag, which
+  shuts the second head's gate (slot + query - 2 done - 1.5); the second copies at the backup's
+  strength (1 for a redundant pair) once the primary is gone. A synergy's first head writes
+  "ready" and copies nothing; the second head's gate is slot + ready - 1.5. A flag is the content
+  feature of the position the first head attends to, carried in the last value dim, so a design
+  with interactions draws its word codes in ``CODE - 1`` dims (:func:`code_dims`).
 
 RMSNorm divides every dim by the position's rms, so each written weight is divided by the mean
 normalisation of that layer's input, measured on the task documents with the lower layers already
@@ -65,6 +72,8 @@ class Layout:
     text: int
     tasks: tuple[str, ...]
     queries: tuple[int, ...]
+    flags: tuple[str, ...] = ()  # interaction roles: one flag dim each, from the first head to the second
+    code_dims: int = CODE  # the code dims a word's code uses (code_dims(design))
 
     def __post_init__(self):
         if len(self.tasks) > CODE:
@@ -105,31 +114,44 @@ class Layout:
         start = self.code.stop + len(self.tasks)
         return slice(start, start + CODE)
 
+    def flag(self, role: str) -> int:
+        return self.answer.stop + self.flags.index(role)
+
     @property
     def width(self) -> int:
-        return self.answer.stop
+        return self.answer.stop + len(self.flags)
 
 
 def layout_of(recipe: Recipe) -> Layout:
     design = recipe.design
-    return Layout(text=recipe.size.hidden, tasks=tuple(design.tasks), queries=tuple(design.queries))
+    return Layout(text=recipe.size.hidden, tasks=tuple(design.tasks), queries=tuple(design.queries),
+                  flags=tuple(role for role in design.roles if role in design.interactions),
+                  code_dims=code_dims(design))
+
+
+def code_dims(design) -> int:
+    """The dims a word's code uses: ``CODE``, or ``CODE - 1`` where interactions need the last value
+    dim of a head for their flag."""
+    return CODE - 1 if design.interactions else CODE
 
 
 def word_codes(design, seed: int, trials: int = 200) -> np.ndarray:
-    """[words, CODE] unit codes: orthogonal within each part of the words (a document's gold and its
-    gap distractors come from one part), and of low coherence across parts (the best of ``trials``
-    seeded draws), so that a role head's gold leads every other choice."""
+    """[words, CODE] unit codes in the first :func:`code_dims` dims: orthogonal within each part of the
+    words (a document's gold and its gap distractors come from one part), and of low coherence
+    across parts (the best of ``trials`` seeded draws), so that a role head's gold leads every other
+    choice."""
     parts = T.pools(design)
     index = {w: i for i, w in enumerate(T.words(design))}
     rng = np.random.default_rng([design.seed, seed, 17])
+    dims = code_dims(design)
     best, best_coherence = None, np.inf
     for _ in range(trials):
         codes = np.zeros((design.words, CODE))
         for part in parts:
-            if len(part) > CODE:
-                raise ValueError(f"a part of {len(part)} words cannot have orthogonal {CODE}-dim codes")
-            q, _ = np.linalg.qr(rng.normal(size=(CODE, len(part))))
-            codes[[index[w] for w in part]] = q.T
+            if len(part) > dims:
+                raise ValueError(f"a part of {len(part)} words cannot have orthogonal {dims}-dim codes")
+            q, _ = np.linalg.qr(rng.normal(size=(dims, len(part))))
+            codes[[index[w] for w in part], :dims] = q.T
         coherence = np.abs(codes @ codes.T - np.eye(design.words)).max()
         if coherence < best_coherence:
             best, best_coherence = codes, coherence
@@ -246,12 +268,35 @@ def _universal(layout: Layout, tasks, unit: float, s: float, const: float, d: in
     return wq, wk, wv, wo
 
 
-def _role(layout: Layout, kind: tuple[str, int], offset: int, inv_freq, unit: float, s: float, const: float,
+@dataclass(frozen=True)
+class Written:
+    """What a role head reads and writes: its gate (residual dim -> weight; open when the weighted sum
+    passes 1.5), the strength at which it copies the word's code into the answer (0: none), and the
+    flag dim it sets to 1 where it opens (None: none)."""
+
+    gate: dict
+    copy: float = 1.0
+    flag: int | None = None
+
+
+def written_heads(layout: Layout, design, role: str) -> list[Written]:
+    """The head(s) of ``role``, first step first: one gated copy; a redundant role's two; an
+    interaction's two (docs of :mod:`headloc.groundtruth.construct`)."""
+    task, query = _kinds(design)[role]
+    copy = Written({layout.slot(task): 1.0, layout.query(query): 1.0})
+    if role not in design.interactions:
+        return [copy] * design.heads_per_role(role)
+    interaction, flag = design.interactions[role], layout.flag(role)
+    if interaction.kind == "synergy":
+        return [Written(copy.gate, copy=0.0, flag=flag), Written({layout.slot(task): 1.0, flag: 1.0})]
+    # backup and redundant: the primary's "done" shuts the second head's gate (1 + 1 - 2 < 1.5)
+    return [Written(copy.gate, flag=flag), Written({**copy.gate, flag: -2.0}, copy=interaction.strength)]
+
+
+def _role(layout: Layout, written: Written, offset: int, inv_freq, unit: float, s: float, const: float,
           d: int, hidden: int):
-    """q, k, v, o slices of a role head: from the position whose slot holds ``kind``'s task and whose
-    token is its query, attend ``offset`` positions back (RoPE), else to <s>; copy the word's code
-    into the answer."""
-    task, query = kind
+    """q, k, v, o slices of a role head: from a position where its gate opens, attend ``offset``
+    positions back (RoPE), else to <s>; copy the word's code into the answer, set its flag."""
     wq, wk, wv, wo = torch.zeros(d, hidden), torch.zeros(d, hidden), torch.zeros(d, hidden), torch.zeros(hidden, d)
     amplitude = math.sqrt(POSITION / len(FREQS))
     for pair in FREQS:
@@ -260,14 +305,19 @@ def _role(layout: Layout, kind: tuple[str, int], offset: int, inv_freq, unit: fl
         wq[pair + d // 2, layout.const] = amplitude * sin * unit / const
         wk[pair, layout.content] = amplitude * unit
     gate = math.sqrt(GATE)
-    wq[GATE_DIM, layout.slot(task)] = gate * unit
-    wq[GATE_DIM, layout.query(query)] = gate * unit
+    for dim, weight in written.gate.items():
+        wq[GATE_DIM, dim] = weight * gate * unit
     wq[GATE_DIM, layout.const] = -1.5 * gate * unit / const
     wk[GATE_DIM, layout.content] = gate * unit
     wq[REST_DIM, layout.const] = math.sqrt(REST) * unit / const
     wk[REST_DIM, layout.bos] = math.sqrt(REST) * unit
-    wv[:CODE, layout.code] = torch.eye(CODE) / s
-    wo[layout.answer, :CODE] = torch.eye(CODE)
+    n = layout.code_dims
+    if written.copy:
+        wv[:n, layout.code.start:layout.code.start + n] = torch.eye(n) / s
+        wo[layout.answer.start:layout.answer.start + n, :n] = written.copy * torch.eye(n)
+    if written.flag is not None:  # the last value dim, free of code (code_dims): the content of its source
+        wv[CODE - 1, layout.content] = 1.0 / s
+        wo[written.flag, CODE - 1] = 1.0
     return wq, wk, wv, wo
 
 
@@ -288,12 +338,12 @@ def plant(recipe: Recipe, model, layout: Layout, contexts: torch.Tensor) -> dict
     d, hidden = config.head_dim, config.hidden_size
     if d < CODE:
         raise ValueError(f"head_dim {d} is below the {CODE} dims a planted head needs")
-    by_layer: dict[int, list[tuple[str, int]]] = {}
+    by_layer: dict[int, list[tuple[str, int, int]]] = {}
     for role, heads in recipe.placement().items():
-        for head in heads:
+        for step, head in enumerate(heads):
             layer, h = parse_head(head)
-            by_layer.setdefault(layer, []).append((role, h))
-    sources, kinds = T.source_positions(design), _kinds(design)
+            by_layer.setdefault(layer, []).append((role, step, h))
+    sources = T.source_positions(design)
     first_item = 2 if design.bos else 1  # x1's position: after <s> and the marker
     inv_freq = model.model.rotary_emb.inv_freq.double()
     const = float(model.model.embed_tokens.weight[0, layout.const].detach())
@@ -303,12 +353,13 @@ def plant(recipe: Recipe, model, layout: Layout, contexts: torch.Tensor) -> dict
         s = _input_scale(model, contexts, model.model.layers[layer].input_layernorm)
         scales[layer] = round(s, 5)
         unit = math.sqrt(math.sqrt(d)) / s  # turns a normalised feature of 1 into d ** 1/4 (q.k / sqrt(d) = 1)
-        for role, h in by_layer[layer]:
+        for role, step, h in by_layer[layer]:
             if role == UNIVERSAL:
                 weights = _universal(layout, design.tasks, unit, s, const, d, hidden)
             else:
                 offset = contexts.shape[1] - 1 - (first_item + sources[role] - 1)
-                weights = _role(layout, kinds[role], offset, inv_freq, unit, s, const, d, hidden)
+                written = written_heads(layout, design, role)[step]
+                weights = _role(layout, written, offset, inv_freq, unit, s, const, d, hidden)
             rows = slice(h * d, (h + 1) * d)
             with torch.no_grad():
                 for proj, w in zip((attn.q_proj, attn.k_proj, attn.v_proj), weights[:3]):

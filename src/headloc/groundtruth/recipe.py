@@ -7,9 +7,10 @@ workflow keys its cache on that digest, so a changed seed, size or design re-bui
 Roles and placement
 -------------------
 A *role* is one source position ``x_i`` of the task documents that one head (two for a redundant
-role) copies to the answer position. The *universal* role moves the task marker. Roles are placed
-on heads with a seeded draw (:func:`place_roles`): the universal head in the lower half of the
-network, every other role in a layer above it (where the marker can steer it), no head used twice.
+role or an interaction) copies to the answer position. The *universal* role moves the task marker.
+Roles are placed on heads with a seeded draw (:func:`place_roles`): the universal head in the lower
+half of the network, every other role in a layer above it (where the marker can steer it), no head
+used twice; an interaction's two heads in two layers, its first step below its second.
 """
 
 from __future__ import annotations
@@ -25,6 +26,42 @@ import yaml
 from headloc.heads import format_head, parse_head
 
 UNIVERSAL = "universal"
+# How an interaction's two heads act together (docs/ground-truth.md, "Interactions"); the first head
+# sits below the second, which reads what the first wrote:
+# - backup: the primary copies the answer and shuts the backup's gate; the backup copies it at
+#   ``strength`` (< 1) once the primary is gone;
+# - redundant: the same at full strength, so either head alone changes nothing;
+# - synergy: the first head opens the second's gate, the second copies: each alone breaks the task.
+INTERACTIONS = ("backup", "redundant", "synergy")
+
+
+@dataclass(frozen=True)
+class Interaction:
+    kind: str
+    strength: float = 1.0  # the second head's copy strength (backup: below 1; the others copy at 1)
+
+    @classmethod
+    def from_dict(cls, role: str, data: dict) -> "Interaction":
+        if not isinstance(data, dict):
+            raise ValueError(f"interaction of role {role}: {data!r} is not a mapping such as {{kind: synergy}}")
+        extra = set(data) - {"kind", "strength"}
+        if extra:
+            raise ValueError(f"interaction of role {role}: unknown keys {sorted(extra)}; known: kind, strength")
+        kind = data.get("kind")
+        if kind not in INTERACTIONS:
+            raise ValueError(f"interaction of role {role}: kind {kind!r} is not one of {', '.join(INTERACTIONS)}")
+        if kind == "backup":
+            if "strength" not in data or not 0 < float(data["strength"]) < 1:
+                raise ValueError(f"interaction of role {role}: a backup needs a strength between 0 and 1 (the share "
+                                 f"of the answer it copies once the primary is gone), not {data.get('strength')!r}")
+            return cls(kind, float(data["strength"]))
+        if "strength" in data:
+            raise ValueError(f"interaction of role {role}: a {kind} pair copies at full strength; strength is for "
+                             "backup only")
+        return cls(kind)
+
+    def as_dict(self) -> dict:
+        return {"kind": self.kind, **({"strength": self.strength} if self.kind == "backup" else {})}
 
 
 @dataclass(frozen=True)
@@ -49,6 +86,7 @@ class Design:
     distractors: str = "pool"  # pool | gap: the wrong choices beyond the confusers (tasks.DocumentMaker)
     bos: bool = False  # every document and text row starts with "<s>" (a place for heads to rest)
     stratify: int = 0  # the first `stratify` documents of a task hold its kinds in their shares
+    interactions: dict = field(default_factory=dict)  # role -> Interaction: a role carried by two heads together
 
     @classmethod
     def from_dict(cls, data: dict) -> "Design":
@@ -59,7 +97,9 @@ class Design:
                      seed=int(data["seed"]), threshold=float(data["threshold"]), text=dict(data["text"]),
                      tasks=tasks, redundant=tuple(data.get("redundant", ())),
                      distractors=str(data.get("distractors", "pool")), bos=bool(data.get("bos", False)),
-                     stratify=int(data.get("stratify", 0)))
+                     stratify=int(data.get("stratify", 0)),
+                     interactions={str(role): Interaction.from_dict(str(role), spec)
+                                   for role, spec in (data.get("interactions") or {}).items()})
         design.check()
         return design
 
@@ -70,7 +110,8 @@ class Design:
                 "tasks": {t: [{"role": k.role, "query": k.query, "weight": k.weight} for k in kinds]
                           for t, kinds in self.tasks.items()},
                 # keys added later, written only when set: the digests of models built before stay
-                **({"bos": True} if self.bos else {}), **({"stratify": self.stratify} if self.stratify else {})}
+                **({"bos": True} if self.bos else {}), **({"stratify": self.stratify} if self.stratify else {}),
+                **({"interactions": {r: i.as_dict() for r, i in self.interactions.items()}} if self.interactions else {})}
 
     @property
     def roles(self) -> list[str]:
@@ -87,7 +128,7 @@ class Design:
         return sorted({k.query for kinds in self.tasks.values() for k in kinds})
 
     def heads_per_role(self, role: str) -> int:
-        return 2 if role in self.redundant else 1
+        return 2 if role in self.redundant or role in self.interactions else 1
 
     def check(self) -> None:
         roles = self.roles
@@ -113,6 +154,12 @@ class Design:
         unknown = set(self.redundant) - set(roles)
         if unknown:
             raise ValueError(f"redundant roles {sorted(unknown)} are not roles of any task")
+        unknown = set(self.interactions) - set(roles)
+        if unknown:
+            raise ValueError(f"interaction roles {sorted(unknown)} are not roles of any task; roles: {roles}")
+        both = set(self.interactions) & set(self.redundant)
+        if both:
+            raise ValueError(f"roles {sorted(both)} are both redundant (two identical heads) and an interaction")
 
 
 @dataclass(frozen=True)
@@ -194,8 +241,21 @@ def place_roles(design: Design, size: Size) -> dict[str, list[str]]:
         raise ValueError(f"{needed - 1} role heads do not fit above the universal head's layer {universal_layer}")
     rng.shuffle(free)
     for role in design.roles:
-        placement[role] = [format_head(*free.pop()) for _ in range(design.heads_per_role(role))]
+        if role in design.interactions:
+            placement[role] = [format_head(*head) for head in _two_layers(free, role)]
+        else:
+            placement[role] = [format_head(*free.pop()) for _ in range(design.heads_per_role(role))]
     return placement
+
+
+def _two_layers(free: list[tuple[int, int]], role: str) -> list[tuple[int, int]]:
+    """Two heads off the end of the shuffled ``free`` in two different layers, the lower first: an
+    interaction's second head reads what its first wrote."""
+    first = free.pop()
+    other = [i for i, (layer, _) in enumerate(free) if layer != first[0]]
+    if not other:
+        raise ValueError(f"interaction {role}: its two heads need two layers above the universal head's")
+    return sorted([first, free.pop(other[-1])])
 
 
 def load_config(path) -> dict:
@@ -246,8 +306,10 @@ def load_recipe(path, name: str) -> Recipe:
     return recipe_from_config(load_config(Path(path)), name)
 
 
-# The modules a built model depends on; its truth depends on these and truth.py.
+# The modules a built model depends on; its truth depends on these and truth.py (not on scoring.py,
+# which scores searches against a truth).
 BUILDER = ("build.py", "construct.py", "recipe.py", "tasks.py", "training.py")
+TRUTH = (*BUILDER, "truth.py")
 
 
 def code_digest(modules=None) -> str:

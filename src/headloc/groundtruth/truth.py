@@ -8,6 +8,8 @@ gives the highest logit) and the mean log-probability of the gold answer among t
 - every head ablated alone (``single``),
 - the task's planted heads ablated together (``planted_set``),
 - the redundant pair's heads alone and together (``pair``),
+- each interaction's heads alone and together, with a certificate of its own (``interactions``:
+  :func:`interaction_certificate`),
 - each planted head's designed share of the task's documents (``expected_share``),
 
 and what disagrees with the design, never hidden: ``planted_but_weak`` (a planted head meant to
@@ -34,7 +36,7 @@ import torch
 from headloc.model.ablation import ablate_heads
 from headloc.groundtruth import tasks as T
 from headloc.groundtruth.recipe import UNIVERSAL, Design
-from headloc.heads import format_head, head_index
+from headloc.heads import format_head
 
 MAX_ROWS = 2048  # rows (document x mask) per forward pass
 TEXT_HEADS = 256  # beyond this many heads, the text loss is measured on the planted ones and a seeded sample
@@ -42,29 +44,86 @@ TEXT_HEADS = 256  # beyond this many heads, the text loss is measured on the pla
 CERTIFY_LARGEST, CERTIFY_SPREAD = 5.0, 20.0
 
 
-def certificate(logprob_delta: dict[str, float], planted: list[str], pair: list[str], pair_both: float | None) -> dict:
+def unplanted_tail(logprob_delta: dict[str, float], planted: list[str]) -> dict:
+    """What the heads outside the planted set do to a task alone: tau (the standard deviation of their
+    single effects) and the largest of them (signed) with its head."""
+    unplanted = {h: d for h, d in logprob_delta.items() if h not in planted}
+    largest = max(unplanted, key=lambda h: abs(unplanted[h]))
+    return {"tau": float(np.std(list(unplanted.values()))), "largest": unplanted[largest], "largest_head": largest}
+
+
+def clears(effect: float, tail: dict) -> dict:
+    """Whether a planted effect (a drop of the gold log-probability, positive) stands clear of the
+    unplanted tail: at least CERTIFY_LARGEST x |the largest unplanted effect| and CERTIFY_SPREAD x tau."""
+    over_largest = effect / abs(tail["largest"]) if tail["largest"] else None
+    over_tau = effect / tail["tau"] if tail["tau"] else None
+    holds = effect > 0 and (over_largest is None or over_largest >= CERTIFY_LARGEST) and (
+        over_tau is None or over_tau >= CERTIFY_SPREAD)
+    return {"over_largest": None if over_largest is None else round(over_largest, 2),
+            "over_tau": None if over_tau is None else round(over_tau, 2), "holds": bool(holds)}
+
+
+def certificate(logprob_delta: dict[str, float], planted: list[str], pair: list[str], pair_both: float | None,
+                quiet: tuple[str, ...] = ()) -> dict:
     """Whether a task's planted heads stand clear of the rest on the searches' score.
 
     beta_min: the weakest planted effect (a head alone; a redundant pair together); tau: the standard
     deviation of the unplanted heads' single effects; the task passes when beta_min is at least
-    CERTIFY_LARGEST times the largest unplanted effect and CERTIFY_SPREAD times tau."""
-    effects = {h: -logprob_delta[h] for h in planted if h not in pair}
+    CERTIFY_LARGEST times the largest unplanted effect and CERTIFY_SPREAD times tau. ``quiet`` heads
+    are planted but meant to do nothing alone (a backup, a redundant interaction's heads): they stay
+    out of beta_min, and their interactions are certified on their own (:func:`interaction_certificate`)."""
+    effects = {h: -logprob_delta[h] for h in planted if h not in pair and h not in quiet}
     if pair:
         effects["+".join(pair)] = -pair_both
     weakest = min(effects, key=effects.get)
     beta_min = effects[weakest]
-    unplanted = {h: d for h, d in logprob_delta.items() if h not in planted}
-    largest = max(unplanted, key=lambda h: abs(unplanted[h]))
-    tau = float(np.std(list(unplanted.values())))
-    over_largest = beta_min / abs(unplanted[largest]) if unplanted[largest] else None
-    over_tau = beta_min / tau if tau else None
-    passes = beta_min > 0 and (over_largest is None or over_largest >= CERTIFY_LARGEST) and (
-        over_tau is None or over_tau >= CERTIFY_SPREAD)
-    return {"beta_min": round(beta_min, 5), "weakest": weakest, "tau": round(tau, 6),
-            "largest_unplanted": round(unplanted[largest], 5), "largest_unplanted_head": largest,
-            "beta_over_largest": None if over_largest is None else round(over_largest, 2),
-            "beta_over_tau": None if over_tau is None else round(over_tau, 2), "passes": bool(passes),
+    tail = unplanted_tail(logprob_delta, planted)
+    ratios = clears(beta_min, tail)
+    return {"beta_min": round(beta_min, 5), "weakest": weakest, "tau": round(tail["tau"], 6),
+            "largest_unplanted": round(tail["largest"], 5), "largest_unplanted_head": tail["largest_head"],
+            "beta_over_largest": ratios["over_largest"], "beta_over_tau": ratios["over_tau"],
+            "passes": ratios["holds"],
             "rule": f"beta_min >= {CERTIFY_LARGEST:g} x |largest unplanted| and beta_min >= {CERTIFY_SPREAD:g} x tau"}
+
+
+CLEARS = f">= {CERTIFY_LARGEST:g} x |largest unplanted| and >= {CERTIFY_SPREAD:g} x tau"
+INTERACTION_RULES = {
+    "backup": f"primary alone {CLEARS}; |backup alone| < tau; backup once the primary is ablated (both - primary "
+              f"alone) {CLEARS}",
+    "redundant": f"|each alone| < tau; both {CLEARS}",
+    "synergy": f"each alone {CLEARS}",
+}
+
+
+def interaction_certificate(kind: str, heads: list[str], logprob_delta: dict[str, float], both: float,
+                            planted: list[str]) -> dict:
+    """Whether an interaction holds on the searches' score, by its kind's rule (INTERACTION_RULES).
+
+    ``heads``: its first and second head; ``logprob_delta``: every head's single effect on the task's
+    gold log-probability (the tail is the task's unplanted heads); ``both``: the effect with both
+    ablated. Effects in ``checks`` are drops (positive: the score falls)."""
+    tail = unplanted_tail(logprob_delta, planted)
+    first, second = heads
+    alone = {h: logprob_delta[h] for h in heads}
+
+    def clear(what, drop):
+        return {"what": what, "effect": round(drop, 5) + 0.0, **clears(drop, tail)}  # + 0.0: no -0.0
+
+    def quiet(what, drop):
+        return {"what": what, "effect": round(drop, 5) + 0.0, "holds": bool(abs(drop) < tail["tau"])}
+
+    if kind == "backup":
+        checks = [clear("primary alone", -alone[first]), quiet("backup alone", -alone[second]),
+                  clear("backup once the primary is ablated", alone[first] - both)]
+    elif kind == "redundant":
+        checks = [quiet(f"{h} alone", -alone[h]) for h in heads] + [clear("both", -both)]
+    elif kind == "synergy":
+        checks = [clear(f"{h} alone", -alone[h]) for h in heads]
+    else:
+        raise ValueError(f"interaction kind {kind!r} is not one of {', '.join(INTERACTION_RULES)}")
+    return {"kind": kind, "heads": list(heads), "alone": {h: round(d, 5) + 0.0 for h, d in alone.items()},
+            "both": round(both, 5), "tau": round(tail["tau"], 6), "largest_unplanted": round(tail["largest"], 5),
+            "checks": checks, "passes": all(c["holds"] for c in checks), "rule": INTERACTION_RULES[kind]}
 
 
 def load_planted(folder):
@@ -144,19 +203,27 @@ def text_losses(model, rows: torch.Tensor, masks) -> np.ndarray:
 
 
 def planted_sets(design: Design, placement: dict) -> dict[str, dict]:
-    """Per task: its planted heads, each head's designed share of the documents, the redundant pair."""
+    """Per task: its planted heads, each head's designed share of the documents, the redundant pair, its
+    interactions (kind, role, first and second head) and the heads meant to do nothing alone
+    (``quiet``: a backup, a redundant interaction's two)."""
     out = {}
     for task, kinds in design.tasks.items():
         share: dict[str, float] = {h: 1.0 for h in placement[UNIVERSAL]}
         pair: list[str] = []
+        interactions, quiet = [], []
         for kind in kinds:
             for head in placement[kind.role]:
                 share[head] = share.get(head, 0.0) + kind.weight
             if kind.role in design.redundant:
                 pair = list(placement[kind.role])
+            if kind.role in design.interactions:
+                heads, how = list(placement[kind.role]), design.interactions[kind.role].kind
+                interactions.append({"kind": how, "role": kind.role, "heads": heads})
+                quiet += {"backup": heads[1:], "redundant": heads, "synergy": []}[how]
         roles = {h: r for r, hs in placement.items() for h in hs}
         out[task] = {"heads": list(share), "roles": {h: roles[h] for h in share},
-                     "expected_share": {h: round(s, 4) for s, h in zip(share.values(), share)}, "pair": pair}
+                     "expected_share": {h: round(s, 4) for s, h in zip(share.values(), share)}, "pair": pair,
+                     "interactions": interactions, "quiet": quiet}
     return out
 
 
@@ -177,83 +244,103 @@ def measure(folder, *, lm_eval_check: bool = True, log=print) -> dict:
     placement = planted["placement"]
     threshold = design.threshold
     n_layers, n_heads = model.config.num_hidden_layers, model.config.num_attention_heads
-    total = n_layers * n_heads
-    names = [format_head(*divmod(i, n_heads)) for i in range(total)]
-    singles = np.eye(total, dtype=np.int8)
-
-    def mask_of(heads):
-        mask = np.zeros(total, dtype=np.int8)
-        for head in heads:
-            mask[head_index(head, n_layers, n_heads)] = 1
-        return mask
-
+    names = [format_head(*divmod(i, n_heads)) for i in range(n_layers * n_heads)]
     sets = planted_sets(design, placement)
     result = {"model": planted["name"], "digest": planted["digest"], "layers": n_layers, "heads_per_layer": n_heads,
-              "n_heads": total, "metric": "acc", "threshold": threshold,
+              "n_heads": len(names), "metric": "acc", "threshold": threshold,
               "threshold_means": f"a head matters for a task when ablating it alone changes the task's accuracy "
                                  f"by {threshold} or more ({threshold * design.docs_per_task:g} of "
                                  f"{design.docs_per_task} documents)",
               "placement": placement, "tasks": {}}
     for task in design.tasks:
-        every_doc = encode(tokenizer, read_documents(folder, task))
-        searched = design.stratify or len(every_doc[2])  # the documents the searches score
-        contexts, choices, labels = (tensor[:searched] for tensor in every_doc)
-        info = sets[task]
-        planted_heads = info["heads"]
-        special = {"none": np.zeros(total, dtype=np.int8), "planted_set": mask_of(planted_heads)}
-        if info["pair"]:
-            special.update({f"pair_only_{h}": mask_of([h]) for h in info["pair"]})
-            special["pair_both"] = mask_of(info["pair"])
-        acc, logp = score_masks(model, contexts, choices, labels, np.vstack([*special.values(), singles]))
-        k = len(special)
-        base_acc, base_logp = float(acc[0]), float(logp[0])
-        single = {names[i]: {"acc": round(float(acc[k + i]), 4), "delta": round(float(acc[k + i]) - base_acc, 4),
-                             "logprob_delta": round(float(logp[k + i]) - base_logp, 4)} for i in range(total)}
-        alone = [h for h in planted_heads if h not in info["pair"]]
-        unplanted = [h for h in names if h not in planted_heads]
-        strongest = min(unplanted, key=lambda h: (single[h]["delta"], single[h]["logprob_delta"]))
-        entry = {
-            "lm_eval_task": T.lm_eval_name(task),
-            "documents": len(labels),
-            "documents_in_task": len(every_doc[2]),
-            "baseline": {"acc": round(base_acc, 4), "logprob": round(base_logp, 4)},
-            "planted": {h: {"role": info["roles"][h], "expected_share": info["expected_share"][h], **single[h]}
-                        for h in planted_heads},
-            "planted_set": {"heads": planted_heads, "acc": round(float(acc[1]), 4),
-                            "delta": round(float(acc[1]) - base_acc, 4)},
-            "planted_but_weak": [h for h in alone if single[h]["delta"] > -threshold],
-            "unplanted_but_strong": [h for h in unplanted if single[h]["delta"] <= -threshold],
-            "strongest_unplanted": {"head": strongest, **single[strongest]},
-            "single": single,
-        }
-        pair_both = None
-        if info["pair"]:
-            rows = {name: i for i, name in enumerate(special)}
-            pair_alone = {h: round(float(acc[rows[f"pair_only_{h}"]]) - base_acc, 4) for h in info["pair"]}
-            both = round(float(acc[rows["pair_both"]]) - base_acc, 4)
-            pair_both = float(logp[rows["pair_both"]]) - base_logp
-            entry["pair"] = {"heads": info["pair"], "alone_delta": pair_alone, "both_delta": both,
-                             "both_logprob_delta": round(pair_both, 4),
-                             "redundant": all(d > -threshold for d in pair_alone.values()) and both <= -threshold}
-        if design.stratify:
-            deltas = {names[i]: float(logp[k + i]) - base_logp for i in range(total)}
-            entry["certificate"] = certificate(deltas, planted_heads, info["pair"], pair_both)
-        if lm_eval_check:
-            via = lm_eval_scores(model, tokenizer, folder, T.lm_eval_name(task),
-                                 {"none": special["none"], "planted_set": special["planted_set"]})
-            direct = {"none": base_acc, "planted_set": float(acc[1])}
-            if searched < len(every_doc[2]):  # lm-eval scores every document: so must the comparison
-                direct = dict(zip(direct, score_masks(model, *every_doc, np.vstack(
-                    [special["none"], special["planted_set"]]))[0]))
-            entry["lm_eval"] = {name: round(v, 4) for name, v in via.items()}
-            if any(abs(via[name] - direct[name]) > 1e-9 for name in via):
-                raise ValueError(f"task {task}: lm-eval's accuracy {via} differs from the direct scoring {direct}")
+        entry = measure_task(model, tokenizer, folder, design, task, sets[task], names, lm_eval_check)
         result["tasks"][task] = entry
-        log(f"{task}: baseline {base_acc:.3f}, planted set {float(acc[1]):.3f}, "
+        log(f"{task}: baseline {entry['baseline']['acc']:.3f}, planted set {entry['planted_set']['acc']:.3f}, "
             f"weak {entry['planted_but_weak']}, unplanted strong {entry['unplanted_but_strong']}")
     result["text"] = text_work(model, design, placement, names, planted.get("training", {}).get("text_entropy"))
     result["seconds"] = round(time.perf_counter() - start, 1)
     return result
+
+
+def measure_task(model, tokenizer, folder, design: Design, task: str, info: dict, names: list[str],
+                 lm_eval_check: bool) -> dict:
+    """One task's entry of truth.json: every head alone, the planted set, the pair and the interactions."""
+    every_doc = encode(tokenizer, read_documents(folder, task))
+    searched = design.stratify or len(every_doc[2])  # the documents the searches score
+    data = tuple(tensor[:searched] for tensor in every_doc)
+
+    def mask_of(heads):
+        mask = np.zeros(len(names), dtype=np.int8)
+        mask[[names.index(h) for h in heads]] = 1
+        return mask
+
+    planted_heads = info["heads"]
+    special = {"none": mask_of([]), "planted_set": mask_of(planted_heads)}
+    if info["pair"]:
+        special.update({f"pair_only_{h}": mask_of([h]) for h in info["pair"]})
+        special["pair_both"] = mask_of(info["pair"])
+    special.update({f"both_{i['role']}": mask_of(i["heads"]) for i in info["interactions"]})
+    acc, logp = score_masks(model, *data, np.vstack([*special.values(), np.eye(len(names), dtype=np.int8)]))
+    row = {name: i for i, name in enumerate(special)}
+    k, base_acc, base_logp = len(special), float(acc[0]), float(logp[0])
+    single = {h: {"acc": round(float(acc[k + i]), 4), "delta": round(float(acc[k + i]) - base_acc, 4),
+                  "logprob_delta": round(float(logp[k + i]) - base_logp, 4)} for i, h in enumerate(names)}
+    alone = [h for h in planted_heads if h not in info["pair"] and h not in info["quiet"]]
+    unplanted = [h for h in names if h not in planted_heads]
+    strongest = min(unplanted, key=lambda h: (single[h]["delta"], single[h]["logprob_delta"]))
+    entry = {
+        "lm_eval_task": T.lm_eval_name(task),
+        "documents": searched,
+        "documents_in_task": len(every_doc[2]),
+        "baseline": {"acc": round(base_acc, 4), "logprob": round(base_logp, 4)},
+        "planted": {h: {"role": info["roles"][h], "expected_share": info["expected_share"][h], **single[h]}
+                    for h in planted_heads},
+        "planted_set": {"heads": planted_heads, "acc": round(float(acc[1]), 4),
+                        "delta": round(float(acc[1]) - base_acc, 4)},
+        "planted_but_weak": [h for h in alone if single[h]["delta"] > -design.threshold],
+        "unplanted_but_strong": [h for h in unplanted if single[h]["delta"] <= -design.threshold],
+        "strongest_unplanted": {"head": strongest, **single[strongest]},
+        "single": single,
+    }
+    pair_both = None
+    if info["pair"]:
+        pair_both = float(logp[row["pair_both"]]) - base_logp
+        entry["pair"] = pair_entry(info["pair"], {h: float(acc[row[f"pair_only_{h}"]]) - base_acc
+                                                  for h in info["pair"]},
+                                   float(acc[row["pair_both"]]) - base_acc, pair_both, design.threshold)
+    if design.stratify:
+        deltas = {h: float(logp[k + i]) - base_logp for i, h in enumerate(names)}
+        entry["certificate"] = certificate(deltas, planted_heads, info["pair"], pair_both, quiet=tuple(info["quiet"]))
+        if info["interactions"]:
+            entry["interactions"] = [{"role": i["role"], **interaction_certificate(
+                i["kind"], i["heads"], deltas, float(logp[row[f"both_{i['role']}"]]) - base_logp, planted_heads)}
+                for i in info["interactions"]]
+    if lm_eval_check:
+        entry["lm_eval"] = lm_eval_agreement(model, tokenizer, folder, task, every_doc, searched, special,
+                                             {"none": base_acc, "planted_set": float(acc[1])})
+    return entry
+
+
+def pair_entry(heads: list[str], alone: dict[str, float], both: float, both_logprob: float, threshold: float) -> dict:
+    """The redundant pair's accuracy changes alone and together, and whether it is redundant in accuracy."""
+    alone = {h: round(d, 4) for h, d in alone.items()}
+    both = round(both, 4)
+    return {"heads": heads, "alone_delta": alone, "both_delta": both, "both_logprob_delta": round(both_logprob, 4),
+            "redundant": all(d > -threshold for d in alone.values()) and both <= -threshold}
+
+
+def lm_eval_agreement(model, tokenizer, folder, task: str, every_doc, searched: int, special: dict,
+                      direct: dict[str, float]) -> dict[str, float]:
+    """The clean and planted-set accuracies through lm-eval's evaluator; an error where they differ from
+    the direct scoring (on every document: lm-eval scores them all)."""
+    via = lm_eval_scores(model, tokenizer, folder, T.lm_eval_name(task),
+                         {"none": special["none"], "planted_set": special["planted_set"]})
+    if searched < len(every_doc[2]):
+        direct = dict(zip(direct, score_masks(model, *every_doc, np.vstack(
+            [special["none"], special["planted_set"]]))[0]))
+    if any(abs(via[name] - direct[name]) > 1e-9 for name in via):
+        raise ValueError(f"task {task}: lm-eval's accuracy {via} differs from the direct scoring {direct}")
+    return {name: round(v, 4) for name, v in via.items()}
 
 
 def text_work(model, design: Design, placement: dict, names: list[str], entropy: float | None) -> dict:
@@ -306,4 +393,23 @@ def summary_table(truth: dict) -> str:
             lines.append(f"| {task} | {c['beta_min']:.4f} ({c['weakest']}) | {c['largest_unplanted']:+.5f} "
                          f"({c['largest_unplanted_head']}) | {c['tau']:.6f} | {c['beta_over_largest']} | "
                          f"{c['beta_over_tau']} | {'yes' if c['passes'] else '**no**'} |")
-    return "\n".join(lines)
+    return "\n".join(lines + interactions_table(truth))
+
+
+def interactions_table(truth: dict) -> list[str]:
+    """Markdown lines: each interaction's effects (gold log-probability deltas) and its certificate's checks."""
+    found = [(task, i) for task, e in truth["tasks"].items() for i in e.get("interactions", [])]
+    if not found:
+        return []
+    lines = ["", "Interactions (gold log-probability changes; checks are drops, with their ratios to the largest "
+             "unplanted effect and to tau):", "",
+             "| task | kind | heads (first, second) | alone | both | tau | largest unplanted | checks | passes |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for task, i in found:
+        alone = ", ".join(f"{d:+.5f}" for d in i["alone"].values())
+        checks = "; ".join(f"{c['what']} {c['effect']:.5f} " + (f"({c['over_largest']} x, {c['over_tau']} x tau)"
+                                                                if "over_tau" in c else "(< tau)" if c["holds"] else
+                                                                "(not < tau)") for c in i["checks"])
+        lines.append(f"| {task} | {i['kind']} | {', '.join(i['heads'])} | {alone} | {i['both']:+.5f} | "
+                     f"{i['tau']:.6f} | {i['largest_unplanted']:+.5f} | {checks} | {'yes' if i['passes'] else '**no**'} |")
+    return lines
