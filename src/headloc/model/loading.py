@@ -85,6 +85,19 @@ def check_checkpoint_dir(path: Path) -> None:
         )
 
 
+def converted_checkpoint(folders, name: str = "smollm2-135m-instruct") -> Path:
+    """The first of ``folders`` that holds a checkpoint, else the embedded model ``name`` converted
+    once into the last of them (the benchmarks' default model: the workflow's or the tests' copy)."""
+    folders = [Path(folder) for folder in folders]
+    for folder in folders:
+        try:
+            check_checkpoint_dir(folder)
+            return folder
+        except ValueError:
+            continue
+    return convert_gguf(resolve_source(name).location, str(folders[-1]))
+
+
 def gguf_tokenizer(gguf_path):
     """The tokenizer stored in a GGUF file (with its chat template), read without the weights."""
     from transformers import AutoTokenizer

@@ -1,0 +1,80 @@
+"""Searches compared with a reference: every method against greedy, seed by seed
+(:func:`vs_greedy_table`, the records of :mod:`headloc.api.vs_greedy`), and one search's scores in
+two runs, e.g. in two dtypes (:func:`score_agreement`).
+
+>>> print(mean_se([-50.0, -60.0]), mean_se([-50.0]), mean_se([]))
+-55.0 ± 5.0 -50.0 -
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy.stats import spearmanr
+
+REFERENCE = "greedy"
+HEADER = ("| task | method | seeds | Delta Task (pp; a metric's own unit in brackets) | minus greedy's "
+          "| top-5 overlap with greedy | evaluations | share of greedy's | seconds "
+          "| Delta Task, universal heads left out |")
+
+
+def mean_se(values) -> str:
+    """Mean and standard error of the values that are not NaN, signed; the mean alone for one value."""
+    values = np.asarray(values, dtype=float)
+    values = values[~np.isnan(values)]
+    if len(values) == 0:
+        return "-"
+    if len(values) == 1:
+        return f"{values.mean():+.1f}"
+    return f"{values.mean():+.1f} ± {values.std(ddof=1) / np.sqrt(len(values)):.1f}"
+
+
+def vs_greedy_table(records: list[dict]) -> str:
+    """The markdown table of validation records: per task and method, over the seeds validated,
+    Delta Task (mean +- s.e., percentage points of the validation metric), its gap to greedy's on
+    the same seed, the overlap of the top k with greedy's, masked evaluations (and their share of
+    greedy's) and seconds per search. A record with the search's own continuous score on the full
+    data (``id_metric``) adds a row ``<task> (<metric>)`` in that metric's own unit."""
+    frame = pd.DataFrame(records).drop_duplicates(["task", "seed", "method"])
+    frame["delta"] = 100 * (frame["ablated"] - frame["clean"])
+    frame["filtered"] = 100 * (frame.get("filtered_ablated", np.nan) - frame["clean"])
+    if "id_metric" in frame:
+        own = frame.dropna(subset=["id_metric"]).copy()
+        own["task"] = own["task"] + " (" + own["id_metric"] + ")"
+        own["delta"] = own["id_ablated"] - own["id_clean"]
+        own["filtered"] = own["id_filtered_ablated"] - own["id_clean"]
+        frame = pd.concat([frame, own], ignore_index=True)
+    frame = _against_greedy(frame)
+    lines = [HEADER, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for (task, method), g in frame.groupby(["task", "method"], sort=False):
+        lines.append(f"| {task} | {method} | {len(g)} | {mean_se(g.delta)} | {mean_se(g.gap)} | "
+                     f"{g.overlap.mean():.1f} | {g.n_evals.mean():.0f} | {100 * g.share.mean():.1f} % | "
+                     f"{g.seconds.mean():.1f} | {mean_se(g.filtered)} |")
+    return "\n".join(lines)
+
+
+def _against_greedy(frame: pd.DataFrame) -> pd.DataFrame:
+    """Each row's ``gap`` (its Delta Task minus greedy's), ``overlap`` (of its top with greedy's) and
+    ``share`` (of greedy's evaluations), greedy's record of the same task and seed; NaN without one."""
+    greedy = frame[frame.method == REFERENCE].set_index(["task", "seed"])
+    keys = list(zip(frame.task, frame.seed))
+    frame["gap"] = [d - greedy["delta"].get(key, np.nan) for key, d in zip(keys, frame.delta)]
+    frame["overlap"] = [len(set(top) & set(greedy["top"].get(key, []))) if key in greedy.index else np.nan
+                        for key, top in zip(keys, frame.top)]
+    frame["share"] = [n / greedy["n_evals"].get(key, np.nan) for key, n in zip(keys, frame.n_evals)]
+    return frame
+
+
+def score_agreement(scores_a, scores_b, top_a: list[str], top_b: list[str]) -> dict:
+    """How far one search's scores of the same masks in two runs differ: the largest and mean
+    difference, both against the spread (standard deviation) of run A's scores over the masks (what
+    a search tells heads apart by), their rank correlation, and the two top heads' overlap."""
+    a, b = np.asarray(scores_a, dtype=float), np.asarray(scores_b, dtype=float)
+    if a.shape != b.shape or len(a) < 2:
+        raise ValueError(f"expected the scores of the same masks (at least 2) in both runs, got {len(a)} and {len(b)}")
+    difference = np.abs(a - b)
+    spread = float(np.std(a))
+    return {"masks": len(a), "max_diff": float(difference.max()), "mean_diff": float(difference.mean()),
+            "spread": spread, "max_diff_per_spread": float(difference.max() / spread),
+            "spearman": float(spearmanr(a, b).statistic), "top_a": list(top_a), "top_b": list(top_b),
+            "top_overlap": len(set(top_a) & set(top_b)), "top1_same": list(top_a[:1]) == list(top_b[:1])}
