@@ -164,28 +164,26 @@ def test_frozen_phase_moves_only_the_planted_heads(monkeypatch):
 
 @pytest.mark.ground_truth
 def test_the_benchmark_scores_a_method_against_the_truth(tiny, tmp_path):
-    """benchmarks/ground_truth.py on copy3: one-shot greedy's top k are the k heads whose removal
-    alone lowers the gold log-probability most (recomputed here by zeroing o_proj columns), its
-    recall is their overlap with the role heads (the universal head scored on its own), and it
-    spent one evaluation per head plus one."""
-    import importlib.util
+    """The ground-truth benchmark (headloc.groundtruth.benchmark) on copy3: one-shot greedy's top k
+    are the k heads whose removal alone lowers the gold log-probability most (recomputed here by
+    zeroing o_proj columns), its recall is their overlap with the role heads (the universal head
+    scored on its own), and it spent one evaluation per head plus one."""
+    from headloc.groundtruth.benchmark import benchmark
+    from headloc.groundtruth.scoring import task_truth
 
-    spec = importlib.util.spec_from_file_location("ground_truth_benchmark", REPO / "benchmarks" / "ground_truth.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
     recipe, folder, truth = tiny
     planted = tmp_path / "tiny"
     planted.mkdir()
     (planted / "model").symlink_to(folder)
     (planted / "truth.json").write_text(json.dumps(truth))
-    table = bench.benchmark(planted, ["greedy1s"], budgets=[], seeds=[0], tasks=["copy3"])
+    table = benchmark(planted, ["greedy1s"], [], [0], sparsity=0.05, alpha="cv", tasks=["copy3"])
     (row,) = table.to_dict("records")
     model = load(folder)
     data = documents(folder, "copy3")
     base = gold_logprob(model, *data)
     heads = [(l, h) for l in range(recipe.size.layers) for h in range(recipe.size.heads)]
     effect = {f"L{l}H{h}": gold_logprob(without(model, [(l, h)]), *data) - base for l, h in heads}
-    sets = bench.task_truth(truth["tasks"]["copy3"])  # the universal head and the role heads (no pair here)
+    sets = task_truth(truth["tasks"]["copy3"])  # the universal head and the role heads (no pair here)
     k = len(truth["tasks"]["copy3"]["planted_set"]["heads"])
     assert sets["k"] == k and len(sets["roles"]) == k - 1
     expected = sorted(effect, key=effect.get)[:k]
