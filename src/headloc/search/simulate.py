@@ -135,6 +135,26 @@ def compare(seeds, budgets, *, sparsity: float = 0.05, **world_options) -> dict[
     return recalls
 
 
+def recall_table(recalls: dict[str, dict[int, list[float]]], budgets) -> str:
+    """A markdown table of :func:`compare`'s recalls: per search and budget M, the mean recall over
+    seeds +- its standard error, then P(recall = 1) in brackets.
+
+    >>> print(recall_table({"lasso_stratified": {50: [1.0, 0.5]}}, [50]))
+    | search | M = 50 |
+    |---|---:|
+    | lasso_stratified | 0.75 +- 0.25 [0.50] |
+    """
+    lines = ["| search | " + " | ".join(f"M = {m}" for m in budgets) + " |", "|---|" + "---:|" * len(budgets)]
+    for name, by_budget in recalls.items():
+        cells = []
+        for m in budgets:
+            values = np.array(by_budget[m])
+            error = values.std(ddof=1) / np.sqrt(len(values)) if len(values) > 1 else 0.0
+            cells.append(f"{values.mean():.2f} +- {error:.2f} [{np.mean(values == 1):.2f}]")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 # ---------------------------------------------------------------- worlds with interactions
 
 INTERACTIONS = {"roles": (0.2, 0.15, 0.1), "backup": 0.175, "redundant": 0.175, "synergy": 0.125}
