@@ -1,99 +1,148 @@
-"""The parts of the benchmark scripts that decide what they report: the documents the SmolLM2
-comparison searches, its table, the cs_adaptive that the variants are compared with, and the
-ground-truth benchmark's scoring (headloc.groundtruth.scoring)."""
+"""The benchmarks' library parts that decide what they report, against hand-worked numbers: the
+SmolLM2-vs-greedy comparison (headloc.api.vs_greedy, headloc.report.comparison), the ground-truth
+benchmark (headloc.groundtruth.benchmark and .scoring) and the simulated searches' table
+(headloc.search.simulate); each script run as a user runs it where it is cheap."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
-import tempfile
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
+import pandas as pd
 import pytest
 
+from headloc.api import vs_greedy
 from headloc.data.datasets import identification_subset
+from headloc.groundtruth import benchmark as gt
 from headloc.groundtruth import scoring
+from headloc.heads import HeadGeometry, head_name
+from headloc.report.comparison import vs_greedy_table
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def script(name: str):
+    """A benchmark script as a module: its ``main(argv)`` is what its command line runs."""
     spec = importlib.util.spec_from_file_location(f"benchmark_{name}", REPO / "benchmarks" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
+# ------------------------------------------------------------------ SmolLM2 against greedy
+
+
 def test_the_smollm2_comparison_searches_the_workflows_identification_subset():
-    vs = script("smollm2_vs_greedy")
     docs = [{"id": str(i)} for i in range(107)]
     for seed in range(4):
         kept = [int(d["id"]) for d in identification_subset(docs, 20, seed)]  # rule subset_dataset's draw
-        assert vs.identification_ids(107, 20, seed) == kept
+        assert vs_greedy.identification_ids(107, 20, seed) == kept
+
+
+def write_records(folder: Path, rows: list[dict]) -> None:
+    """Records as the comparison's files hold them: one JSON object a line (written here by hand)."""
+    with (folder / "ioi-s0.jsonl").open("w") as handle:
+        for row in rows:
+            handle.write(json.dumps(row) + "\n")
+
+
+def table_row(text: str, first_cells: str) -> list[str]:
+    line = next(row for row in text.splitlines() if row.startswith(first_cells))
+    return [cell.strip() for cell in line.strip("|").split("|")]
 
 
 def test_the_smollm2_table_compares_each_seed_with_greedys(tmp_path):
-    vs = script("smollm2_vs_greedy")
     rows = [  # two seeds; accuracy 0.8 unablated
         ("greedy", 0, ["A", "B"], 100, 0.1), ("greedy", 1, ["A", "C"], 100, 0.2),
         ("group_testing", 0, ["A", "D"], 10, 0.3), ("group_testing", 1, ["C", "A"], 6, 0.2),
     ]
-    with (tmp_path / "ioi-s0.jsonl").open("w") as handle:
-        for method, seed, top, evals, ablated in rows:
-            handle.write(json.dumps({"kind": "validation", "task": "ioi", "seed": seed, "method": method, "top": top,
-                                     "n_evals": evals, "seconds": 1.0, "clean": 0.8, "ablated": ablated}) + "\n")
-    line = next(row for row in vs.table([tmp_path]).splitlines() if "| ioi | group_testing |" in row)
-    cells = [cell.strip() for cell in line.strip("|").split("|")]
+    write_records(tmp_path, [{"kind": "validation", "task": "ioi", "seed": seed, "method": method, "top": top,
+                              "n_evals": evals, "seconds": 1.0, "clean": 0.8, "ablated": ablated}
+                             for method, seed, top, evals, ablated in rows])
+    cells = table_row(vs_greedy_table(vs_greedy.read_records([tmp_path])), "| ioi | group_testing |")
     # Delta Task -50 and -60: mean -55, s.e. 5; minus greedy's: +20 and 0; overlap 1 and 2; 8 % of greedy's
     assert cells[2:9] == ["2", "-55.0 ± 5.0", "+10.0 ± 10.0", "1.5", "8", "8.0 %", "1.0"]
+    assert cells[9] == "-"  # no filtered top k recorded
 
 
 def test_the_smollm2_table_adds_the_searchs_continuous_score_in_its_own_unit(tmp_path):
     """A record with the search's own score on the full data (the ioi margin) gives rows "ioi (margin)":
     the change in margin, not 100 x it, against greedy's seed by seed."""
-    vs = script("smollm2_vs_greedy")
     rows = [("greedy", 0, 4.0, -3.0), ("greedy", 1, 4.0, -2.0), ("group_testing", 0, 4.0, 1.0),
             ("group_testing", 1, 4.5, 0.5)]
-    with (tmp_path / "ioi-s0.jsonl").open("w") as handle:
-        for method, seed, clean, ablated in rows:
-            handle.write(json.dumps({"kind": "validation", "task": "ioi", "seed": seed, "method": method,
-                                     "top": ["A"], "n_evals": 10, "seconds": 1.0, "clean": 0.8, "ablated": 0.2,
-                                     "id_metric": "margin", "id_clean": clean, "id_ablated": ablated,
-                                     "id_filtered_ablated": ablated}) + "\n")
-    line = next(row for row in vs.table([tmp_path]).splitlines() if "| ioi (margin) | group_testing |" in row)
-    cells = [cell.strip() for cell in line.strip("|").split("|")]
+    write_records(tmp_path, [{"kind": "validation", "task": "ioi", "seed": seed, "method": method, "top": ["A"],
+                              "n_evals": 10, "seconds": 1.0, "clean": 0.8, "ablated": 0.2, "id_metric": "margin",
+                              "id_clean": clean, "id_ablated": ablated, "id_filtered_ablated": ablated}
+                             for method, seed, clean, ablated in rows])
+    out = vs_greedy_table(vs_greedy.read_records([tmp_path]))
+    cells = table_row(out, "| ioi (margin) | group_testing |")
     # changes -3 and -4: mean -3.5, s.e. 0.5; greedy's -7 and -6: gaps +4 and +2
     assert cells[2:5] == ["2", "-3.5 ± 0.5", "+3.0 ± 1.0"]
+    assert table_row(out, "| ioi | group_testing |")[3] == "-60.0 ± 0.0"  # the accuracy rows stay
 
 
-def test_the_variants_baseline_is_the_workflows_cs_adaptive():
-    av = script("adaptive_variants")
-    from headloc.heads import HeadGeometry
-
-    effect = np.zeros(60)
-    effect[[4, 9, 30]] = [-0.4, -0.3, -0.2]
-    noise = np.random.default_rng(0)
-    score = lambda masks: 0.9 + np.asarray(masks) @ effect + 0.01 * noise.standard_normal(len(masks))  # noqa: E731
-    geometry = HeadGeometry(6, 10)
-    for seed in (0, 1):
-        noise = np.random.default_rng(seed)  # the same noise for both runs: they score the same masks
-        with tempfile.TemporaryDirectory() as tmp:
-            driven = av.gt.drive(av.gt.methods.get("cs_adaptive"), score, geometry, Path(tmp), budget=40, seed=seed,
-                                 k=3, sparsity=av.gt.SPARSITY, alpha=av.gt.ALPHA, log=av.gt.LOG)
-        noise = np.random.default_rng(seed)
-        ranking, n_evals = av.variant_ranking("built", score, 60, 3, 40, seed)
-        assert [geometry.names[h] for h in ranking] == driven["ranking"] and n_evals == driven["n_evals"]
-    for name in ("share50", "confirm", "residual"):
-        ranking, n_evals = av.variant_ranking(name, score, 60, 3, 40, 0)
-        assert sorted(ranking) == list(range(60)) and n_evals <= 40
-        assert set(ranking[:3]) == {4, 9, 30}, name
+class Found(SimpleNamespace):
+    """What a validation reads of a search's result (headloc.api.Located): its ranking and record."""
 
 
-def test_an_unknown_variant_is_refused():
-    av = script("adaptive_variants")
-    with pytest.raises(ValueError, match="unknown variant 'half'; expected one of built, share50, confirm, residual"):
-        av.variant_ranking("half", lambda masks: np.zeros(len(masks)), 60, 3, 40, 0)
+def head_code(mask) -> int:
+    """A score that names the ablated heads exactly: the sum of 2 ** index over them."""
+    return int(sum(2 ** i for i in np.flatnonzero(mask)))
+
+
+def test_a_validation_record_ablates_the_top_k_and_the_top_k_without_the_universal_heads():
+    geometry = HeadGeometry(2, 3)  # L0H0..L1H2, indices 0..5
+    found = Found(ranking=["L0H1", "L1H2", "L0H0", "L1H0"], top_heads=["L0H1", "L1H2"], n_evals=40,
+                  record={"labels": {"L1H0": "confirmed"}})
+    calls = []
+
+    def score(masks, desc):
+        calls.append(desc)
+        return np.array([head_code(m) for m in masks], dtype=float)
+
+    settings = vs_greedy.Comparison(top_k=2, universal=("L0H1",))
+    row = vs_greedy.validation_record(found, [score, lambda masks, desc: -np.asarray(masks).sum(1)], geometry,
+                                      task="ioi", seed=3, label="group_testing", n_docs=50, seconds=2.5,
+                                      settings=settings, id_metric="margin")
+    assert row["clean"] == 0.0 and row["ablated"] == 2 ** 1 + 2 ** 5  # L0H1 and L1H2
+    assert row["filtered_top"] == ["L1H2", "L0H0"] and row["filtered_ablated"] == 2 ** 5 + 2 ** 0
+    assert row["labels"] == ["", ""] and row["universal"] == ["L0H1"]
+    assert (row["id_clean"], row["id_ablated"], row["id_filtered_ablated"], row["id_metric"]) == (0, -2, -2, "margin")
+    assert (row["task"], row["seed"], row["method"], row["n_evals"], row["n_docs"]) == ("ioi", 3, "group_testing", 40, 50)
+    assert calls == ["validate ioi"]
+    plain = vs_greedy.validation_record(found, [score], geometry, task="ioi", seed=3, label="x", n_docs=50,
+                                        seconds=1.0, settings=vs_greedy.Comparison(top_k=2))
+    assert "id_metric" not in plain and plain["filtered_top"] == ["L0H1", "L1H2"]
+
+
+def test_records_written_by_the_comparison_make_its_table(tmp_path):
+    geometry = HeadGeometry(2, 3)
+    for method, top, evals in [("greedy", ["L0H0"], 7), ("random", ["L1H1"], 0)]:
+        found = Found(ranking=top, top_heads=top, n_evals=evals, record={})
+        row = vs_greedy.validation_record(found, [lambda masks, desc: 1.0 - np.asarray(masks).sum(1) / 4], geometry,
+                                          task="ioi", seed=0, label=method, n_docs=9, seconds=1.0,
+                                          settings=vs_greedy.Comparison(top_k=1))
+        vs_greedy.append_record(tmp_path / "ioi-s0.jsonl", row)
+    cells = table_row(vs_greedy_table(vs_greedy.read_records([tmp_path])), "| ioi | random |")
+    assert cells[2:8] == ["1", "-25.0", "+0.0", "0.0", "0", "0.0 %"]  # 1 -> 0.75 for both; no head shared
+
+
+def test_the_comparison_refuses_a_task_its_config_lacks(tmp_path):
+    config = {"tasks": {"ioi": {}, "capitals": {}}, "search": {}}
+    with pytest.raises(ValueError, match=r"tasks \['iio'\] are not in the config; expected some of \['capitals', 'ioi'\]"):
+        vs_greedy.compare(None, None, config, tmp_path, vs_greedy.Comparison(), tasks=["iio"])
+
+
+def test_the_script_prints_the_table_of_its_records(tmp_path, capsys):
+    write_records(tmp_path, [{"kind": "validation", "task": "ioi", "seed": 0, "method": m, "top": ["A"],
+                              "n_evals": n, "seconds": 1.0, "clean": 0.8, "ablated": a}
+                             for m, n, a in (("greedy", 100, 0.2), ("cs_adaptive", 50, 0.5))])
+    script("smollm2_vs_greedy").main(["--table", str(tmp_path)])
+    cells = table_row(capsys.readouterr().out, "| ioi | cs_adaptive |")
+    assert cells[2:8] == ["1", "-30.0", "+30.0", "1.0", "50", "50.0 %"]
 
 
 # ------------------------------------------------------------------ the ground-truth benchmark's scoring
@@ -226,3 +275,81 @@ def test_the_summary_reports_each_kinds_recall_and_p_all_found():
 def test_the_summary_reads_a_recall_table_from_before_the_interactions():
     summary = scoring.summarise(recall_rows())  # no recall_<kind> columns, as in earlier runs' recall.csv
     assert summary[[f"recall_{k}" for k in scoring.KINDS] + [f"p_all_{k}" for k in scoring.KINDS]].isna().all().all()
+
+
+# ------------------------------------------------------------------ the ground-truth benchmark's runs
+
+
+def test_each_method_runs_at_its_budgets_and_seeds():
+    budgets, seeds = [50, 100], [0, 1, 2]
+    assert gt.runs_of("greedy", budgets, seeds) == [(None, 0)]  # deterministic, spends no budget
+    assert gt.runs_of("greedy1s", budgets, seeds) == [(None, 0)]
+    assert gt.runs_of("attribution", budgets, seeds) == [(None, 0), (None, 1), (None, 2)]  # seeded, no budget
+    assert gt.runs_of("random", budgets, seeds) == [(None, 0), (None, 1), (None, 2)]
+    grid = [(50, 0), (50, 1), (50, 2), (100, 0), (100, 1), (100, 2)]
+    assert gt.runs_of("cs_adaptive", budgets, seeds) == grid
+    assert gt.runs_of("thompson_damage", budgets, seeds) == grid  # a variant runs as its method
+
+
+def test_a_variant_is_its_method_with_the_benchmarks_options():
+    method, options = gt.method_of("thompson_damage")
+    assert method.name == "thompson" and options == {"score_range": [-3.0, 0.0], "reward": "damage"}
+    assert gt.method_of("group_testing")[1] == {}
+    with pytest.raises(ValueError, match="unknown method 'greedy2'; expected one of attribution, .*thompson_damage"):
+        gt.method_of("greedy2")
+
+
+def test_the_report_writes_the_rows_the_summary_and_the_figure(tmp_path):
+    table = recall_rows()
+    text = gt.report(table, tmp_path, 0.05)
+    assert (tmp_path / "summary.md").read_text() == text
+    assert pd.read_csv(tmp_path / "recall.csv").shape == table.shape
+    assert (tmp_path / "recall.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    goal = text.split("## Cheapest budget")[1].split("##")[0].strip().splitlines()
+    header = [cell.strip() for cell in goal[2].strip("|").split("|")]
+    cells = [dict(zip(header, (cell.strip() for cell in line.strip("|").split("|")))) for line in goal[4:]]
+    # group testing's cheapest cell at the goal is budget 100 (test_the_goal_cell_is_...), 60 evaluations
+    assert [(c["method"], c["budget"], c["n_evals"]) for c in cells] == [("greedy", "nan", "200"),
+                                                                          ("group_testing", "100", "60")]
+    assert text.rstrip().endswith("Tasks left out (certificate failing): c64-s0/bad, c64-s1/bad")
+
+
+def test_the_script_merges_earlier_runs(tmp_path, capsys):
+    halves = [recall_rows().iloc[:7], recall_rows().iloc[7:]]
+    for i, half in enumerate(halves):
+        half.to_csv(tmp_path / f"r{i}.csv", index=False)
+    script("ground_truth").main(["--merge", str(tmp_path / "r0.csv"), str(tmp_path / "r1.csv"), "--out",
+                                 str(tmp_path / "merged")])
+    merged = pd.read_csv(tmp_path / "merged" / "recall.csv")
+    assert len(merged) == len(recall_rows()) and capsys.readouterr().out.startswith("# Recall of the certified")
+    assert (tmp_path / "merged" / "summary.md").read_text() == gt.report(recall_rows(), tmp_path / "again", 0.05)
+
+
+def test_the_benchmark_refuses_a_task_the_truth_lacks(tmp_path):
+    (tmp_path / "truth.json").write_text(json.dumps({"tasks": {"copy3": {}}}))
+    with pytest.raises(ValueError, match=r"tasks \['copy4'\] are not in .*truth.json; expected some of \['copy3'\]"):
+        gt.benchmark(tmp_path, ["greedy"], [], [0], sparsity=0.05, alpha="cv", tasks=["copy4"])
+
+
+# ------------------------------------------------------------------ the simulated searches
+
+
+def test_the_simulated_searches_table_by_hand():
+    from headloc.search.simulate import recall_table
+
+    text = recall_table({"lasso_stratified": {50: [1.0, 0.5, 0.0], 100: [1.0]}, "group_testing": {50: [1.0, 1.0, 1.0],
+                                                                                                  100: [0.5]}}, [50, 100])
+    lines = text.splitlines()
+    assert lines[0] == "| search | M = 50 | M = 100 |"
+    # 1, 0.5, 0: mean 0.5, s.d. 0.5, s.e. 0.29; one of three all found
+    assert lines[2] == "| lasso_stratified | 0.50 +- 0.29 [0.33] | 1.00 +- 0.00 [1.00] |"
+    assert lines[3] == "| group_testing | 1.00 +- 0.00 [1.00] | 0.50 +- 0.00 [0.00] |"
+
+
+def test_the_simulation_script_prints_the_comparison(capsys):
+    from headloc.search.simulate import compare, recall_table
+
+    script("simulate_search").main(["--seeds", "2", "--n-heads", "48", "--budgets", "30"])
+    out = capsys.readouterr().out
+    assert recall_table(compare(range(2), [30], n_heads=48), [30]) in out
+    assert "N = 48, tau = 0.01, OR pair: False, sparsity 0.05, seeds 0..1" in out
