@@ -26,6 +26,7 @@ cs_stratified      50             0.05
 
 from __future__ import annotations
 
+import json
 from typing import Protocol
 
 import numpy as np
@@ -112,3 +113,54 @@ def smallest_budgets(points: pd.DataFrame, share: float = 0.95) -> pd.DataFrame:
         row["ratio_to_greedy"] = round(row["n_evals"] / row["greedy_evals"], 6) if len(reached) else np.nan
         found.append(row)
     return pd.DataFrame(found).reset_index(drop=True)
+
+
+def percent(value: float) -> str:
+    """A share as a whole percentage; "-" for NaN."""
+    return "-" if pd.isna(value) else f"{round(100 * value)}%"  # an int: no "-0%"
+
+
+def curve_table(points: pd.DataFrame) -> str:
+    """Markdown: every :func:`efficiency_points` row, Delta Task of the top k against the budget."""
+    lines = ["| model | task | method | y | budget | evals | seeds | Delta Task mean +- sd | min..max | of greedy "
+             "| seeds >= share |",
+             "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in points.itertuples(index=False):
+        sd = "" if pd.isna(r.sd) else f" +- {r.sd:.1f}"
+        lines.append(f"| {r.model} | {r.task} | {r.method} | {r.y} | {r.budget} | {r.n_evals:.0f} | {r.seeds} | "
+                     f"{r.mean:.1f}{sd} | {r.min:.0f}..{r.max:.0f} | {percent(r.share_of_greedy)} | "
+                     f"{r.seeds_reaching}/{r.seeds} |")
+    return "\n".join(lines)
+
+
+def summary_table(best: pd.DataFrame, share: float, target: float) -> str:
+    """Markdown: every :func:`smallest_budgets` row, and whether its evaluations are at most
+    ``target`` of greedy's (the goal)."""
+    lines = [f"| model | task | method | y | smallest budget at {percent(share)} of greedy | evals | Delta Task mean +- sd "
+             f"(greedy) | seeds reaching | / greedy's evals | <= {percent(target)}? |",
+             "|---|---|---|---|---:|---:|---:|---:|---:|---|"]
+    for r in best.itertuples(index=False):
+        reached = not pd.isna(r.budget)
+        sd = "" if pd.isna(r.sd) else f" +- {r.sd:.1f}"
+        budget = f"{r.budget:.0f}" if reached else f"none (best {percent(r.share_of_greedy)})"
+        ratio = f"{r.ratio_to_greedy:.3f}" if reached else "-"
+        meets = "yes" if reached and r.ratio_to_greedy <= target else "no"
+        lines.append(f"| {r.model} | {r.task} | {r.method} | {r.y} | {budget} | {r.n_evals:.0f} | {r.mean:.1f}{sd} "
+                     f"({r.greedy:.1f}) | {r.seeds_reaching}/{r.seeds} | {ratio} | {meets} |")
+    return "\n".join(lines)
+
+
+def efficiency_report(table4: pd.DataFrame, share: float, target: float, universal: dict) -> tuple[str, dict]:
+    """The markdown report and its JSON record of merged Table 4s (with :func:`search_fields`
+    columns): the universal heads each run filtered, the curve of every method, and its smallest
+    budget at ``share`` of greedy's Delta Task against the goal (``target`` of greedy's evaluations)."""
+    points = efficiency_points(table4, share)
+    best = smallest_budgets(points, share)
+    text = "\n\n".join([
+        f"Universal heads filtered (per config and model): {universal}",
+        "Delta Task of the top k (points) against the budget, over seeds:", curve_table(points),
+        f"Smallest budget whose mean Delta Task reaches {percent(share)} of greedy's:",
+        summary_table(best, share, target)])
+    record = {"share": share, "universal": universal, "points": json.loads(points.to_json(orient="records")),
+              "smallest_budgets": json.loads(best.to_json(orient="records"))}
+    return text, record
