@@ -72,7 +72,8 @@ SPARSITY, ALPHA = SEARCH["sparsity"]["default"], SEARCH["alpha"]["default"]
 # [0, 1] through its score_range (its config section), so it is given this one.
 OPTIONS = {"thompson": {"score_range": [-3.0, 0.0]}}
 # Variants run beside the registered methods: name -> (method, its config section over OPTIONS).
-VARIANTS = {"thompson_damage": ("thompson", {"reward": "damage"})}
+VARIANTS = {"thompson_damage": ("thompson", {"reward": "damage"}),
+            "conditional_screen": ("conditional_group_testing", {"pair_screen": True})}
 
 
 def method_of(name: str):
