@@ -133,6 +133,18 @@ def test_the_link_check_sees_the_links():
         "x.md", "img/z.png"]
 
 
+def test_the_other_checks_see_what_they_look_for(tmp_path):
+    """Guards the helpers: repeated headings get GitHub's suffixes, an escaped pipe stays in its
+    cell, a ticket number is found but an anchor that starts with a digit is not, dates are found."""
+    page = tmp_path / "page.md"
+    page.write_text("# Top\n\n## Runs\n\n```\n## not a heading\n```\n\n## Runs\n")
+    assert anchors(page) == {"top", "runs", "runs-1"}
+    assert cells("| `key` | a \\| b | c |") == ["`key`", "a \\| b", "c"]
+    assert [m[0] for m in NUMBERED.finditer("see issue 31, stops 28 and #35; [x](a.md#2-the-task)")] == [
+        "issue 31", "stops 28", "#35"]
+    assert DATE.findall("run on 2026-11-26, commit 4ddd677") == ["2026-11-26"]
+
+
 def test_every_docs_page_is_linked_from_another():
     linked = {(page.parent / target.partition("#")[0]).resolve()
               for page in PAGES for target in relative_links(page) if target.partition("#")[0]}
