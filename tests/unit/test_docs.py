@@ -112,9 +112,9 @@ def test_dates_only_in_results(page):
 def test_each_study_opens_with_its_date_and_command(page):
     if page.name == "README.md":
         return
-    opening = "\n".join(page.read_text().splitlines()[:30])
-    assert DATE.search(opening), f"{name(page)}: no date (YYYY-MM-DD) in its first 30 lines"
-    assert re.search(r"^```", opening, re.M), f"{name(page)}: no command block in its first 30 lines"
+    opening = re.split(r"^## ", FENCE.sub("```", page.read_text()), maxsplit=1, flags=re.M)[0]
+    assert DATE.search(opening), f"{name(page)}: no date (YYYY-MM-DD) before its first section"
+    assert "```" in opening, f"{name(page)}: no command block before its first section"
 
 
 @pytest.mark.parametrize("page", PAGES, ids=name)
