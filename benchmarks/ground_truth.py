@@ -57,6 +57,7 @@ from headloc.groundtruth.recipe import Design
 from headloc.groundtruth.truth import encode, load_planted, read_documents, score_masks
 from headloc.heads import HeadGeometry
 from headloc.methods.driver import drive
+from headloc.methods.settings import SearchSettings
 
 LOG = logging.getLogger("ground_truth")
 DEFAULT_BUDGETS = (50, 100, 200)
@@ -128,10 +129,11 @@ def ranking_of(name: str, scorer: Scorer, names: list[str], budget, seed: int, k
     """The method's ranking (head names, most damaging first) and its evaluations."""
     method, options = method_of(name)
     with tempfile.TemporaryDirectory() as tmp:
-        gradient = (model, scorer.examples(), method.defaults) if method.kind == "gradient" else None
+        gradient = (model, scorer.examples()) if method.kind == "gradient" else None
+        settings = SearchSettings(**({"n_masks": budget} if budget else {}), seed=seed, top_k=k, sparsity=SPARSITY,
+                                  alpha=ALPHA, options={method.name: options} if method.options else {})
         found = drive(method, scorer, HeadGeometry(model.config.num_hidden_layers, model.config.num_attention_heads),
-                      Path(tmp), budget=budget or 0, seed=seed, k=k, sparsity=SPARSITY, alpha=ALPHA,
-                      gradient=gradient, options=options, log=LOG)
+                      Path(tmp), settings, gradient=gradient, log=LOG)
     return found["ranking"], found["n_evals"]
 
 

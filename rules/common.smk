@@ -27,7 +27,6 @@ from headloc.workflow.portable import files_digest
 check_workflow_config(config, os.path.join(workflow.basedir, "config", "schema.yaml"))
 PLAN = Plan(config)
 MODELS, TASKS, LOCALIZED = PLAN.models, PLAN.tasks, PLAN.localized
-SEARCH = config["search"]
 MODEL_FACTS = ModelFacts(config)
 TASK_FACTS = TaskFacts(config, PLAN)
 RUN_CONFIG = paths.RUN_CONFIG.format(digest=PLAN.digest)

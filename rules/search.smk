@@ -41,7 +41,7 @@ rule score_masks:
         model=model_options,
         task=task_options,
         higher_is_better=scoring_direction,  # written beside the scores: every search reads it
-        chunks=SEARCH["chunks"],
+        chunks=PLAN.settings.chunks,
     script:
         "../scripts/score_masks.py"
 

@@ -153,10 +153,12 @@ def test_an_lm_eval_tasks_direction_is_read_never_contradicted():
      "masks_per_round (default 1), extra_heads (default 2)"),
     ({"options": {"steps": 3}}, "method 'cs_stratified' takes no options, got {'steps': 3}; the methods with "
                                 "options are chg, group_testing, conditional_group_testing, thompson"),
-    ({"method": "group_testing", "options": {"extra_heads": -1}}, "got -1"),  # the method's own check
-    ({"top_k": 0}, "top_k must be a positive integer, got 0"),
-    ({"sparsity": 1.5}, "sparsity must lie in (0, 1), got 1.5"),
-    ({"alpha": "auto"}, "alpha must be 'cv' or a number >= 0, got 'auto'"),
+    ({"method": "group_testing", "options": {"extra_heads": -1}},
+     "group_testing.extra_heads: -1 is not valid; expected an integer >= 0"),
+    ({"top_k": 0}, "top_k: 0 is not valid; expected an integer >= 1"),
+    ({"seed": -1}, "seed: -1 is not valid; expected an integer >= 0"),
+    ({"sparsity": 1.5}, "sparsity: 1.5 is not valid; expected a number in (0, 1)"),
+    ({"alpha": "auto"}, "alpha: 'auto' is not valid; expected a number >= 0 or one of: cv"),
     ({"method": "attribution"}, "method 'attribution' differentiates the gold continuations"),
     ({"documents": 5}, "documents= and metric= apply to an lm-eval task"),
 ])

@@ -183,7 +183,7 @@ def scorer(score, *, rounds: int | None = None, spent: list | None = None):
 def gt_params(higher_is_better: bool) -> steps.SequentialParams:
     from headloc.methods import get
 
-    return steps.SequentialParams("group_testing", 40, 4, 5, 0.05, get("group_testing").with_defaults({}),
+    return steps.SequentialParams("group_testing", 40, 4, 5, 0.05, {},
                                   higher_is_better)
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from headloc.methods import driver, get
 from headloc.methods.contract import SearchParts
+from headloc.methods.settings import SearchSettings
 from headloc.heads import HeadGeometry, head_name
 from headloc.search.conditional import ConditionalGroupTesting, Probe, locate_pair
 from headloc.search.group_testing import GroupTesting
@@ -325,10 +326,10 @@ def test_bad_options_name_the_value_and_what_is_valid(options, message):
 
 def test_every_option_and_the_budget_change_the_search_id():
     method = get("conditional_group_testing")
-    base = SearchParts(tail="n20_s0", seed=0, n_masks=100, sparsity=0.05, options=method.defaults)
+    base = SearchParts(tail="n20_s0", seed=0, n_masks=100, sparsity=0.05, options=method.options_of())
     ids = {method.search_id(base)}
     for key, other in {"group_size": 16, "extra_heads": 0, "background": 3, "pair_screen": True}.items():
-        ids.add(method.search_id(SearchParts(**{**vars(base), "options": {**method.defaults, key: other}})))
+        ids.add(method.search_id(SearchParts(**{**vars(base), "options": method.options_of({key: other})})))
     ids.add(method.search_id(SearchParts(**{**vars(base), "n_masks": 50})))
     assert len(ids) == 6
 
@@ -339,17 +340,18 @@ def test_the_driver_writes_the_pairs_and_background_by_head_name(tmp_path):
     world = make_interaction_world(18, n_heads=270)
     geometry = HeadGeometry(30, 9)
     options = {"group_size": 16, "pair_screen": True}
-    found = driver.drive(get("conditional_group_testing"), world.score, geometry, tmp_path, budget=260, seed=18,
-                         k=9, sparsity=0.05, alpha=0.001, options=options)
+    settings = SearchSettings(n_masks=260, seed=18, top_k=9, sparsity=0.05, alpha=0.001,
+                              options={"conditional_group_testing": options})
+    found = driver.drive(get("conditional_group_testing"), world.score, geometry, tmp_path, settings)
     names = [head_name(i, 9) for i in range(270)]
     pair = sorted(names[h] for h in world.heads_of("redundant"))
     assert sorted(found["details"]["pairs"]) == pair and found["details"]["pair_kinds"] == ["redundant"]
     assert found["details"]["background"][0] in [names[h] for h in world.heads_of("role")]
     assert found["details"]["kept_out"] == [names[h] for h in world.heads_of("universal")]
     assert found["labels"][names[world.heads_of("backup")[0]]] == "confirmed beside the background, not alone"
-    with pytest.raises(ValueError, match="conditional_group_testing.group_size must be 'auto' or a number of heads"):
-        driver.drive(get("conditional_group_testing"), world.score, geometry, tmp_path / "bad", budget=60, seed=18,
-                     k=9, sparsity=0.05, alpha=0.001, options={"group_size": "16"})
+    with pytest.raises(ValueError, match="conditional_group_testing.group_size: '16' is not valid; expected an "
+                                         "integer >= 1 or auto"):
+        SearchSettings(options={"conditional_group_testing": {"group_size": "16"}})
 
 
 def test_the_benchmark_prints_the_comparison(capsys):

@@ -245,10 +245,11 @@ def test_the_driver_refuses_a_cap_below_one_partition_before_scoring(tmp_path):
     from headloc import methods
     from headloc.heads import HeadGeometry
     from headloc.methods import driver
+    from headloc.methods.settings import SearchSettings
 
     scored = []
     with pytest.raises(ValueError, match=r"budget 3 is too small for group testing over 270 heads in groups of 16: "
                                          r"it needs at least 18 evaluations .* give budget >= 18"):
         driver.drive(methods.get("group_testing"), lambda masks: scored.append(masks) or np.zeros(len(masks)),
-                     HeadGeometry(30, 9), tmp_path, budget=3, k=5)
+                     HeadGeometry(30, 9), tmp_path, SearchSettings(n_masks=3, top_k=5))
     assert not scored

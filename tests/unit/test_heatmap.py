@@ -218,7 +218,7 @@ def test_a_search_capped_before_confirming_its_top_k_says_so_in_the_title(tmp_pa
     world, geometry, log = make_world(seed=4, n_heads=128, tau=0.02), HeadGeometry(8, 16), logging.getLogger("t")
 
     def recovery(cap):
-        params = steps.SequentialParams("group_testing", cap, 4, 5, 0.05, get("group_testing").with_defaults({}))
+        params = steps.SequentialParams("group_testing", cap, 4, 5, 0.05, {})
         steps.sequential(params, geometry, world.score, tmp_path / f"{cap}.npz", tmp_path / f"{cap}.json", log)
         found = steps.recover(steps.RecoverParams("group_testing", 0.001, 4, 5),
                               steps.RecoverInputs(sequential=str(tmp_path / f"{cap}.json")), geometry, log)

@@ -51,8 +51,8 @@ def test_gradient_methods_search_ids():
     assert config["chg"] == {"seeds": 4, "lam": 0.1, "steps": 500}
     defaults = {k: v.default for k, v in inspect.signature(chg).parameters.items()}
     assert (len(defaults["seeds"]), defaults["lam"], defaults["init_steps"], defaults["fit_steps"]) == (4, 0.1, 500, 500)
-    assert Plan({**config, "chg": {}}).method_options("chg") == config["chg"]
-    assert plan.method_options("cs_stratified") == {}
+    assert Plan({**config, "chg": {}}).method_options("chg").as_config() == config["chg"]
+    assert plan.method_options("cs_stratified") is None
     assert list(plan.searches["ioi"]) == ["cs_stratified_m100_p0.05_n20_s0", "attribution_n20_s0",
                                           "chg_x4_l0.1_t500_n20_s0"]
     assert list(plan.searches["capitals"])[1:] == ["attribution_n12_s0", "chg_x4_l0.1_t500_n12_s0"]
@@ -78,7 +78,7 @@ def test_gradient_methods_search_ids():
     bad["search"]["methods"] = ["cs_stratified", "gradients"]
     with pytest.raises(Exception, match="gradients"):
         validate_config(bad, REPO / "config/schema.yaml")
-    with pytest.raises(ValueError, match="unknown search method 'gradients'; known: .*attribution, chg"):
+    with pytest.raises(ValueError, match="methods: unknown search method 'gradients'; known: .*attribution, chg"):
         Plan(bad)
 
 

@@ -96,7 +96,7 @@ def test_the_sequential_step_replays_its_record_once_per_job(tmp_path, monkeypat
     from headloc.heads import HeadGeometry
     from headloc.methods import get, steps
 
-    params = steps.SequentialParams("group_testing", 40, 4, 5, 0.05, get("group_testing").with_defaults({}))
+    params = steps.SequentialParams("group_testing", 40, 4, 5, 0.05, {})
     plans = []
     original = GroupTesting.plan
     monkeypatch.setattr(GroupTesting, "plan", lambda self: plans.append(1) or original(self))
@@ -145,7 +145,7 @@ def test_a_search_stopped_at_its_cap_warns_in_the_log_and_in_recovery_json(tmp_p
     from headloc.methods import get, steps
 
     geometry, log = HeadGeometry(8, 16), logging.getLogger("test_cap")
-    params = steps.SequentialParams("group_testing", 20, 4, 5, 0.05, get("group_testing").with_defaults({}))
+    params = steps.SequentialParams("group_testing", 20, 4, 5, 0.05, {})
     with caplog.at_level(logging.WARNING, logger="test_cap"):
         steps.sequential(params, geometry, WORLD.score, tmp_path / "r.npz", tmp_path / "s.json", log)
     recovery = steps.recover(steps.RecoverParams("group_testing", 0.001, 4, 5), steps.RecoverInputs(sequential=str(

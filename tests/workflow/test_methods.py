@@ -266,7 +266,7 @@ def test_sequential_searches_resume_from_a_record_and_recover_like_the_others(re
         assert found["n_evals"] == len(masks) <= budget
         assert found["intercept"] == pytest.approx(scores[0])  # the unablated score
         # the search replayed on its record: finished, and the same ranking
-        options = get(method).with_defaults(GROUP_TESTING if method == "group_testing" else {})
+        options = get(method).options_of(GROUP_TESTING if method == "group_testing" else {})
         params = SequentialParams(method, budget, repeat, TOP_K, 0.25, options)
         replayed = get(method).search(8, params).recover(masks, scores)
         assert found["ranking"] == [HEADS[i] for i in replayed.ranking]

@@ -20,8 +20,8 @@ and the rules that run it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -58,7 +58,7 @@ class SearchParts:
     of: int | None = None
     top_k: int = 5
     universal_filter: bool = False  # universal.filter: greedy's rounds then leave the universal heads out
-    options: Mapping = field(default_factory=dict)
+    options: object = None  # the method's MethodOptions (None: it has none)
 
     @property
     def repeat_suffix(self) -> str:
@@ -104,7 +104,9 @@ class Method:
         reads greedy's round 1, the same matrix).
     excludes_universal: its search leaves the universal heads out (greedy's rounds, with the
         universal filter on), so it waits on them and cannot be the main method that finds them.
-    options: the config section holding its hyperparameters (and ``defaults``, the schema's).
+    options: its :class:`~headloc.methods.settings.MethodOptions` subclass (its own config section,
+        named by the method: ``chg``, ``group_testing``, ...), which holds each option's default;
+        None for a method without options.
     """
 
     name: str
@@ -125,8 +127,7 @@ class Method:
     stages: int = 1
     rows_from: tuple[str, str] | None = None
     excludes_universal: bool = False
-    options: str | None = None
-    defaults: Mapping = field(default_factory=dict)
+    options: type | None = None
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -135,10 +136,18 @@ class Method:
         if any((self.kind == kind) != (supplied is not None) for kind, supplied in needs.items()):
             raise ValueError(f"method {self.name}: a masks method needs a design, a gradient method a run, "
                              "a sequential method a search, and no other kind has any of them")
+        if self.options is not None and self.options.SECTION != self.name:
+            raise ValueError(f"method {self.name}: its options are section {self.options.SECTION!r}, expected "
+                             f"its own name {self.name!r}")
 
-    def with_defaults(self, options: Mapping | None) -> dict:
-        """Its hyperparameters: ``options`` (its config section, or some of it) over its ``defaults``."""
-        return {**self.defaults, **(options or {})}
+    def options_of(self, given=None):
+        """Its options from ``given`` (its config section, some of it, or options already built) over
+        their defaults; None for a method without options (which refuses any given)."""
+        if self.options is None:
+            if given:
+                raise ValueError(f"method {self.name!r} takes no options, got {dict(given)!r}")
+            return None
+        return self.options.of(given)
 
     @property
     def scored(self) -> bool:

@@ -10,7 +10,7 @@ the method contract test run every method this way, without Snakemake.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,14 +19,14 @@ import numpy as np
 from headloc.heads import HeadGeometry
 from headloc.io import write_json
 from headloc.methods import steps
+from headloc.methods.settings import SearchSettings
 
 LOG = logging.getLogger("headloc.methods")
 GRADIENT_BATCH = 256  # rows per forward pass of a gradient method: memory only, not the result
 
 
-def drive(method, score, geometry: HeadGeometry, folder, *, budget: int = 0, seed: int = 0, k: int = 1,
-          sparsity: float = 0.05, alpha: float | str = 0.001, gradient: tuple | None = None,
-          universal: Sequence[str] = (), higher_is_better: bool = True, options: Mapping | None = None,
+def drive(method, score, geometry: HeadGeometry, folder, settings: SearchSettings | None = None, *,
+          gradient: tuple | None = None, universal: Sequence[str] = (), higher_is_better: bool = True,
           log=LOG) -> dict:
     """Run ``method`` (a registered :class:`~headloc.methods.Method`) by its kind and recover its
     ranking; return recovery.json as rule recover_heads writes it, less the search's identity
@@ -34,29 +34,30 @@ def drive(method, score, geometry: HeadGeometry, folder, *, budget: int = 0, see
 
     ``score`` maps masks (rows x heads, 1 = ablated) to one score per row; ``higher_is_better`` is
     its metric's direction (False: a perplexity), written beside the scores as the scoring jobs do.
-    ``budget`` is a mask design's size, ``k`` the top k (greedy's rounds, cs_adaptive's target);
-    ``seed``, ``sparsity`` and ``alpha`` (the Lasso penalty, or ``"cv"``) are the config's
-    ``search`` keys. ``gradient`` is ``(model, examples, options)`` for a gradient method (examples
-    as :class:`headloc.engine.supervision.Example`; options its whole config section, defaults
-    included: :meth:`headloc.methods.Method.with_defaults`). ``universal``: heads greedy's
-    rounds leave out, as with ``universal.filter`` on. ``options``: a sequential method's config
-    section (over its defaults); ``budget`` is then its most masks, the unablated row included.
+    ``settings``: the search keys and the method's options (:class:`SearchSettings`, whose defaults
+    are the workflow's): ``n_masks`` is a mask design's size or a sequential search's cap (the
+    unablated row included), ``top_k`` greedy's rounds and cs_adaptive's target. ``gradient`` is
+    ``(model, examples)`` for a gradient method (examples as
+    :class:`headloc.engine.supervision.Example`). ``universal``: heads greedy's rounds leave out,
+    as with ``universal.filter`` on.
     """
+    s = settings or SearchSettings()
     run = _Run(score, geometry, Path(folder), higher_is_better, log)
+    options = s.options_of(method)
     if method.kind == "masks":
-        refinement = steps.RefineParams(budget, k, alpha, seed) if method.stages == 2 else None
-        inputs = run.masks(steps.DesignParams(method.name, budget, sparsity, seed), refinement)
+        refinement = steps.RefineParams(s.n_masks, s.top_k, s.alpha, s.seed) if method.stages == 2 else None
+        inputs = run.masks(steps.DesignParams(method.name, s.n_masks, s.sparsity, s.seed), refinement)
     elif method.kind == "rounds":
-        inputs = run.rounds(k, universal)
+        inputs = run.rounds(s.top_k, universal)
     elif method.kind == "gradient":
-        model, examples, gradient_options = gradient
-        inputs = run.gradient(steps.GradientParams(method.name, seed, gradient_options), model, examples)
+        model, examples = gradient
+        inputs = run.gradient(steps.GradientParams(method.name, s.seed, options), model, examples)
     elif method.kind == "sequential":
-        inputs = run.sequential(steps.SequentialParams(method.name, budget, seed, k, sparsity,
-                                                       method.with_defaults(options), higher_is_better))
+        inputs = run.sequential(steps.SequentialParams(method.name, s.n_masks, s.seed, s.top_k, s.sparsity, options,
+                                                       higher_is_better))
     else:
         inputs = steps.RecoverInputs()  # a draw evaluates nothing
-    recovery = steps.RecoverParams(method.name, alpha, seed, k, higher_is_better)
+    recovery = steps.RecoverParams(method.name, s.alpha, s.seed, s.top_k, higher_is_better)
     return steps.recover(recovery, inputs, geometry, log)
 
 

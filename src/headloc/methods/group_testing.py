@@ -6,41 +6,49 @@ and one partition, :func:`least_budget`). Options: section
 ``group_testing`` (``group_size``: ``auto`` or heads per group; ``masks_per_round``: masks scored
 together; ``extra_heads``: heads confirmed beyond the top k, for the universal filter)."""
 
+from dataclasses import dataclass
+
 from headloc.methods.contract import SCALE, Method, read_sequential
+from headloc.methods.settings import MethodOptions, integer, integer_or, setting
 
-DEFAULTS = {"group_size": "auto", "masks_per_round": 1, "extra_heads": 2}
 
+@dataclass(frozen=True)
+class GroupTestingOptions(MethodOptions, section="group_testing"):
+    """``group_size``: heads per group of the partition, or ``auto``
+    (:func:`headloc.search.group_testing.default_group_size`); ``masks_per_round``: masks scored
+    together; ``extra_heads``: heads confirmed beyond the top k."""
 
-def group_size(options) -> int | None:
-    """The option ``group_size``: a number of heads, or None for ``auto``."""
-    size = {**DEFAULTS, **options}["group_size"]
-    if size != "auto" and (isinstance(size, bool) or not isinstance(size, int)):
-        raise ValueError(f"group_testing.group_size must be 'auto' or a number of heads, got {size!r}")
-    return None if size == "auto" else size
+    group_size: int | str = setting("auto", integer_or(1, "auto"))
+    masks_per_round: int = setting(1, integer(1))
+    extra_heads: int = setting(2, integer(0))
+
+    @property
+    def size(self) -> int | None:
+        """``group_size`` as group testing takes it: a number of heads, or None for ``auto``."""
+        return None if self.group_size == "auto" else self.group_size
 
 
 def search(n_heads, params):
     from headloc.search.group_testing import GroupTesting
 
-    options = {**DEFAULTS, **params.options}
+    options = params.options
     return GroupTesting(n_heads=n_heads, budget=params.n_masks, seed=params.seed, k=params.top_k,
-                        group_size=group_size(options), masks_per_round=options["masks_per_round"],
-                        extra=options["extra_heads"])
+                        group_size=options.size, masks_per_round=options.masks_per_round, extra=options.extra_heads)
 
 
 def least_budget(n_heads, top_k, options) -> tuple[int, str, str]:
     """The baseline and one whole partition (:func:`headloc.search.group_testing.partition_budget`)."""
     from headloc.search.group_testing import default_group_size, partition_budget
 
-    size = min(n_heads, group_size(options) or default_group_size(n_heads, top_k))
+    size = min(n_heads, options.size or default_group_size(n_heads, top_k))
     least = partition_budget(n_heads, size)
     return least, f"groups of {size}", f"to score the unablated model and one partition of {least - 1} groups"
 
 
 def search_id(parts) -> str:
-    o = {**DEFAULTS, **parts.options}
-    return (f"group_testing_m{parts.n_masks}_k{parts.top_k}_g{o['group_size']}_per{o['masks_per_round']}_"
-            f"x{o['extra_heads']}_{parts.tail}{parts.repeat_suffix}")
+    o = parts.options
+    return (f"group_testing_m{parts.n_masks}_k{parts.top_k}_g{o.group_size}_per{o.masks_per_round}_"
+            f"x{o.extra_heads}_{parts.tail}{parts.repeat_suffix}")
 
 
 METHODS = (
@@ -56,6 +64,6 @@ METHODS = (
                 "so in the title (``warnings`` in recovery.json).\n\n" + SCALE,
         search_id=search_id, recover=read_sequential, search=search, least_budget=least_budget, budgeted=True,
         repeats=True,
-        options="group_testing", defaults=DEFAULTS,
+        options=GroupTestingOptions,
     ),
 )

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from headloc.methods.contract import Method
 
-# The package's modules that run methods instead of declaring them.
-MACHINERY = ("contract", "driver", "registry", "steps")
+# The package's modules that run methods instead of declaring them (and its sub-packages: the kinds).
+MACHINERY = ("contract", "driver", "registry", "settings", "steps")
 _REGISTRY: dict[str, Method] = {}
 
 
@@ -23,7 +23,7 @@ def registry() -> dict[str, Method]:
     """Every method of every module of this package, by name, in module order."""
     if not _REGISTRY:
         for module in pkgutil.iter_modules([str(Path(__file__).parent)]):
-            if module.name in MACHINERY:
+            if module.name in MACHINERY or module.ispkg:
                 continue
             for method in importlib.import_module(f"headloc.methods.{module.name}").METHODS:
                 if method.name in _REGISTRY:

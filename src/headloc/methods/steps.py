@@ -68,28 +68,35 @@ class RefineParams:
     seed: int
 
 
+class _Typed:
+    """Step parameters with a method's options: a mapping given (a rule's params, which Snakemake
+    passes as plain values) is read into the method's :class:`~headloc.methods.settings.MethodOptions`."""
+
+    def __post_init__(self):
+        object.__setattr__(self, "options", get(self.method).options_of(self.options))
+
+
 @dataclass(frozen=True)
-class GradientParams:
-    """Rule gradient_search: the method, its seed and its options (its config section, its defaults
-    filled in: :meth:`headloc.workflow.plan.Plan.method_options`)."""
+class GradientParams(_Typed):
+    """Rule gradient_search: the method, its seed and its options."""
 
     method: str
     seed: int
-    options: Mapping = field(default_factory=dict)
+    options: object = None
 
 
 @dataclass(frozen=True)
-class SequentialParams:
-    """Rule sequential_search: the method, its budget (masks scored at most, the unablated row
+class SequentialParams(_Typed):
+    """Rule sequential_search: the method, its n_masks (masks scored at most, the unablated row
     included), seed, the top k it looks for, the share of heads a mask ablates (Thompson sampling),
-    its options (its config section, defaults filled in) and the scored metric's direction."""
+    its options and the scored metric's direction."""
 
     method: str
     n_masks: int
     seed: int
     top_k: int
     sparsity: float
-    options: Mapping = field(default_factory=dict)
+    options: object = None
     higher_is_better: bool = True
 
 

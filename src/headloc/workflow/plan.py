@@ -35,6 +35,7 @@ from headloc.collected import COLLECTIONS
 from headloc.heads import format_headset
 from headloc.methods import steps
 from headloc.workflow import paths
+from headloc.workflow.configured import searched_tasks, task_settings
 from headloc.workflow.selection import select_heads
 
 DIGEST_LENGTH = 12
@@ -86,11 +87,13 @@ class Plan:
         self.config = config
         self.models = list(config["models"])
         self.tasks = list(config["tasks"])  # every task is evaluated when validating
-        self.localized = [t for t in self.tasks if config["tasks"][t]["localize"]]  # and these searched
+        self.localized = searched_tasks(config)  # and these searched
+        self.settings = task_settings(config)  # the search section; each searched task's own:
+        self.task_settings = {task: task_settings(config, task) for task in self.localized}
         self.capabilities = {t: config["tasks"][t]["capability"] or t for t in self.tasks}
         self.top_k = config["validation"]["top_k"]
         self.main_method = config["validation"]["method"]
-        self.seed = config["search"]["seed"]
+        self.seed = self.settings.seed
         self.digest = config_digest(config)
         if methods.get(self.main_method).excludes_universal and self.universal_filter:
             raise ValueError(f"config validation.method: {self.main_method!r} with universal.filter on would wait "
@@ -103,7 +106,7 @@ class Plan:
 
     def id_docs(self, task: str) -> int:
         """Identification subset size: the task's own, or the search default."""
-        return self.config["tasks"][task]["id_docs"] or self.config["search"]["id_docs"]
+        return self.config["tasks"][task]["id_docs"] or self.settings.id_docs
 
     def id_scoring(self, task: str) -> tuple[str, str]:
         """The (lm-eval task, metric) that scores masks on a task's identification subset."""
@@ -142,11 +145,10 @@ class Plan:
         greedy, then does)."""
         return bool(self.config.get("universal", {}).get("filter", False))
 
-    def method_options(self, method: str) -> dict:
-        """A method's own config section (e.g. ``chg``: seeds, lam, steps), its defaults filled in for
-        configs that lack it; empty for a method that has none."""
-        spec = methods.get(method)
-        return spec.with_defaults(self.config.get(spec.options)) if spec.options else {}
+    def method_options(self, method: str):
+        """A method's options (its config section, e.g. ``chg``: seeds, lam, steps, as a
+        :class:`~headloc.methods.settings.MethodOptions`); None for a method that has none."""
+        return self.settings.options_of(methods.get(method))
 
     def _search(self, task, method, n_masks, sparsity, repeat=0, of=None, rows_of=None) -> Search:
         return Search(task, self.search_id(task, method, n_masks, sparsity, repeat=repeat, of=of), method,
@@ -155,15 +157,15 @@ class Plan:
     def _searches(self, task: str) -> dict[str, Search]:
         """Every search of a task: each method once, a random method once per repeat, and a method
         with a budget once per budget too (nested budgets read the first rows of the full design)."""
-        settings = {**self.config["search"], **self.config["tasks"][task]["search"]}
-        names, n_masks, sparsity = settings["methods"], settings["n_masks"], settings["sparsity"]
+        settings = self.task_settings[task]
+        names, n_masks, sparsity = settings.methods, settings.n_masks, settings.sparsity
         found = []
         for name in names:
             method = methods.get(name)
-            for repeat in range(settings.get("repeats", 1) if method.repeats else 1):
+            for repeat in range(settings.repeats if method.repeats else 1):
                 full = self._search(task, name, n_masks, sparsity, repeat)
                 found.append(full)
-                for budget in sorted(settings.get("budgets", [])) if method.budgeted else []:
+                for budget in sorted(settings.budgets) if method.budgeted else []:
                     nested = {"of": n_masks, "rows_of": full.id} if method.nested else {}
                     found.append(self._search(task, name, budget, sparsity, repeat, **nested))
         for name in names:  # reuse another method's rows when it runs too (one-shot greedy: greedy's round 1)
@@ -218,7 +220,7 @@ class Plan:
 
     def chunk_files(self, pattern: str, **fields) -> list[str]:
         """A per-chunk pattern for each of the ``search.chunks`` scoring jobs of a design."""
-        return [pattern.format(chunk=chunk, **fields) for chunk in range(self.config["search"]["chunks"])]
+        return [pattern.format(chunk=chunk, **fields) for chunk in range(self.settings.chunks)]
 
     def recovery_inputs(self, model: str, task: str, search_id: str, model_input: Sequence[str] = ()) -> dict:
         """The files rule recover_heads reads for one search, by its method's kind: a design's masks and
@@ -254,7 +256,7 @@ class Plan:
     def refine_params(self, task: str, search_id: str) -> steps.RefineParams:
         """Rule refine_masks: a two-stage design's stage 2."""
         search = self.search(task, search_id)
-        return steps.RefineParams(search.n_masks, self.top_k, self.config["search"]["alpha"], search.seed)
+        return steps.RefineParams(search.n_masks, self.top_k, self.settings.alpha, search.seed)
 
     def gradient_params(self, task: str, search_id: str) -> steps.GradientParams:
         """Rule gradient_search: the method, its seed and its options."""
@@ -273,7 +275,7 @@ class Plan:
         """Checkpoint recover_heads; ``higher_is_better``, the scored metric's direction, is a fact of
         the task's YAML (:class:`headloc.workflow.facts.TaskFacts`), recorded in recovery.json."""
         search = self.search(task, search_id)
-        return steps.RecoverParams(search.method, self.config["search"]["alpha"], search.seed, self.top_k,
+        return steps.RecoverParams(search.method, self.settings.alpha, search.seed, self.top_k,
                                    higher_is_better, nested_rows=search.n_masks if search.of else None)
 
     def searches_of(self, collection: str) -> list[tuple[str, str]]:
