@@ -110,7 +110,7 @@ def runs_of(name: str, budgets, seeds):
     the method is random (greedy and one-shot greedy are deterministic: one run per placement)."""
     method = method_of(name)[0]
     spend = budgets if method.budgeted else [None]
-    draws = seeds if (method.repeats or method.kind in ("gradient", "draw")) else seeds[:1]
+    draws = seeds if method.random else seeds[:1]
     return [(b, s) for b in spend for s in draws]
 
 
@@ -129,7 +129,7 @@ def ranking_of(name: str, scorer: Scorer, names: list[str], budget, seed: int, k
     """The method's ranking (head names, most damaging first) and its evaluations."""
     method, options = method_of(name)
     with tempfile.TemporaryDirectory() as tmp:
-        gradient = (model, scorer.examples()) if method.kind == "gradient" else None
+        gradient = (model, scorer.examples()) if method.kind.gold else None
         settings = SearchSettings(**({"n_masks": budget} if budget else {}), seed=seed, top_k=k, sparsity=SPARSITY,
                                   alpha=ALPHA, options={method.name: options} if method.options else {})
         found = drive(method, scorer, HeadGeometry(model.config.num_hidden_layers, model.config.num_attention_heads),

@@ -12,7 +12,7 @@ checkpoint recover_heads:
         "../envs/headloc.yaml"
     params:
         location=model_location,
-        recover=step_params(PLAN.recover_params, higher_is_better=scoring_direction),
+        recover=step_params("recover", higher_is_better=scoring_direction),
     script:
         "../scripts/recover_heads.py"
 
@@ -60,7 +60,7 @@ rule score_top_heads:
         model=model_options,
         task=task_options,
         higher_is_better=scoring_direction,  # the grid point that degrades the task most
-        spec=search_spec,
+        spec=grid_point,
         unit=scoring_unit,
     script:
         "../scripts/score_top_heads.py"

@@ -46,7 +46,7 @@ def test_budget_help_names_every_budgeted_method_and_only_those():
 
 def test_the_command_prints_the_top_k_and_writes_the_folder(tmp_path, tiny_model_dir):
     """On a tiny random Llama and headloc_ioi's first 4 documents: the printed top 2 is
-    recovery.json's, whose one-shot values are the masks' scores read back from masks.tsv; with
+    recovery.json's, whose one-shot values are the masks' scores read back from scores/0.tsv; with
     --quiet nothing but the result is printed."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
     command = [sys.executable, "-m", "headloc", "locate", "--model", str(tiny_model_dir), "--task", "headloc_ioi",
@@ -56,7 +56,7 @@ def test_the_command_prints_the_top_k_and_writes_the_folder(tmp_path, tiny_model
     assert result.returncode == 0, result.stderr[-3000:]
     record = json.loads((tmp_path / "found" / "recovery.json").read_text())
     assert record["search"] == "greedy1s_n4_s0" and record["task"] == "headloc_ioi"
-    scores = pd.read_csv(tmp_path / "found" / "masks.tsv", sep="\t")["score"].to_numpy()
+    scores = pd.read_csv(tmp_path / "found" / "scores" / "0.tsv", sep="\t")["score"].to_numpy()
     heads = [f"L{i // 4}H{i % 4}" for i in range(8)]
     assert record["coef"] == pytest.approx({h: scores[1 + i] - scores[0] for i, h in enumerate(heads)})
     printed = re.findall(r"^\s+(\d)\s+(L\dH\d)\s", result.stdout, flags=re.M)

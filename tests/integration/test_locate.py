@@ -63,7 +63,7 @@ def test_the_walkthrough_runs_as_written_and_finds_the_planted_head(tmp_path, mo
     saved = tmp_path / "planted-search"
     record = json.loads((saved / "recovery.json").read_text())
     assert record["ranking"] == found.ranking and record["coef"] == pytest.approx(found.values)
-    for name in ("heatmap.png", "masks.npy", "masks.tsv", "heads.csv"):
+    for name in ("heatmap.png", "masks.npy", "scores/0.tsv", "heads.csv"):
         assert (saved / name).is_file(), name
     table = pd.read_csv(saved / "heads.csv")
     assert table.loc[table["rank"] == 1, "head"].tolist() == [PLANTED_HEAD]

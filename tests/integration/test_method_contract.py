@@ -19,7 +19,7 @@ import torch
 from planted import N_HEADS, N_LAYERS, PLANTED, planted_examples, planted_model, reference_score, weakened
 
 from headloc import methods
-from headloc.methods import driver
+from headloc.methods import driver, kinds
 from headloc.methods.settings import SearchSettings
 from headloc.heads import HeadGeometry, format_head, head_name
 from headloc.model.ablation import ablate_heads, masks_to_gate
@@ -94,11 +94,11 @@ def test_every_method_keeps_the_contract(name, model, examples, tmp_path):
     json.dumps(found)  # recovery.json must be able to hold it
     assert sorted(found["ranking"]) == sorted(NAMES) and sorted(found["coef"]) == sorted(NAMES)
     assert {"n_evals", "alpha", "r2", "intercept"} <= set(found)
-    if method.kind == "gradient":  # compute in masked-evaluation equivalents, not rows scored
+    if method.kind.gold:  # a gradient method's compute in masked-evaluation equivalents, not rows scored
         assert found["n_evals"] > 0
     else:
         assert found["n_evals"] == spent
-    if method.kind != "draw":
+    if found["n_evals"]:  # every method that looks at the model (a draw does not)
         assert found["ranking"][0] == format_head(*PLANTED), found["ranking"]
     # what a reader of the top heads must know; and the heads confirmed alone, where a search does
     assert isinstance(found["warnings"], list) and all(isinstance(w, str) for w in found["warnings"])
@@ -110,7 +110,7 @@ def test_every_method_declares_what_the_workflow_and_report_read(name):
     import matplotlib.markers
 
     method = methods.get(name)
-    assert method.name == name and method.kind in methods.KINDS and method.label and method.about
+    assert method.name == name and method.kind in kinds.registry().values() and method.label and method.about
     assert method.marker in matplotlib.markers.MarkerStyle.markers
     parts = methods.SearchParts(tail="n20_s0", seed=0, n_masks=100, sparsity=0.05, top_k=5,
                                 options=method.options_of())
@@ -183,7 +183,7 @@ def test_every_key_of_a_method_s_options_changes_its_search_id(name):
 def test_every_setting_that_changes_a_sequential_search_changes_its_id(name):
     """The search a sequential method builds is what its record holds: settings that build another
     search (budget, seed, top k, sparsity, any option) must name another folder."""
-    from headloc.methods.steps import SequentialParams
+    from headloc.methods.kinds.sequential import SequentialParams
 
     method = methods.get(name)
     base = {"n_masks": 100, "seed": 0, "top_k": 5, "sparsity": 0.05, "options": method.options_of()}
@@ -196,7 +196,7 @@ def test_every_setting_that_changes_a_sequential_search_changes_its_id(name):
         parts = methods.SearchParts(tail=f"n20_s{settings['seed']}", seed=settings["seed"],
                                     n_masks=settings["n_masks"], sparsity=settings["sparsity"],
                                     top_k=settings["top_k"], options=settings["options"])
-        return method.search(270, params), method.search_id(parts)
+        return method.algorithm(270, params), method.search_id(parts)
 
     search, search_id = built(base)
     for change in changes:

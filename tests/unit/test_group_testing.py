@@ -161,10 +161,10 @@ def test_a_search_that_runs_out_of_leads_says_its_top_k_is_partly_unconfirmed():
 def registry_search(n_heads, n_masks=100, seed=0, top_k=3, **options):
     """A group testing search as the workflow and the driver build it: through the registry."""
     from headloc import methods
-    from headloc.methods.steps import SequentialParams
+    from headloc.methods.kinds.sequential import SequentialParams
 
     params = SequentialParams("group_testing", n_masks, seed, top_k, 0.05, options)
-    return methods.get("group_testing").search(n_heads, params)
+    return methods.get("group_testing").algorithm(n_heads, params)
 
 
 def rounds(search, score) -> list[int]:

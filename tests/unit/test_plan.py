@@ -36,7 +36,7 @@ def test_paper_grid_searches(paper):
     assert list(paper.searches["gsm8k"]) == ["cs_stratified_m100_p0.05_n100_s0", "cs_bernoulli_m100_p0.05_n100_s0",
                                              "greedy1s_n100_s0", "greedy_k5_xu_n100_s0"]
     assert paper.main_search("swear") == "cs_stratified_m200_p0.05_n12_s0"  # its own M and subset size
-    assert paper.search("gsm8k", "cs_stratified_m400_p0.1_n100_s0").spec() == {
+    assert paper.search("gsm8k", "cs_stratified_m400_p0.1_n100_s0").grid_point() == {
         "method": "cs_stratified", "n_masks": 400, "sparsity": 0.1}  # a tuning grid point
     with pytest.raises(KeyError, match="no search 'nope' on task 'gsm8k'"):
         paper.search("gsm8k", "nope")
@@ -268,19 +268,23 @@ def test_each_step_gets_its_parameters_from_the_plan():
     """What each rule's step is told (headloc.methods.steps): the search's own seed (plus the repeat),
     a nested budget's rows, a two-stage design's whole budget, a gradient method's options whole."""
     from headloc.methods import steps
+    from headloc.methods.kinds.gradient import GradientParams
+    from headloc.methods.kinds.masks import DesignParams, RefineParams
 
     config = validated(accuracy_demo())
     config["search"].update(methods=["cs_stratified", "cs_adaptive", "chg"], n_masks=200, budgets=[50],
                             repeats=2, alpha=0.01)
     plan = Plan(config)
-    assert plan.design_params("ioi", "cs_stratified_m200_p0.05_n20_s0_r1") == steps.DesignParams(
+    assert plan.step_params("ioi", "cs_stratified_m200_p0.05_n20_s0_r1", "design") == DesignParams(
         "cs_stratified", 200, 0.05, 1)
-    assert plan.recover_params("ioi", "cs_stratified_m50of200_p0.05_n20_s0_r1", higher_is_better=False) == \
+    assert plan.step_params("ioi", "cs_stratified_m50of200_p0.05_n20_s0_r1", "recover", higher_is_better=False) == \
         steps.RecoverParams("cs_stratified", 0.01, 1, 5, False, nested_rows=50)
-    assert plan.recover_params("ioi", "cs_adaptive_m50_p0.05_n20_s0", higher_is_better=True).nested_rows is None
-    assert plan.refine_params("ioi", "cs_adaptive_m50_p0.05_n20_s0") == steps.RefineParams(50, 5, 0.01, 0)
-    assert plan.gradient_params("ioi", "chg_x4_l0.1_t500_n20_s0") == steps.GradientParams(
+    assert plan.step_params("ioi", "cs_adaptive_m50_p0.05_n20_s0", "recover").nested_rows is None
+    assert plan.step_params("ioi", "cs_adaptive_m50_p0.05_n20_s0", "refine") == RefineParams(50, 5, 0.01, 0)
+    assert plan.step_params("ioi", "chg_x4_l0.1_t500_n20_s0", "gradient") == GradientParams(
         "chg", 0, {"seeds": 4, "lam": 0.1, "steps": 500})
+    with pytest.raises(ValueError, match="a masks search has no step 'gradient'; its steps: design, refine, recover"):
+        plan.step_params("ioi", "cs_adaptive_m50_p0.05_n20_s0", "gradient")
 
 
 def test_budgets_must_be_below_n_masks():

@@ -252,7 +252,7 @@ def test_sequential_searches_resume_from_a_record_and_recover_like_the_others(re
     """group_testing and thompson: one sequential_search job each, its record (every scored mask
     once, the unablated row first), its result turned into recovery.json by recover_heads."""
     from headloc.methods import get
-    from headloc.methods.steps import SequentialParams
+    from headloc.methods.kinds.sequential import SequentialParams
 
     for search, (method, budget, repeat) in SEQUENTIAL.items():
         folder = results / "tiny" / "ioi" / search
@@ -268,7 +268,7 @@ def test_sequential_searches_resume_from_a_record_and_recover_like_the_others(re
         # the search replayed on its record: finished, and the same ranking
         options = get(method).options_of(GROUP_TESTING if method == "group_testing" else {})
         params = SequentialParams(method, budget, repeat, TOP_K, 0.25, options)
-        replayed = get(method).search(8, params).recover(masks, scores)
+        replayed = get(method).algorithm(8, params).recover(masks, scores)
         assert found["ranking"] == [HEADS[i] for i in replayed.ranking]
         log = results / "logs" / "sequential_search" / "tiny" / "ioi" / f"{search}.log"
         assert f"done after {len(masks)} masks ({len(masks)} scored in this run)" in log.read_text()

@@ -63,7 +63,7 @@ def locate(model, tokenizer, task, *, method: str = SETTINGS.methods[0], budget:
     budget : masks a budgeted method spends, the config's ``search.n_masks`` (compressed sensing, and
         the most a sequential search spends, the unablated row included; default 100); others take
         none. The least: 2 (a Lasso's fit; a sequential search's baseline and one mask), 3 for
-        cs_adaptive (:func:`least_budget`).
+        cs_adaptive (its kind's ``least_masks``).
     top_k : heads to report and validate; also greedy's rounds and cs_adaptive's target.
     seed, sparsity, alpha : the mask design's seed, the share of heads a mask ablates, the Lasso
         penalty (``"cv"``: cross-validated).
@@ -86,10 +86,10 @@ def locate(model, tokenizer, task, *, method: str = SETTINGS.methods[0], budget:
     _check_least_on(spec, settings, geometry)
     resolved = resolve_task(task, metric=metric, chat=chat, documents=documents, include_path=include_path,
                             dataset_kwargs=dataset_kwargs, higher_is_better=higher_is_better)
-    if spec.kind == "gradient" and resolved.callable:
+    if spec.kind.gold and resolved.callable:
+        scoring = [name for name in methods.names() if methods.get(name).scored]
         raise ValueError(f"method {method!r} differentiates the gold continuations of an lm-eval task; "
-                         f"a callable task has none. Use an lm-eval task, or one of "
-                         f"{', '.join(methods.names(kind='masks') + methods.names(kind='rounds'))}")
+                         f"a callable task has none. Use an lm-eval task, or one of {', '.join(scoring)}")
     work = tempfile.TemporaryDirectory(prefix="headloc-locate-")  # the files drive writes, kept for save()
     with evaluation_mode(model), _quiet(progress, resolved):
         score = _scorer(spec, resolved, model, tokenizer, batch_size, masks_per_pass, progress)
@@ -139,7 +139,7 @@ def _n_masks(spec, budget) -> int:
     budget = SETTINGS.n_masks if budget is None else budget
     if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)):
         raise ValueError(f"budget must be a whole number of masks for {spec.name}, got {budget!r}")
-    least, why = least_budget(spec)
+    least, why = spec.kind.least_masks(spec)
     if budget < least:
         raise ValueError(f"budget {budget} is too small for {spec.name}: it needs at least {least} masks ({why})")
     return int(budget)
@@ -148,24 +148,6 @@ def _n_masks(spec, budget) -> int:
 def budgeted_methods() -> list[str]:
     """The registered methods that take a budget of masks."""
     return [name for name in methods.names() if methods.get(name).budgeted]
-
-
-LASSO_LEAST = 2  # masks a Lasso needs: one mask's score is all intercept, and cross-validation needs two
-
-
-def least_budget(spec) -> tuple[int, str]:
-    """The fewest masks a budgeted method can spend, and why."""
-    if spec.kind == "sequential":
-        return 2, "the unablated model's score, then at least one mask"
-    if spec.stages == 2:
-        from headloc.search.adaptive import stage_sizes
-
-        least = next(n for n in range(LASSO_LEAST, 100) if stage_sizes(n)[0] >= LASSO_LEAST)
-        first, second = stage_sizes(least)
-        return least, (f"its first stage's Lasso needs {LASSO_LEAST} masks and its second stage at least one: "
-                       f"{least} masks split {first} + {second}")
-    return LASSO_LEAST, ("its Lasso fits the differences between masks' scores: one mask's score is all "
-                         "intercept, and cross-validating the penalty needs two")
 
 
 def _check_least_on(spec, settings: SearchSettings, geometry: HeadGeometry) -> None:
@@ -241,7 +223,7 @@ def _scorer(spec, task: Task, model, tokenizer, batch_size, masks_per_pass, prog
 
 
 def _gradient(spec, task: Task, model, tokenizer):
-    if spec.kind != "gradient":
+    if not spec.kind.gold:
         return None
     from headloc.engine.supervision import task_examples
 

@@ -4,7 +4,7 @@ fitted by gradient descent, heads ranked by facilitation. Its hyperparameters ar
 
 from dataclasses import dataclass
 
-from headloc.methods.contract import Method, read_gradient
+from headloc.methods.contract import Method, read_result
 from headloc.methods.settings import MethodOptions, integer, number_in, setting
 
 
@@ -17,7 +17,7 @@ class ChgOptions(MethodOptions, section="chg"):
     steps: int = setting(500, integer(1))  # gradient updates of each of the three fits, at most
 
 
-def run(model, examples, options: ChgOptions, seed, batch_size):
+def fit(model, examples, options: ChgOptions, seed, batch_size):
     from headloc.search.chg import chg
 
     return chg(model, examples, seeds=tuple(range(options.seeds)), lam=options.lam, init_steps=options.steps,
@@ -36,7 +36,7 @@ METHODS = (
         reading="Causal Head Gating: two panels of gates in [0, 1], means over seeds. G- (facilitation): near 1, the\n"
                 "task needs the head even under pressure to close gates. G+: near 0, the head interferes with the\n"
                 "task. Heads are ranked by G-; the seed spread is in ``recovery.json`` (``g_minus_std``,\n"
-                "``g_plus_std``, ``seed_spearman``).", search_id=search_id, recover=read_gradient, run=run,
+                "``g_plus_std``, ``seed_spearman``).", search_id=search_id, recover=read_result, algorithm=fit,
         options=ChgOptions,
     ),
 )

@@ -5,17 +5,9 @@ A method module of :mod:`headloc.methods` declares one or more :class:`Method` i
 lm-eval) is imported inside those functions, so that reading the registry (the Snakefile does, at
 parse time) stays fast.
 
-Kinds: how a method spends its evaluations, which decides the steps (:mod:`headloc.methods.steps`)
-and the rules that run it.
-
-- ``masks``: a design of masks (``design``), each scored on the identification subset (steps
-  design and, with ``stages=2``, refine), ranked by a fit of the scores (``recover``).
-- ``rounds``: greedy rounds (steps round_masks and choose_head per round), ranked from its rounds.
-- ``gradient``: one gradient job on the gold continuations (step gradient runs ``run``).
-- ``sequential``: one job scores round after round, each round's masks chosen from the scores so
-  far (step sequential runs the :class:`~headloc.search.sequential.SequentialSearch` that ``search``
-  builds), ranked from its record (``recover``: :func:`read_sequential`).
-- ``draw``: no evaluation at all; ``recover`` ranks the heads from the seed alone (a baseline).
+A method's kind (:mod:`headloc.methods.kinds`: masks, rounds, gradient, sequential, draw) decides
+how it spends its evaluations: the steps and rules that run it, and what its ``algorithm`` is
+(a mask design, a gradient fit, a sequential search's builder, or none).
 """
 
 from __future__ import annotations
@@ -25,7 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-KINDS = ("masks", "rounds", "gradient", "sequential", "draw")
+from headloc.methods.kinds import Kind, get as kind_named
+
 # How to read a heatmap whose cells are score changes (report/heatmap.rst shows a method's ``reading``).
 SCALE = ("The red-blue scale is centred at 0 and runs to the largest effect either way: red cells lower the\n"
          "score when ablated (the head helps the task), blue cells raise it.")
@@ -76,7 +69,8 @@ def budget_id(name: str, parts: SearchParts) -> str:
 class Method:
     """A search method, as the workflow and the report know it.
 
-    name: the config's spelling (``search.methods``). kind: one of :data:`KINDS`.
+    name: the config's spelling (``search.methods``). kind: its :class:`~headloc.methods.kinds.Kind`
+        (declared by name: ``kind="masks"``).
     label: what its per-head value (``coef`` of recovery.json) means: the heatmap's colour bar.
     reading: how to read its heatmap, in reStructuredText (the caption in Snakemake's report).
     marker: its matplotlib marker in the methods figure.
@@ -85,12 +79,9 @@ class Method:
         (``ranking``, ``coef``, ``n_evals``, ``alpha``, ``r2``, ``intercept`` and its own) from the
         files its search's steps left (a :class:`~headloc.methods.steps.RecoverInputs`), the head
         names and the step's parameters (a :class:`~headloc.methods.steps.RecoverParams`).
-    design: kind ``masks``: ``design(n_heads, n_masks, sparsity, rng) -> (M, N) int8 array``.
-    run: kind ``gradient``: ``run(model, examples, options, seed, batch_size) -> result`` (see
-        :func:`headloc.engine.supervision.recovery_fields`); ``batch_size``: rows per forward pass.
-    search: kind ``sequential``: ``search(n_heads, params) ->``
-        :class:`~headloc.search.sequential.SequentialSearch`, its settings from a
-        :class:`~headloc.methods.steps.SequentialParams` (the record of scores then drives it).
+    algorithm: what its kind's step calls (the kind's ``algorithm`` says its signature): a mask
+        design (kind masks), a gradient fit (kind gradient), a sequential search's builder (kind
+        sequential); None for a kind that calls none.
     least_budget: kind ``sequential``, optional: ``least_budget(n_heads, top_k, options) -> (masks,
         setting, need)``: the smallest budget its search runs with on a model of ``n_heads`` heads,
         the setting it follows from ("groups of 16") and what it pays for ("to score ..."); the config
@@ -110,16 +101,14 @@ class Method:
     """
 
     name: str
-    kind: str
+    kind: Kind
     about: str
     label: str
     reading: str
     marker: str
     search_id: Callable[[SearchParts], str]
     recover: Callable
-    design: Callable | None = None
-    run: Callable | None = None
-    search: Callable | None = None
+    algorithm: Callable | None = None
     least_budget: Callable | None = None
     budgeted: bool = False
     nested: bool = False
@@ -130,12 +119,9 @@ class Method:
     options: type | None = None
 
     def __post_init__(self):
-        if self.kind not in KINDS:
-            raise ValueError(f"method {self.name}: kind {self.kind!r}, expected one of {', '.join(KINDS)}")
-        needs = {"masks": self.design, "gradient": self.run, "sequential": self.search}
-        if any((self.kind == kind) != (supplied is not None) for kind, supplied in needs.items()):
-            raise ValueError(f"method {self.name}: a masks method needs a design, a gradient method a run, "
-                             "a sequential method a search, and no other kind has any of them")
+        if isinstance(self.kind, str):
+            object.__setattr__(self, "kind", kind_named(self.kind))
+        self.kind.check(self)
         if self.options is not None and self.options.SECTION != self.name:
             raise ValueError(f"method {self.name}: its options are section {self.options.SECTION!r}, expected "
                              f"its own name {self.name!r}")
@@ -151,8 +137,13 @@ class Method:
 
     @property
     def scored(self) -> bool:
-        """Whether it scores masked evaluations (so a search's scoring task and metric name it)."""
-        return self.kind in ("masks", "rounds", "sequential")
+        """Whether it scores masked evaluations (so a search's scoring task and metric name it): its kind's."""
+        return self.kind.scored
+
+    @property
+    def random(self) -> bool:
+        """Whether its result depends on the seed: a method drawn again per repeat, or of a seeded kind."""
+        return self.repeats or self.kind.seeded
 
 
 # ---------------------------------------------------------------- shared recovery steps
@@ -210,22 +201,13 @@ def lasso_recover(inputs, names, params, log) -> dict:
     return fit_masks(inputs, names, params, log, estimator=estimator, stability=True)
 
 
-def read_gradient(inputs, names, params, log) -> dict:
-    """What rule gradient_search found (gradient.json), checked against the method and the model's heads."""
-    return read_result(inputs.gradient, names, params)
-
-
-def read_sequential(inputs, names, params, log) -> dict:
-    """What rule sequential_search found (sequential.json), checked against the method and the
-    model's heads."""
-    return read_result(inputs.sequential, names, params)
-
-
-def read_result(path, names, params) -> dict:
-    """A one-job search's part of recovery.json (a gradient or sequential step's output): its
-    ``method`` must be the search's, its ranking and values cover every head of the model."""
+def read_result(inputs, names, params, log) -> dict:
+    """A one-job search's part of recovery.json (``inputs.result``: a gradient or sequential job's
+    output), checked: its ``method`` must be the search's, its ranking and values cover every head
+    of the model."""
     from headloc.io import read_json
 
+    path = inputs.result
     found = read_json(path)
     method = found.pop("method")
     if method != params.method:

@@ -8,7 +8,7 @@ together; ``extra_heads``: heads confirmed beyond the top k, for the universal f
 
 from dataclasses import dataclass
 
-from headloc.methods.contract import SCALE, Method, read_sequential
+from headloc.methods.contract import SCALE, Method, read_result
 from headloc.methods.settings import MethodOptions, integer, integer_or, setting
 
 
@@ -28,7 +28,7 @@ class GroupTestingOptions(MethodOptions, section="group_testing"):
         return None if self.group_size == "auto" else self.group_size
 
 
-def search(n_heads, params):
+def build(n_heads, params):
     from headloc.search.group_testing import GroupTesting
 
     options = params.options
@@ -62,7 +62,7 @@ METHODS = (
                 "own changes in that group), shared by the whole group: ``labels`` in recovery.json says which\n"
                 "(confirmed, alone, group of n). A search stopped at its cap before confirming its top k says\n"
                 "so in the title (``warnings`` in recovery.json).\n\n" + SCALE,
-        search_id=search_id, recover=read_sequential, search=search, least_budget=least_budget, budgeted=True,
+        search_id=search_id, recover=read_result, algorithm=build, least_budget=least_budget, budgeted=True,
         repeats=True,
         options=GroupTestingOptions,
     ),

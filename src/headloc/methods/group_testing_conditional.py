@@ -15,7 +15,7 @@ group testing in the registry's order.)"""
 from dataclasses import dataclass
 
 from headloc.methods import group_testing
-from headloc.methods.contract import SCALE, Method, read_sequential
+from headloc.methods.contract import SCALE, Method, read_result
 from headloc.methods.settings import MethodOptions, flag, integer, integer_or, setting
 
 
@@ -32,7 +32,7 @@ class ConditionalGroupTestingOptions(MethodOptions, section="conditional_group_t
     size = group_testing.GroupTestingOptions.size
 
 
-def search(n_heads, params):
+def build(n_heads, params):
     from headloc.search.conditional import ConditionalGroupTesting
 
     options = params.options
@@ -66,7 +66,7 @@ METHODS = (
                 "in it), or 0 where its group was never scored: ``labels`` in recovery.json says which, and\n"
                 "whether a head found beside the background also hurts alone; ``details`` names the background\n"
                 "and the pairs.\n\n" + SCALE,
-        search_id=search_id, recover=read_sequential, search=search, budgeted=True, repeats=True,
+        search_id=search_id, recover=read_result, algorithm=build, budgeted=True, repeats=True,
         options=ConditionalGroupTestingOptions, least_budget=least_budget,
     ),
 )

@@ -195,3 +195,20 @@ class SearchSettings(Checked):
     def options_of(self, method) -> MethodOptions | None:
         """A method's options (its defaults unless given); None for a method that has none."""
         return method.options_of(self.options.get(method.name))
+
+
+@dataclass(frozen=True)
+class SearchSpec:
+    """One search: its method (a :class:`~headloc.methods.Method`), the settings it runs with (its
+    own ``n_masks``, ``seed`` and ``sparsity``: a repeat's seed, a budget's masks), the scored
+    metric's direction and, for a budget cut from the first rows of a larger design, those rows.
+    What each step of its kind is told is read from it (:meth:`headloc.methods.kinds.Kind.params`)."""
+
+    method: object
+    settings: SearchSettings
+    higher_is_better: bool = True
+    nested_rows: int | None = None
+
+    @property
+    def options(self) -> MethodOptions | None:
+        return self.settings.options_of(self.method)

@@ -7,7 +7,7 @@ released, which favours heads whose ablation leaves the score high, or ``damage`
 
 from dataclasses import dataclass
 
-from headloc.methods.contract import Method, read_sequential
+from headloc.methods.contract import Method, read_result
 from headloc.methods.settings import MethodOptions, choice, numbers, setting
 
 RELEASED_RANGE = (0.0, 1.0)  # the released code's accuracy: a score_range its search id does not name
@@ -22,7 +22,7 @@ class ThompsonOptions(MethodOptions, section="thompson"):
     score_range: tuple[float, float] = setting(RELEASED_RANGE, numbers(2))
 
 
-def search(n_heads, params):
+def build(n_heads, params):
     from headloc.search.thompson import ThompsonSampling
 
     worst, best = params.options.score_range
@@ -57,7 +57,7 @@ METHODS = (
                 "score HIGH: the top heads are the ones the task needs least. With ``damage`` the reward is\n"
                 "the share of the way from the unablated score to the floor a mask went: a high cell is a\n"
                 "head whose ablation hurt. The red-blue scale is centred at 0, so every cell here is blue.",
-        search_id=search_id, recover=read_sequential, search=search, budgeted=True, repeats=True,
+        search_id=search_id, recover=read_result, algorithm=build, budgeted=True, repeats=True,
         options=ThompsonOptions,
     ),
 )

@@ -625,7 +625,7 @@ def check_methods(config: dict, name: str, read: TaskYaml) -> list[Problem]:
     if "method" in validation and validation["method"] not in methods:
         problems.append((key, f"{list(methods)} lacks validation.method {validation['method']!r}, whose heads every "
                               f"table uses; expected the methods of task {name} to include it"))
-    gradient = [m for m in methods if search_methods.get(m).kind == "gradient"]
+    gradient = [m for m in methods if search_methods.get(m).kind.gold]
     if gradient and read.yaml.get("output_type") == "loglikelihood_rolling":
         scored = [m for m in search_methods.names() if search_methods.get(m).scored]
         problems.append((key, f"{', '.join(gradient)} differentiate a gold continuation's log-likelihood, and "
@@ -640,10 +640,10 @@ def spends_masks(config: dict, name: str) -> bool:
 
 
 def designs_masks(config: dict, name: str) -> bool:
-    """Whether a task's searches include a budgeted mask design (kind ``masks``), whose ``n_masks``
-    is its size; a sequential search's is a cap it stops below by itself."""
-    return name in searched_tasks(config) and any(search_methods.get(m).kind == "masks" and search_methods.get(m).budgeted
-                                             for m in task_settings(config, name).methods)
+    """Whether a task's searches include a budgeted mask design (a kind whose masks are designed up
+    front), whose ``n_masks`` is its size; a sequential search's is a cap it stops below by itself."""
+    return name in searched_tasks(config) and any(search_methods.get(m).kind.fixed_design and search_methods.get(m).budgeted
+                                                  for m in task_settings(config, name).methods)
 
 
 def check_budgets(config: dict, name: str) -> list[Problem]:
