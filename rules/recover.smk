@@ -49,16 +49,10 @@ rule score_top_heads:
         "results/benchmarks/score_top_heads/{model}/{task}/{search}.tsv"
     conda:
         "../envs/headloc.yaml"
-    threads: 1
     resources:
-        gpu=1,
-        mem_mb=eval_mem_mb,
-        runtime=eval_runtime,
+        **EVALUATING,
     params:
-        task_digest=task_digest,  # the content of its files, not their paths
-        location=model_location,
-        model=model_options,
-        task=task_options,
+        **evaluating_params(task=task_options),
         higher_is_better=scoring_direction,  # the grid point that degrades the task most
         spec=grid_point,
         unit=scoring_unit,

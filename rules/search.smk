@@ -30,16 +30,10 @@ rule score_masks:
         "results/benchmarks/score_masks/{model}/{task}/{search}/{chunk}.tsv"
     conda:
         "../envs/headloc.yaml"
-    threads: 1
     resources:
-        gpu=1,
-        mem_mb=eval_mem_mb,
-        runtime=eval_runtime,
+        **EVALUATING,
     params:
-        task_digest=task_digest,  # the content of its files, not their paths
-        location=model_location,
-        model=model_options,
-        task=task_options,
+        **evaluating_params(task=task_options),
         higher_is_better=scoring_direction,  # written beside the scores: every search reads it
         chunks=PLAN.settings.chunks,
     script:
@@ -63,16 +57,10 @@ rule gradient_search:
         search=alternatives(PLAN.searches_run_by("gradient_search")),
     conda:
         "../envs/headloc.yaml"
-    threads: 1
     resources:
-        gpu=1,
-        mem_mb=eval_mem_mb,
-        runtime=eval_runtime,
+        **EVALUATING,
     params:
-        task_digest=task_digest,  # the content of its files, not their paths
-        location=model_location,
-        model=model_options,
-        task=validation_task_options,
+        **evaluating_params(task=validation_task_options),
         gradient=step_params("gradient"),
     script:
         "../scripts/gradient_search.py"
@@ -95,16 +83,10 @@ rule sequential_search:
         search=alternatives(PLAN.searches_run_by("sequential_search")),
     conda:
         "../envs/headloc.yaml"
-    threads: 1
     resources:
-        gpu=1,
-        mem_mb=eval_mem_mb,
-        runtime=eval_runtime,
+        **EVALUATING,
     params:
-        task_digest=task_digest,  # the content of its files, not their paths
-        location=model_location,
-        model=model_options,
-        task=task_options,
+        **evaluating_params(task=task_options),
         sequential=step_params("sequential", higher_is_better=scoring_direction),
     script:
         "../scripts/sequential_search.py"

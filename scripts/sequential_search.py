@@ -5,17 +5,13 @@ resumes from the search's record when a killed run of the same job left one."""
 
 import numpy as np
 
-from headloc.engine.evaluation import TaskSpec, load_evaluator
 from headloc.methods.kinds import sequential
 from headloc.workflow import paths
-from headloc.workflow.config import task_folders
-from headloc.workflow.jobs import start_evaluating_job
-from headloc.workflow.portable import located
+from headloc.workflow.jobs import scoring_evaluator, start_evaluating_job
 
 log = start_evaluating_job(snakemake.log[0], snakemake.threads, spread=bool(snakemake.params.model.get("device_map")))
 p = snakemake.params
-task = TaskSpec(**located(p.task, snakemake.config)).with_documents(snakemake.input.docs)
-evaluator = load_evaluator(p.location, task, include_path=task_folders(snakemake.config), log=log, **p.model)
+evaluator = scoring_evaluator(p.location, p.model, p.task, snakemake.input.docs, snakemake.config, log)
 
 
 def score(masks):

@@ -19,8 +19,8 @@ from headloc import methods
 from headloc.heads import HeadGeometry
 from headloc.io import write_json
 from headloc.methods import driver, kinds
-from headloc.methods.contract import Method, read_result
-from headloc.methods.kinds import Kind, SearchFiles
+from headloc.methods.contract import Method
+from headloc.methods.kinds import Kind, SearchFiles, read_result
 from headloc.methods.settings import SearchSettings, SearchSpec
 from headloc.methods.steps import RecoverInputs, RecoverParams
 from headloc.workflow.config import validate_config

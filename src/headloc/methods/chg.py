@@ -4,7 +4,7 @@ fitted by gradient descent, heads ranked by facilitation. Its hyperparameters ar
 
 from dataclasses import dataclass
 
-from headloc.methods.contract import Method, read_result
+from headloc.methods.contract import Method
 from headloc.methods.settings import MethodOptions, integer, number_in, setting
 
 
@@ -29,14 +29,15 @@ def search_id(parts) -> str:
     return f"chg_x{o.seeds}_l{o.lam:g}_t{o.steps}_{parts.tail}"
 
 
+# how to read its heatmap (the caption in Snakemake's report)
+READING = """Causal Head Gating: two panels of gates in [0, 1], means over seeds. G- (facilitation): near 1, the
+task needs the head even under pressure to close gates. G+: near 0, the head interferes with the
+task. Heads are ranked by G-; the seed spread is in ``recovery.json`` (``g_minus_std``,
+``g_plus_std``, ``seed_spearman``)."""
+
+
 METHODS = (
-    Method(
-        name="chg", kind="gradient", about="Causal Head Gating: gates fitted by gradient descent",
-        label="-G- (facilitation, negated)", marker="X",
-        reading="Causal Head Gating: two panels of gates in [0, 1], means over seeds. G- (facilitation): near 1, the\n"
-                "task needs the head even under pressure to close gates. G+: near 0, the head interferes with the\n"
-                "task. Heads are ranked by G-; the seed spread is in ``recovery.json`` (``g_minus_std``,\n"
-                "``g_plus_std``, ``seed_spearman``).", search_id=search_id, recover=read_result, algorithm=fit,
-        options=ChgOptions,
-    ),
+    Method(name="chg", kind="gradient", algorithm=fit, options=ChgOptions, search_id=search_id, marker="X",
+           about="Causal Head Gating: gates fitted by gradient descent", label="-G- (facilitation, negated)",
+           reading=READING),
 )

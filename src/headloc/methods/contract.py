@@ -59,10 +59,18 @@ class SearchParts:
         return f"_r{self.repeat}" if self.repeat else ""
 
 
-def budget_id(name: str, parts: SearchParts) -> str:
-    """The name of a search that spends a budget of masks: ``<method>_m<M>[of<full>]_p<p>_<tail>[_r<repeat>]``."""
+def budget_id(name: str, parts: SearchParts, *settings: str, sparsity: bool = True) -> str:
+    """The name of a search that spends a budget of masks:
+    ``<method>_m<M>[of<full>][_p<p>][_<setting>...]_<tail>[_r<repeat>]``, ``settings`` the method's
+    own (each option that changes its result, e.g. ``k5``), ``sparsity`` whether it uses one.
+
+    >>> parts = SearchParts(tail="n20_s0", seed=0, n_masks=100, sparsity=0.05, repeat=1)
+    >>> budget_id("cs_stratified", parts), budget_id("gt", parts, "k5", "gauto", sparsity=False)
+    ('cs_stratified_m100_p0.05_n20_s0_r1', 'gt_m100_k5_gauto_n20_s0_r1')
+    """
     size = f"{parts.n_masks}of{parts.of}" if parts.of else f"{parts.n_masks}"
-    return f"{name}_m{size}_p{parts.sparsity:g}_{parts.tail}{parts.repeat_suffix}"
+    fields = [f"{name}_m{size}", *([f"p{parts.sparsity:g}"] if sparsity else []), *settings, parts.tail]
+    return "_".join(fields) + parts.repeat_suffix
 
 
 @dataclass(frozen=True)
@@ -78,7 +86,8 @@ class Method:
     recover: ``recover(inputs, names, params, log) -> dict``: the ranking fields of recovery.json
         (``ranking``, ``coef``, ``n_evals``, ``alpha``, ``r2``, ``intercept`` and its own) from the
         files its search's steps left (a :class:`~headloc.methods.steps.RecoverInputs`), the head
-        names and the step's parameters (a :class:`~headloc.methods.steps.RecoverParams`).
+        names and the step's parameters (a :class:`~headloc.methods.steps.RecoverParams`); None:
+        its kind's (a one-job kind reads the job's result: :func:`headloc.methods.kinds.read_result`).
     algorithm: what its kind's step calls (the kind's ``algorithm`` says its signature): a mask
         design (kind masks), a gradient fit (kind gradient), a sequential search's builder (kind
         sequential); None for a kind that calls none.
@@ -107,7 +116,7 @@ class Method:
     reading: str
     marker: str
     search_id: Callable[[SearchParts], str]
-    recover: Callable
+    recover: Callable | None = None
     algorithm: Callable | None = None
     least_budget: Callable | None = None
     budgeted: bool = False
@@ -121,6 +130,8 @@ class Method:
     def __post_init__(self):
         if isinstance(self.kind, str):
             object.__setattr__(self, "kind", kind_named(self.kind))
+        if self.recover is None:
+            object.__setattr__(self, "recover", self.kind.recover)
         self.kind.check(self)
         if self.options is not None and self.options.SECTION != self.name:
             raise ValueError(f"method {self.name}: its options are section {self.options.SECTION!r}, expected "
@@ -199,19 +210,3 @@ def lasso_recover(inputs, names, params, log) -> dict:
 
     estimator = LassoRecovery(alpha=params.alpha, random_state=params.seed)
     return fit_masks(inputs, names, params, log, estimator=estimator, stability=True)
-
-
-def read_result(inputs, names, params, log) -> dict:
-    """A one-job search's part of recovery.json (``inputs.result``: a gradient or sequential job's
-    output), checked: its ``method`` must be the search's, its ranking and values cover every head
-    of the model."""
-    from headloc.io import read_json
-
-    path = inputs.result
-    found = read_json(path)
-    method = found.pop("method")
-    if method != params.method:
-        raise ValueError(f"{path} holds a {method!r} search, expected {params.method!r}")
-    if sorted(found["ranking"]) != sorted(names) or sorted(found["coef"]) != sorted(names):
-        raise ValueError(f"{path} ranks {len(found['ranking'])} heads, not the model's {len(names)}")
-    return found

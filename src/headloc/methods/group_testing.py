@@ -8,7 +8,7 @@ together; ``extra_heads``: heads confirmed beyond the top k, for the universal f
 
 from dataclasses import dataclass
 
-from headloc.methods.contract import SCALE, Method, read_result
+from headloc.methods.contract import SCALE, Method, budget_id
 from headloc.methods.settings import MethodOptions, integer, integer_or, setting
 
 
@@ -47,23 +47,25 @@ def least_budget(n_heads, top_k, options) -> tuple[int, str, str]:
 
 def search_id(parts) -> str:
     o = parts.options
-    return (f"group_testing_m{parts.n_masks}_k{parts.top_k}_g{o.group_size}_per{o.masks_per_round}_"
-            f"x{o.extra_heads}_{parts.tail}{parts.repeat_suffix}")
+    return budget_id("group_testing", parts, f"k{parts.top_k}", f"g{o.group_size}", f"per{o.masks_per_round}",
+                     f"x{o.extra_heads}", sparsity=False)
+
+
+# how to read its heatmap (the caption in Snakemake's report)
+READING = """A confirmed head's cell (one of its top heads, outlined) is the change in the task's score (a
+fraction: -0.10 is 10 points of accuracy) when that head is ablated by itself. Every other cell is
+the change measured for the smallest group of heads that holds it (less the confirmed heads'
+own changes in that group), shared by the whole group: ``labels`` in recovery.json says which
+(confirmed, alone, group of n). A search stopped at its cap before confirming its top k says
+so in the title (``warnings`` in recovery.json).
+
+""" + SCALE
 
 
 METHODS = (
-    Method(
-        name="group_testing", kind="sequential",
-        about="adaptive group testing: halve the most damaging group, confirm heads alone",
-        label="score change when ablated (a confirmed head's own; else its smallest measured group's)", marker="*",
-        reading="A confirmed head's cell (one of its top heads, outlined) is the change in the task's score (a\n"
-                "fraction: -0.10 is 10 points of accuracy) when that head is ablated by itself. Every other cell is\n"
-                "the change measured for the smallest group of heads that holds it (less the confirmed heads'\n"
-                "own changes in that group), shared by the whole group: ``labels`` in recovery.json says which\n"
-                "(confirmed, alone, group of n). A search stopped at its cap before confirming its top k says\n"
-                "so in the title (``warnings`` in recovery.json).\n\n" + SCALE,
-        search_id=search_id, recover=read_result, algorithm=build, least_budget=least_budget, budgeted=True,
-        repeats=True,
-        options=GroupTestingOptions,
-    ),
+    Method(name="group_testing", kind="sequential", algorithm=build, options=GroupTestingOptions,
+           least_budget=least_budget, search_id=search_id, budgeted=True, repeats=True, marker="*",
+           about="adaptive group testing: halve the most damaging group, confirm heads alone",
+           label="score change when ablated (a confirmed head's own; else its smallest measured group's)",
+           reading=READING),
 )

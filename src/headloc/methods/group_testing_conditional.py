@@ -15,7 +15,7 @@ group testing in the registry's order.)"""
 from dataclasses import dataclass
 
 from headloc.methods import group_testing
-from headloc.methods.contract import SCALE, Method, read_result
+from headloc.methods.contract import SCALE, Method, budget_id
 from headloc.methods.settings import MethodOptions, flag, integer, integer_or, setting
 
 
@@ -48,25 +48,27 @@ def least_budget(n_heads, top_k, options) -> tuple[int, str, str]:
 
 def search_id(parts) -> str:
     o = parts.options
-    screen = "_screen" if o.pair_screen else ""
-    return (f"conditional_group_testing_m{parts.n_masks}_k{parts.top_k}_g{o.group_size}_x{o.extra_heads}_"
-            f"b{o.background}{screen}_{parts.tail}{parts.repeat_suffix}")
+    return budget_id("conditional_group_testing", parts, f"k{parts.top_k}", f"g{o.group_size}", f"x{o.extra_heads}",
+                     f"b{o.background}" + ("_screen" if o.pair_screen else ""), sparsity=False)
+
+
+# how to read its heatmap (the caption in Snakemake's report)
+READING = """A confirmed head's cell is the change in the task's score when that head is ablated: alone for
+the head confirmed first, beside the heads confirmed before it (the background) for the
+others (greedy's gain), together for the two heads of a pair. Every other cell is the change
+measured for the smallest group of heads that holds it (less the confirmed heads' own changes
+in it), or 0 where its group was never scored: ``labels`` in recovery.json says which, and
+whether a head found beside the background also hurts alone; ``details`` names the background
+and the pairs.
+
+""" + SCALE
 
 
 METHODS = (
-    Method(
-        name="conditional_group_testing", kind="sequential",
-        about="group testing, then halving beside the first heads confirmed (greedy's question); pairs",
-        label="score change when ablated (alone, beside the heads found before, or a pair's; else its smallest group's)",
-        marker="p",
-        reading="A confirmed head's cell is the change in the task's score when that head is ablated: alone for\n"
-                "the head confirmed first, beside the heads confirmed before it (the background) for the\n"
-                "others (greedy's gain), together for the two heads of a pair. Every other cell is the change\n"
-                "measured for the smallest group of heads that holds it (less the confirmed heads' own changes\n"
-                "in it), or 0 where its group was never scored: ``labels`` in recovery.json says which, and\n"
-                "whether a head found beside the background also hurts alone; ``details`` names the background\n"
-                "and the pairs.\n\n" + SCALE,
-        search_id=search_id, recover=read_result, algorithm=build, budgeted=True, repeats=True,
-        options=ConditionalGroupTestingOptions, least_budget=least_budget,
-    ),
+    Method(name="conditional_group_testing", kind="sequential", algorithm=build,
+           options=ConditionalGroupTestingOptions, least_budget=least_budget, search_id=search_id, budgeted=True,
+           repeats=True, marker="p",
+           about="group testing, then halving beside the first heads confirmed (greedy's question); pairs",
+           label="score change when ablated (alone, beside the heads found before, or a pair's; else its smallest "
+                 "group's)", reading=READING),
 )

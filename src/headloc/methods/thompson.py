@@ -7,7 +7,7 @@ released, which favours heads whose ablation leaves the score high, or ``damage`
 
 from dataclasses import dataclass
 
-from headloc.methods.contract import Method, read_result
+from headloc.methods.contract import Method, budget_id
 from headloc.methods.settings import MethodOptions, choice, numbers, setting
 
 RELEASED_RANGE = (0.0, 1.0)  # the released code's accuracy: a score_range its search id does not name
@@ -42,22 +42,21 @@ def search_id(parts) -> str:
     o = parts.options
     worst, best = o.score_range
     scale = "" if o.score_range == RELEASED_RANGE else f"_v{worst:g}to{best:g}"
-    return (f"thompson_m{parts.n_masks}_p{parts.sparsity:g}_{o.reward}{scale}_{parts.tail}"
-            f"{parts.repeat_suffix}")
+    return budget_id("thompson", parts, o.reward + scale)
+
+
+# how to read its heatmap (the caption in Snakemake's report)
+READING = """Each cell is the head's posterior mean reward a / (a + b), in [0, 1]: the heads are ranked by it,
+highest first. With ``thompson.reward: score`` (the released code's rule) the reward is the
+score of the masks that ablated the head, so a high cell is a head whose ablation left the task's
+score HIGH: the top heads are the ones the task needs least. With ``damage`` the reward is
+the share of the way from the unablated score to the floor a mask went: a high cell is a
+head whose ablation hurt. The red-blue scale is centred at 0, so every cell here is blue."""
 
 
 METHODS = (
-    Method(
-        name="thompson", kind="sequential",
-        about="Thompson sampling as in the released code (its reward: the score, as released, or the damage)",
-        label="posterior mean of the reward (Thompson sampling)", marker="h",
-        reading="Each cell is the head's posterior mean reward a / (a + b), in [0, 1]: the heads are ranked by it,\n"
-                "highest first. With ``thompson.reward: score`` (the released code's rule) the reward is the\n"
-                "score of the masks that ablated the head, so a high cell is a head whose ablation left the task's\n"
-                "score HIGH: the top heads are the ones the task needs least. With ``damage`` the reward is\n"
-                "the share of the way from the unablated score to the floor a mask went: a high cell is a\n"
-                "head whose ablation hurt. The red-blue scale is centred at 0, so every cell here is blue.",
-        search_id=search_id, recover=read_result, algorithm=build, budgeted=True, repeats=True,
-        options=ThompsonOptions,
-    ),
+    Method(name="thompson", kind="sequential", algorithm=build, options=ThompsonOptions, search_id=search_id,
+           budgeted=True, repeats=True, marker="h", label="posterior mean of the reward (Thompson sampling)",
+           about="Thompson sampling as in the released code (its reward: the score, as released, or the damage)",
+           reading=READING),
 )

@@ -102,15 +102,20 @@ class Kind:
     seeded: ClassVar[bool] = False
     rule: ClassVar[str] = ""
     steps: ClassVar[Mapping[str, type]] = {}
+    recover: ClassVar = None  # the recovery its methods have unless they bring their own
 
     def __repr__(self) -> str:
         return f"<kind {self.name}>"
 
     def check(self, method) -> None:
-        """A method of this kind supplies an algorithm exactly when the kind runs one."""
+        """A method of this kind supplies an algorithm exactly when the kind runs one, and a
+        recovery where the kind has none for it."""
         if bool(self.algorithm) != (method.algorithm is not None):
             needs = f"an algorithm: {self.algorithm}" if self.algorithm else "no algorithm (its recover is all)"
             raise ValueError(f"method {method.name}: a {self.name} method supplies {needs}")
+        if method.recover is None:
+            raise ValueError(f"method {method.name}: a {self.name} method supplies its recover(inputs, names, "
+                             "params, log)")
 
     def params(self, step: str, search):
         """What ``step`` (one of :attr:`steps`) is told for ``search`` (a
@@ -133,6 +138,22 @@ class Kind:
         :class:`headloc.methods.driver.Job`) scoring their masks and holding their files; returns
         what the recovery reads."""
         raise NotImplementedError
+
+
+def read_result(inputs, names, params, log) -> dict:
+    """A one-job search's part of recovery.json (``inputs.result``: a gradient or sequential job's
+    output), checked: its ``method`` must be the search's, its ranking and values cover every head
+    of the model."""
+    from headloc.io import read_json  # numpy: not at registry import
+
+    path = inputs.result
+    found = read_json(path)
+    method = found.pop("method")
+    if method != params.method:
+        raise ValueError(f"{path} holds a {method!r} search, expected {params.method!r}")
+    if sorted(found["ranking"]) != sorted(names) or sorted(found["coef"]) != sorted(names):
+        raise ValueError(f"{path} ranks {len(found['ranking'])} heads, not the model's {len(names)}")
+    return found
 
 
 _KINDS: dict[str, Kind] = {}

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 
 from headloc.io import write_json
-from headloc.methods.kinds import Kind, SearchFiles
+from headloc.methods.kinds import Kind, SearchFiles, read_result
 from headloc.methods.registry import get
 from headloc.methods.steps import RecoverInputs, RecoverParams, WithOptions
 
@@ -38,6 +38,7 @@ class Gradient(Kind):
     gold = True
     seeded = True
     rule = "gradient_search"
+    recover = staticmethod(read_result)
     steps = {"gradient": GradientParams, "recover": RecoverParams}
 
     def recovery_inputs(self, files: SearchFiles, search, model=()) -> RecoverInputs:

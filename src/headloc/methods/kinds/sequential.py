@@ -19,7 +19,7 @@ import numpy as np
 
 from headloc.heads import HeadGeometry
 from headloc.io import atomic_path, oriented, write_json
-from headloc.methods.kinds import Kind, SearchFiles
+from headloc.methods.kinds import Kind, SearchFiles, read_result
 from headloc.methods.registry import get
 from headloc.methods.steps import RecoverInputs, RecoverParams, WithOptions
 
@@ -49,6 +49,7 @@ class Sequential(Kind):
     algorithm = "build(n_heads, params: SequentialParams) -> headloc.search.sequential.SequentialSearch"
     scored = True
     rule = "sequential_search"
+    recover = staticmethod(read_result)
     steps = {"sequential": SequentialParams, "recover": RecoverParams}
 
     def least_masks(self, method) -> tuple[int, str]:
