@@ -50,7 +50,7 @@ def test_the_walkthrough_runs_as_written_and_finds_the_planted_head(tmp_path, mo
         exec(compile(block, str(LIBRARY), "exec"), namespace)
     found = namespace["found"]
     assert found.ranking[0] == PLANTED_HEAD
-    assert found.search == "cs_stratified_m16_p0.25_s0" and found.n_evals == 16
+    assert found.search_id == "cs_stratified_m16_p0.25_s0" and found.n_evals == 16
     # Delta Task recomputed here: accuracy of the walkthrough's task with the planted head zeroed
     rows = namespace["rows"]
     model = planted_model()
@@ -191,12 +191,12 @@ def test_tasks_are_found_as_the_workflow_finds_them(tmp_path):
     by_path = resolve_task(str(TASKS_DIR / "headloc_ioi_margin.yaml"), documents=3)
     assert (by_path.name, by_path.spec.metric_key, by_path.spec.doc_ids) == ("headloc_ioi_margin", "margin,none",
                                                                             (0, 1, 2))
-    assert by_path.folders[:2] == [TASKS_DIR, TASKS_DIR.resolve()]
+    assert by_path.task_folders[:2] == [TASKS_DIR, TASKS_DIR.resolve()]
     (tmp_path / "mine.yaml").write_text("task: my_copy\noutput_type: multiple_choice\ndataset_path: json\n"
                                         "doc_to_text: text\ndoc_to_target: label\ndoc_to_choice: choices\n"
                                         "metric_list:\n  - metric: acc_norm\n")
     mine = resolve_task("my_copy", include_path=[tmp_path])
-    assert mine.spec.metric_key == "acc_norm,none" and mine.folders == [TASKS_DIR, tmp_path.resolve()]
+    assert mine.spec.metric_key == "acc_norm,none" and mine.task_folders == [TASKS_DIR, tmp_path.resolve()]
 
 
 # ------------------------------------------------------------------ errors before any work

@@ -26,14 +26,14 @@ def continue_from(search, masks, scores):
         assert len(batch) and all(row.tobytes() not in scored for row in batch)  # nothing scored twice
         assert len({row.tobytes() for row in batch}) == len(batch)
         masks, scores = np.vstack([masks, batch]), np.concatenate([scores, WORLD.score(batch)])
-        assert len(masks) <= search.budget
+        assert len(masks) <= search.n_masks
     return masks, scores
 
 
 @pytest.mark.parametrize("name", SEARCHES)
 def test_a_record_cut_anywhere_resumes_to_the_same_record_and_result(name):
     search = SEARCHES[name]
-    masks, scores, found = search.run(WORLD.score)
+    masks, scores, found = search.complete(WORLD.score)
     assert len(masks) > 20 and not masks[0].any()
     for cut in range(len(masks) + 1):
         resumed_masks, resumed_scores = continue_from(search, masks[:cut], scores[:cut])
@@ -46,13 +46,13 @@ def test_a_record_cut_anywhere_resumes_to_the_same_record_and_result(name):
 @pytest.mark.parametrize("name", SEARCHES)
 def test_a_live_search_replays_once_and_goes_on_round_by_round(name, monkeypatch):
     # A job replays its record once and then feeds each round's scores into the running search:
-    # the same record and result as an uninterrupted run, from any cut, with one plan per job (a
-    # replay per round made a search of R rounds cost R^2 / 2 plan steps).
+    # the same record and result as an uninterrupted run, from any cut, with one replay per job (a
+    # replay per round made a search of R rounds cost R^2 / 2 proposals).
     search = SEARCHES[name]
-    masks, scores, found = search.run(WORLD.score)
+    masks, scores, found = search.complete(WORLD.score)
     plans = []
-    original = type(search).plan
-    monkeypatch.setattr(type(search), "plan", lambda self: plans.append(1) or original(self))
+    original = type(search).propose
+    monkeypatch.setattr(type(search), "propose", lambda self: plans.append(1) or original(self))
     for cut in (0, 1, len(masks) // 2, len(masks) - 1, len(masks)):
         plans.clear()
         live, rows, values = search.resume(masks[:cut], scores[:cut]), [masks[:cut]], [scores[:cut]]
@@ -77,7 +77,7 @@ def test_a_live_search_refuses_scores_that_do_not_fit_its_round():
 
 def test_a_record_of_other_settings_or_unfinished_is_refused():
     search = SEARCHES["group testing"]
-    masks, scores, _ = search.run(WORLD.score)
+    masks, scores, _ = search.complete(WORLD.score)
     with pytest.raises(ValueError, match="not the masks this search proposes"):
         GroupTesting(128, 40, seed=5, k=5).next_masks(masks, scores)
     with pytest.raises(ValueError, match="unfinished: .* more to score"):
@@ -99,8 +99,8 @@ def test_the_sequential_step_replays_its_record_once_per_job(tmp_path, monkeypat
 
     params = sequential.SequentialParams("group_testing", 40, 4, 5, 0.05, {})
     plans = []
-    original = GroupTesting.plan
-    monkeypatch.setattr(GroupTesting, "plan", lambda self: plans.append(1) or original(self))
+    original = GroupTesting.propose
+    monkeypatch.setattr(GroupTesting, "propose", lambda self: plans.append(1) or original(self))
     log = logging.getLogger("test")
     first = sequential.sequential(params, HeadGeometry(8, 16), WORLD.score, tmp_path / "a.npz", tmp_path / "a.json", log)
     assert len(plans) == 1 and first["n_evals"] > 10
@@ -122,7 +122,7 @@ def test_recovery_json_names_the_heads_a_search_keeps_in_its_details():
 
     names = HeadGeometry(8, 16).names
     for name in ("group testing", "thompson"):
-        found = SEARCHES[name].run(WORLD.score)[2]
+        found = SEARCHES[name].complete(WORLD.score)[2]
         details = sequential_fields(found, names)["details"]
         fields = sequential_fields(found, names)
         if name == "group testing":

@@ -545,8 +545,8 @@ def test_locate_matches_the_workflow(method, results, tiny_model):
                            batch_size=BATCH_SIZE, model_name="tiny", progress=False, **LOCATED[method])
     ids = [p.parent.name for p in (results / "tiny" / "ioi").glob(f"{method}_*/recovery.json")
            if "_r" not in p.parent.name and "of" not in p.parent.name]
-    assert found.search in ids, (found.search, ids)
-    recovery = read_json(results / "tiny" / "ioi" / found.search / "recovery.json")
+    assert found.search_id in ids, (found.search_id, ids)
+    recovery = read_json(results / "tiny" / "ioi" / found.search_id / "recovery.json")
     assert found.ranking == recovery["ranking"]
     assert found.values == pytest.approx(recovery["coef"], abs=1e-6, nan_ok=True) if method != "random" \
         else found.values == recovery["coef"]

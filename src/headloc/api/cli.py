@@ -155,14 +155,14 @@ def locate_command(args) -> int:
     except ValueError as error:
         print(f"headloc locate: {error}", file=sys.stderr)
         return 2
-    folder = found.save(args.out or Path("headloc-results") / found.record["task"] / found.search)
+    folder = found.save(args.out or Path("headloc-results") / found.record["task"] / found.search_id)
     print(summary(found, folder))
     return 0
 
 
 def summary(found, folder) -> str:
     """The top k as a small table, with what the values mean and where the files went."""
-    lines = [f"{found.search}: {found.record['method']} on {found.record['task']}, {found.n_evals} evaluations",
+    lines = [f"{found.search_id}: {found.record['method']} on {found.record['task']}, {found.n_evals} evaluations",
              f"value: {found.label}", f"{'rank':>4}  {'head':<8}{'value':>12}"]
     for rank, head in enumerate(found.top_heads, 1):
         value = found.values[head]

@@ -107,7 +107,7 @@ def locate(model, tokenizer, task, *, method: str = SETTINGS.methods[0], budget:
     located = Located(record=record, parameters=parameters, task=resolved, model=model, tokenizer=tokenizer,
                       batch_size=batch_size, work=work)
     for warning in located.warnings:  # said last, where a notebook shows it under the bars
-        LOG.warning("%s on %s: %s", located.search, located.record["task"], warning)
+        LOG.warning("%s on %s: %s", located.search_id, located.record["task"], warning)
     return located
 
 
@@ -227,7 +227,7 @@ def _gradient(spec, task: Task, model, tokenizer):
         return None
     from headloc.engine.supervision import task_examples
 
-    return model, task_examples(tokenizer, task.spec, include_path=task.folders)
+    return model, task_examples(tokenizer, task.spec, include_path=task.task_folders)
 
 
 def _search_id(spec, n_docs, settings: SearchSettings) -> str:
@@ -341,7 +341,8 @@ class Located:
         return self.record["n_evals"]
 
     @property
-    def search(self) -> str:
+    def search_id(self) -> str:
+        """The search's id: the directory name the workflow would give the same search."""
         return self.record["search"]
 
     SHOWN = 10  # top heads a repr lists
@@ -353,7 +354,7 @@ class Located:
 
     def _title(self) -> str:
         return (f"{self.record['method']} on {self.record['task']} (model {self.record['model']}): "
-                f"{self.n_evals} evaluations, search {self.search}")
+                f"{self.n_evals} evaluations, search {self.search_id}")
 
     def __repr__(self) -> str:
         more = len(self.top_heads) - self.SHOWN
@@ -374,7 +375,7 @@ class Located:
                 f"<p>value: {html.escape(self.label)}</p>"
                 f"<table><tr><th>rank</th><th>head</th><th>value</th></tr>{rows}</table>"
                 + (f"<ul>{warned}</ul>" if warned else "")
-                + f'<img alt="heatmap of {html.escape(self.search)}" src="data:image/png;base64,{png}"/></div>')
+                + f'<img alt="heatmap of {html.escape(self.search_id)}" src="data:image/png;base64,{png}"/></div>')
 
     def heatmap(self):
         """The workflow's heatmap of this search (a matplotlib Figure)."""
@@ -458,7 +459,7 @@ class Located:
         if self.task.callable:
             raise ValueError(f"validate(tasks=...) of a callable task takes callables, got {other!r}")
         return resolve_task(other, chat=self.task.spec.chat, documents=documents,
-                            include_path=self.task.folders[1:])
+                            include_path=self.task.task_folders[1:])
 
     def _score(self, task: Task, mask, unit: str, progress) -> dict:
         """The task unablated and with ``mask`` ablated, and the change in ``unit``."""

@@ -32,8 +32,9 @@ def build(n_heads, params):
     from headloc.search.group_testing import GroupTesting
 
     options = params.options
-    return GroupTesting(n_heads=n_heads, budget=params.n_masks, seed=params.seed, k=params.top_k,
-                        group_size=options.size, masks_per_round=options.masks_per_round, extra=options.extra_heads)
+    return GroupTesting(n_heads=n_heads, n_masks=params.n_masks, seed=params.seed, k=params.top_k,
+                        group_size=options.size, masks_per_round=options.masks_per_round,
+                        extra_heads=options.extra_heads)
 
 
 def least_budget(n_heads, top_k, options) -> tuple[int, str, str]:

@@ -36,8 +36,8 @@ def build(n_heads, params):
     from headloc.search.conditional import ConditionalGroupTesting
 
     options = params.options
-    return ConditionalGroupTesting(n_heads=n_heads, budget=params.n_masks, seed=params.seed, k=params.top_k,
-                                   group_size=options.size, extra=options.extra_heads, background=options.background,
+    return ConditionalGroupTesting(n_heads=n_heads, n_masks=params.n_masks, seed=params.seed, k=params.top_k,
+                                   group_size=options.size, extra_heads=options.extra_heads, background=options.background,
                                    pair_screen=options.pair_screen)
 
 

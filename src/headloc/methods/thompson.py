@@ -34,7 +34,7 @@ def build(n_heads, params):
                          f"got {list(params.options.score_range)!r}")
     # the search reads higher-is-better scores: a lower-is-better metric's range is negated with them
     low, high = (worst, best) if params.higher_is_better else (-worst, -best)
-    return ThompsonSampling(n_heads=n_heads, budget=params.n_masks, seed=params.seed, sparsity=params.sparsity,
+    return ThompsonSampling(n_heads=n_heads, n_masks=params.n_masks, seed=params.seed, sparsity=params.sparsity,
                             reward=params.options.reward, score_range=(float(low), float(high)))
 
 

@@ -215,9 +215,9 @@ def model_settings(source) -> dict | None:
     """A checkpoint folder's config.json, or a hub model's from the local cache; None when it cannot
     be read offline (an uncached hub id: its jobs check it when they load it) or for a GGUF file
     (transformers converts only architectures it maps to decoders)."""
-    if source.kind == "directory":
+    if source.form == "directory":
         return json.loads((Path(source.location) / "config.json").read_text())
-    if source.kind == "gguf":
+    if source.form == "gguf":
         return None
     from huggingface_hub import try_to_load_from_cache
 
@@ -225,15 +225,12 @@ def model_settings(source) -> dict | None:
     return json.loads(Path(cached).read_text()) if isinstance(cached, str) and Path(cached).is_file() else None
 
 
-def task_folders(config: dict) -> list[Path]:
+def task_folders(config: dict, *, registry: bool = False) -> list[Path]:
     """The task folders: the folders of task YAMLs headloc hands lm-eval, its own tasks, then the
-    config's ``include_path`` (absolute, found in this checkout)."""
-    return [TASKS_DIR, *(Path(folder).expanduser().resolve() for folder in config.get("include_path") or [])]
-
-
-def lookup_folders(config: dict) -> list[Path]:
-    """Where a task's YAML is looked up: the task folders, then lm-eval's registry."""
-    return [*task_folders(config), lm_eval_tasks_dir()]
+    config's ``include_path`` (absolute, found in this checkout); with ``registry``, lm-eval's
+    registry after them (where a task's YAML is looked up)."""
+    own = [TASKS_DIR, *(Path(folder).expanduser().resolve() for folder in config.get("include_path") or [])]
+    return [*own, lm_eval_tasks_dir()] if registry else own
 
 
 def lm_eval_tasks(folders=(TASKS_DIR,)) -> list[str]:
@@ -243,9 +240,9 @@ def lm_eval_tasks(folders=(TASKS_DIR,)) -> list[str]:
 
 def has_chat_template(source) -> bool | None:
     """Whether a model's tokenizer has a chat template, read offline; None when unknown (hub model)."""
-    if source.kind == "gguf":
+    if source.form == "gguf":
         return bool(read_gguf_metadata(source.location).get("tokenizer.chat_template"))
-    if source.kind == "directory":
+    if source.form == "directory":
         folder = Path(source.location)
         if (folder / "chat_template.jinja").is_file() or (folder / "chat_template.json").is_file():
             return True
@@ -270,7 +267,7 @@ class TaskLookup:
     their YAMLs, each found and read once; shared by the normalisation and the checks."""
 
     def __init__(self, config: dict):
-        self.task_folders, self.lookup_folders = task_folders(config), lookup_folders(config)
+        self.task_folders, self.with_registry = task_folders(config), task_folders(config, registry=True)
         self._local = defined_tasks(self.task_folders)
         self._registry: dict[str, str] | None = None  # lm-eval's 14,000 YAMLs: scanned only when needed
         self._read: dict[str, TaskYaml] = {}
@@ -284,7 +281,7 @@ class TaskLookup:
     def read(self, task: str) -> TaskYaml:
         """The task's YAML (a task :meth:`defined_as` "task")."""
         if task not in self._read:
-            path = task_yaml(task, self.lookup_folders)
+            path = task_yaml(task, self.with_registry)
             self._read[task] = TaskYaml(task, path, load_task_yaml(path))
         return self._read[task]
 
