@@ -86,10 +86,7 @@ def locate(model, tokenizer, task, *, method: str = SETTINGS.methods[0], budget:
     _check_least_on(spec, settings, geometry)
     resolved = resolve_task(task, metric=metric, chat=chat, documents=documents, include_path=include_path,
                             dataset_kwargs=dataset_kwargs, higher_is_better=higher_is_better)
-    if spec.kind.gold and resolved.callable:
-        scoring = [name for name in methods.names() if methods.get(name).scored]
-        raise ValueError(f"method {method!r} differentiates the gold continuations of an lm-eval task; "
-                         f"a callable task has none. Use an lm-eval task, or one of {', '.join(scoring)}")
+    _check_gold(spec, resolved)
     work = tempfile.TemporaryDirectory(prefix="headloc-locate-")  # the files drive writes, kept for save()
     with evaluation_mode(model), _quiet(progress, resolved):
         score = _scorer(spec, resolved, model, tokenizer, batch_size, masks_per_pass, progress)
@@ -99,16 +96,28 @@ def locate(model, tokenizer, task, *, method: str = SETTINGS.methods[0], budget:
         n_docs = count_documents(resolved)
     search = _search_id(spec, n_docs, settings)
     record = {"model": model_name or _model_name(model), "task": resolved.name, "search": search, **found}
-    chosen = settings.options_of(spec)
-    parameters = {"method": method, "budget": settings.n_masks if spec.budgeted else 0, "top_k": top_k,
-                  "seed": seed, "sparsity": sparsity, "alpha": alpha,
-                  "options": chosen.as_config() if chosen else {}, "n_docs": n_docs,
-                  "metric": None if resolved.callable else resolved.spec.metric_key}
-    located = Located(record=record, parameters=parameters, task=resolved, model=model, tokenizer=tokenizer,
-                      batch_size=batch_size, work=work)
+    located = Located(record=record, parameters=_parameters(spec, settings, n_docs, resolved), task=resolved,
+                      model=model, tokenizer=tokenizer, batch_size=batch_size, work=work)
     for warning in located.warnings:  # said last, where a notebook shows it under the bars
         LOG.warning("%s on %s: %s", located.search_id, located.record["task"], warning)
     return located
+
+
+def _check_gold(spec, task: Task) -> None:
+    """A method that differentiates the gold continuations needs an lm-eval task: a callable has none."""
+    if spec.kind.gold and task.callable:
+        scoring = [name for name in methods.names() if methods.get(name).scored]
+        raise ValueError(f"method {spec.name!r} differentiates the gold continuations of an lm-eval task; "
+                         f"a callable task has none. Use an lm-eval task, or one of {', '.join(scoring)}")
+
+
+def _parameters(spec, settings: SearchSettings, n_docs, task: Task) -> dict:
+    """What the search was asked, as :attr:`Located.parameters` holds it."""
+    chosen = settings.options_of(spec)
+    return {"method": spec.name, "budget": settings.n_masks if spec.budgeted else 0, "top_k": settings.top_k,
+            "seed": settings.seed, "sparsity": settings.sparsity, "alpha": settings.alpha,
+            "options": chosen.as_config() if chosen else {}, "n_docs": n_docs,
+            "metric": None if task.callable else task.spec.metric_key}
 
 
 def check_search(method: str, budget, options, *, top_k, seed, sparsity, alpha) -> tuple:
