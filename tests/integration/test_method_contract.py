@@ -12,6 +12,7 @@ ranking fields. Every method that looks at the model must rank PLANTED first.
 
 import contextlib
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -205,6 +206,17 @@ def test_every_setting_that_changes_a_sequential_search_changes_its_id(name):
         except ValueError:  # settings the search refuses build nothing
             continue
         assert other == search or other_id != search_id, change
+
+
+@pytest.mark.parametrize("name", methods.names())
+def test_a_method_whose_result_depends_on_the_seed_says_so(name, model, examples, tmp_path):
+    """Driven with seeds 0 and 1, a method whose ranking or values differ is random (the benchmarks
+    then run it once per seed, and the workflow names the seed in its search id)."""
+    method = methods.get(name)
+    found = [driver.drive(method, lambda masks: score(model, examples, masks), GEOMETRY, tmp_path / str(seed),
+                          replace(settings(method), seed=seed), gradient=(model, examples)) for seed in (0, 1)]
+    if (found[0]["ranking"], found[0]["coef"]) != (found[1]["ranking"], found[1]["coef"]):
+        assert method.random, name
 
 
 def test_markers_tell_the_methods_apart():

@@ -287,6 +287,39 @@ def test_each_step_gets_its_parameters_from_the_plan():
         plan.step_params("ioi", "cs_adaptive_m50_p0.05_n20_s0", "gradient")
 
 
+def test_each_kind_s_recovery_reads_the_files_its_rules_write():
+    """What rule recover_heads waits for, by kind, spelled out as docs/outputs.md lays a search's folder
+    out: a design's chunk scores (both stages' for cs_adaptive), the rows of the search it reuses (a
+    nested budget, one-shot greedy on greedy's round 1), greedy's k rounds, a one-job result."""
+    config = validated(accuracy_demo())
+    config["search"].update(methods=["cs_stratified", "cs_adaptive", "greedy1s", "greedy", "attribution",
+                                     "group_testing", "random"], n_masks=40, budgets=[20], chunks=2)
+    config["validation"]["top_k"] = 2
+    config["universal"]["filter"] = False
+    plan = Plan(config)
+    folder = "results/m/ioi"
+
+    def chunks(where):
+        return [f"{folder}/{where}/scores/0.tsv", f"{folder}/{where}/scores/1.tsv"]
+
+    design, adaptive = "cs_stratified_m40_p0.05_n20_s0", "cs_adaptive_m40_p0.05_n20_s0"
+    expected = {
+        design: {"masks": f"{folder}/{design}/masks.npy", "scores": chunks(design)},
+        "cs_stratified_m20of40_p0.05_n20_s0": {"masks": f"{folder}/{design}/masks.npy", "scores": chunks(design)},
+        adaptive: {"masks": f"{folder}/{adaptive}/masks.npy", "scores": chunks(adaptive),
+                   "stage2_masks": f"{folder}/{adaptive}/stage2/masks.npy", "stage2_scores": chunks(f"{adaptive}/stage2")},
+        "greedy1s_n20_s0": {"masks": f"{folder}/greedy_k2_n20_s0/round1/masks.npy",
+                            "scores": chunks("greedy_k2_n20_s0/round1")},
+        "greedy_k2_n20_s0": {"rounds": [f"{folder}/greedy_k2_n20_s0/round{r}/chosen.json" for r in (1, 2)]},
+        "attribution_n20_s0": {"result": f"{folder}/attribution_n20_s0/gradient.json"},
+        "group_testing_m40_k2_gauto_per1_x2_n20_s0": {
+            "result": f"{folder}/group_testing_m40_k2_gauto_per1_x2_n20_s0/sequential.json"},
+        "random_s0": {"model": ["results/models/m"]},
+    }
+    for search, files in expected.items():
+        assert plan.recovery_inputs("m", "ioi", search, ["results/models/m"]) == files, search
+
+
 def test_budgets_must_be_below_n_masks():
     config = validated(accuracy_demo())
     config["search"]["budgets"] = [50, 100]
