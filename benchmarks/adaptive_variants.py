@@ -99,8 +99,10 @@ def run_model(folder: Path, budgets, seeds, out: Path, device: str) -> None:
                 driven = None
                 if seed == 0:  # the check that ``built`` is the workflow's cs_adaptive
                     with tempfile.TemporaryDirectory() as tmp:
-                        driven = gt.drive(gt.methods.get("cs_adaptive"), scorer, geometry, Path(tmp), budget=budget,
-                                          seed=seed, k=k, sparsity=gt.SPARSITY, alpha=gt.ALPHA, log=gt.LOG)["ranking"]
+                        settings = gt.SearchSettings(n_masks=budget, seed=seed, top_k=k, sparsity=gt.SPARSITY,
+                                                     alpha=gt.ALPHA)
+                        driven = gt.drive(gt.methods.get("cs_adaptive"), scorer, geometry, Path(tmp), settings,
+                                          log=gt.LOG)["ranking"]
                 for name in VARIANTS:
                     ranking, n_evals = variant_ranking(name, scorer, geometry.total, k, budget, seed)
                     top = {names[h] for h in ranking[:k]}

@@ -58,6 +58,7 @@ from headloc.groundtruth.scoring import GOAL_ALL_FOUND, GOAL_RECALL, budget_fit,
 from headloc.groundtruth.truth import encode, load_planted, read_documents, score_masks
 from headloc.heads import HeadGeometry
 from headloc.methods.driver import drive
+from headloc.methods.settings import SearchSettings
 
 LOG = logging.getLogger("ground_truth")
 DEFAULT_BUDGETS = (50, 100, 200)
@@ -106,7 +107,7 @@ def runs_of(name: str, budgets, seeds):
     the method is random (greedy and one-shot greedy are deterministic: one run per placement)."""
     method = method_of(name)[0]
     spend = budgets if method.budgeted else [None]
-    draws = seeds if (method.repeats or method.kind in ("gradient", "draw")) else seeds[:1]
+    draws = seeds if method.random else seeds[:1]
     return [(b, s) for b in spend for s in draws]
 
 
@@ -114,10 +115,11 @@ def ranking_of(name: str, scorer: Scorer, names: list[str], budget, seed: int, k
     """The method's ranking (head names, most damaging first) and its evaluations."""
     method, options = method_of(name)
     with tempfile.TemporaryDirectory() as tmp:
-        gradient = (model, scorer.examples(), method.defaults) if method.kind == "gradient" else None
+        gradient = (model, scorer.examples()) if method.kind.gold else None
+        settings = SearchSettings(**({"n_masks": budget} if budget else {}), seed=seed, top_k=k, sparsity=SPARSITY,
+                                  alpha=ALPHA, options={method.name: options} if method.options else {})
         found = drive(method, scorer, HeadGeometry(model.config.num_hidden_layers, model.config.num_attention_heads),
-                      Path(tmp), budget=budget or 0, seed=seed, k=k, sparsity=SPARSITY, alpha=ALPHA,
-                      gradient=gradient, options=options, log=LOG)
+                      Path(tmp), settings, gradient=gradient, log=LOG)
     return found["ranking"], found["n_evals"]
 
 

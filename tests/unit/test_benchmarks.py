@@ -79,8 +79,8 @@ def test_the_variants_baseline_is_the_workflows_cs_adaptive():
     for seed in (0, 1):
         noise = np.random.default_rng(seed)  # the same noise for both runs: they score the same masks
         with tempfile.TemporaryDirectory() as tmp:
-            driven = av.gt.drive(av.gt.methods.get("cs_adaptive"), score, geometry, Path(tmp), budget=40, seed=seed,
-                                 k=3, sparsity=av.gt.SPARSITY, alpha=av.gt.ALPHA, log=av.gt.LOG)
+            settings = av.gt.SearchSettings(n_masks=40, seed=seed, top_k=3, sparsity=av.gt.SPARSITY, alpha=av.gt.ALPHA)
+            driven = av.gt.drive(av.gt.methods.get("cs_adaptive"), score, geometry, Path(tmp), settings, log=av.gt.LOG)
         noise = np.random.default_rng(seed)
         ranking, n_evals = av.variant_ranking("built", score, 60, 3, 40, seed)
         assert [geometry.names[h] for h in ranking] == driven["ranking"] and n_evals == driven["n_evals"]
