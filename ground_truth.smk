@@ -63,7 +63,7 @@ rule planted_truth:
         "results/logs/ground_truth/{planted}.truth.log",
     conda:
         "envs/headloc.yaml"
-    threads: 2  # the forward passes of every single ablation use both cores (docs/ground-truth.md, times)
+    threads: 2  # the forward passes of every single ablation use both cores (docs/results/ground-truth.md, times)
     params:
         digest=lambda wildcards: PLANTED[wildcards.planted].digest(),
         code=TRUTH_CODE,

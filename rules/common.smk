@@ -27,7 +27,6 @@ from headloc.workflow.portable import files_digest
 check_workflow_config(config, os.path.join(workflow.basedir, "config", "schema.yaml"))
 PLAN = Plan(config)
 MODELS, TASKS, LOCALIZED = PLAN.models, PLAN.tasks, PLAN.localized
-SEARCH = config["search"]
 MODEL_FACTS = ModelFacts(config)
 TASK_FACTS = TaskFacts(config, PLAN)
 RUN_CONFIG = paths.RUN_CONFIG.format(digest=PLAN.digest)
@@ -109,18 +108,19 @@ def per_search(answer):
     return lambda wildcards: answer(PLAN.search(wildcards.task, wildcards.search))
 
 
-search_spec = per_search(lambda search: search.spec())
+grid_point = per_search(lambda search: search.grid_point())
 search_method = per_search(lambda search: search.method)
 
 
-def step_params(build, **facts):
-    """A param: the parameters of the job's step, the headloc.methods.steps dataclass the plan builds
-    for its search (given ``facts``, param functions, by keyword), as a dict: a plain value, whose
+def step_params(step, **facts):
+    """A param: what ``step`` of the job's search is told, the dataclass its method's kind builds
+    (headloc.methods.kinds; ``facts``, param functions, by keyword), as a dict: a plain value, whose
     change Snakemake sees (it ignores a dataclass)."""
     return lambda wildcards: asdict(
-        build(
+        PLAN.step_params(
             wildcards.task,
             wildcards.search,
+            step,
             **{key: fact(wildcards) for key, fact in facts.items()},
         )
     )

@@ -12,7 +12,7 @@ checkpoint recover_heads:
         "../envs/headloc.yaml"
     params:
         location=model_location,
-        recover=step_params(PLAN.recover_params, higher_is_better=scoring_direction),
+        recover=step_params("recover", higher_is_better=scoring_direction),
     script:
         "../scripts/recover_heads.py"
 
@@ -49,18 +49,12 @@ rule score_top_heads:
         "results/benchmarks/score_top_heads/{model}/{task}/{search}.tsv"
     conda:
         "../envs/headloc.yaml"
-    threads: 1
     resources:
-        gpu=1,
-        mem_mb=eval_mem_mb,
-        runtime=eval_runtime,
+        **EVALUATING,
     params:
-        task_digest=task_digest,  # the content of its files, not their paths
-        location=model_location,
-        model=model_options,
-        task=task_options,
+        **evaluating_params(task=task_options),
         higher_is_better=scoring_direction,  # the grid point that degrades the task most
-        spec=search_spec,
+        spec=grid_point,
         unit=scoring_unit,
     script:
         "../scripts/score_top_heads.py"

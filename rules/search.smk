@@ -10,7 +10,7 @@ rule make_masks:
         "../envs/headloc.yaml"
     params:
         location=model_location,
-        design=step_params(PLAN.design_params),
+        design=step_params("design"),
     script:
         "../scripts/make_masks.py"
 
@@ -30,18 +30,12 @@ rule score_masks:
         "results/benchmarks/score_masks/{model}/{task}/{search}/{chunk}.tsv"
     conda:
         "../envs/headloc.yaml"
-    threads: 1
     resources:
-        gpu=1,
-        mem_mb=eval_mem_mb,
-        runtime=eval_runtime,
+        **EVALUATING,
     params:
-        task_digest=task_digest,  # the content of its files, not their paths
-        location=model_location,
-        model=model_options,
-        task=task_options,
+        **evaluating_params(task=task_options),
         higher_is_better=scoring_direction,  # written beside the scores: every search reads it
-        chunks=SEARCH["chunks"],
+        chunks=PLAN.settings.chunks,
     script:
         "../scripts/score_masks.py"
 
@@ -60,20 +54,14 @@ rule gradient_search:
     benchmark:
         "results/benchmarks/gradient_search/{model}/{task}/{search}.tsv"
     wildcard_constraints:
-        search=alternatives(PLAN.searches_of_kind("gradient")),
+        search=alternatives(PLAN.searches_run_by("gradient_search")),
     conda:
         "../envs/headloc.yaml"
-    threads: 1
     resources:
-        gpu=1,
-        mem_mb=eval_mem_mb,
-        runtime=eval_runtime,
+        **EVALUATING,
     params:
-        task_digest=task_digest,  # the content of its files, not their paths
-        location=model_location,
-        model=model_options,
-        task=validation_task_options,
-        gradient=step_params(PLAN.gradient_params),
+        **evaluating_params(task=validation_task_options),
+        gradient=step_params("gradient"),
     script:
         "../scripts/gradient_search.py"
 
@@ -92,22 +80,14 @@ rule sequential_search:
     benchmark:
         "results/benchmarks/sequential_search/{model}/{task}/{search}.tsv"
     wildcard_constraints:
-        search=alternatives(PLAN.searches_of_kind("sequential")),
+        search=alternatives(PLAN.searches_run_by("sequential_search")),
     conda:
         "../envs/headloc.yaml"
-    threads: 1
     resources:
-        gpu=1,
-        mem_mb=eval_mem_mb,
-        runtime=eval_runtime,
+        **EVALUATING,
     params:
-        task_digest=task_digest,  # the content of its files, not their paths
-        location=model_location,
-        model=model_options,
-        task=task_options,
-        sequential=step_params(
-            PLAN.sequential_params, higher_is_better=scoring_direction
-        ),
+        **evaluating_params(task=task_options),
+        sequential=step_params("sequential", higher_is_better=scoring_direction),
     script:
         "../scripts/sequential_search.py"
 
@@ -127,7 +107,7 @@ rule refine_masks:
         "../envs/headloc.yaml"
     params:
         location=model_location,
-        refine=step_params(PLAN.refine_params),
+        refine=step_params("refine"),
     script:
         "../scripts/refine_masks.py"
 

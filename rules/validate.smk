@@ -12,14 +12,10 @@ rule validate_headset:
         "results/benchmarks/validate_headset/{model}/{headset}.tsv"
     conda:
         "../envs/headloc.yaml"
-    threads: 1
     resources:
-        gpu=1,
-        mem_mb=eval_mem_mb,
-        runtime=eval_runtime,
+        **EVALUATING,
     params:
-        location=model_location,
-        model=model_options,
+        **evaluating_params(),
         names=TASKS,
         tasks=all_task_options,
         task_digests=all_task_digests,

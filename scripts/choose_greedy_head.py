@@ -1,10 +1,10 @@
-"""Keep the most damaging head of one greedy round (rule choose_greedy_head): headloc.methods.steps.choose_head."""
+"""Keep the most damaging head of one greedy round (rule choose_greedy_head): headloc.methods.kinds.rounds.choose_head."""
 
 from headloc.io import log_to_file
-from headloc.methods import steps
+from headloc.methods.kinds import rounds
 from headloc.model.loading import head_geometry
 
 log = log_to_file(snakemake.log[0])
-steps.choose_head(int(snakemake.wildcards.round), head_geometry(snakemake.params.location), snakemake.input.masks,
-                  snakemake.input.scores, snakemake.input.previous, snakemake.input.universal, snakemake.output[0],
-                  log)
+rounds.choose_head(int(snakemake.wildcards.round), head_geometry(snakemake.params.location), snakemake.input.masks,
+                   snakemake.input.scores, snakemake.input.previous, snakemake.input.universal, snakemake.output[0],
+                   log)

@@ -2,13 +2,13 @@
 
 One job loads the model once, builds the gold continuations of the subset's documents
 (headloc.engine.supervision.task_examples: lm-eval's own prompts) and makes the step
-headloc.methods.steps.gradient: the method's part of recovery.json, in gradient.json;
+headloc.methods.kinds.gradient.gradient: the method's part of recovery.json, in gradient.json;
 recover_heads adds the search's identity and top heads.
 """
 
 from headloc.engine.evaluation import TaskSpec
 from headloc.engine.supervision import task_examples
-from headloc.methods import steps
+from headloc.methods.kinds import gradient
 from headloc.model.loading import load_model
 from headloc.model.memory import CPU_ROWS
 from headloc.workflow.config import task_folders
@@ -26,4 +26,4 @@ examples = task_examples(tokenizer, task, include_path=[str(folder) for folder i
 batch_size = CPU_ROWS if p.model["batch_size"] == "auto" else p.model["batch_size"]
 log.info("%s on %s: %d documents, %d tokens per masked evaluation", p.gradient["method"], task.lm_eval_task,
          len(examples), sum(e.n_tokens for e in examples))
-steps.gradient(steps.GradientParams(**p.gradient), model, examples, batch_size, snakemake.output[0], log)
+gradient.gradient(gradient.GradientParams(**p.gradient), model, examples, batch_size, snakemake.output[0], log)

@@ -1,9 +1,9 @@
-"""Build the measurement matrix of one search (rule make_masks): headloc.methods.steps.design."""
+"""Build the measurement matrix of one search (rule make_masks): headloc.methods.kinds.masks.design."""
 
 from headloc.io import log_to_file
-from headloc.methods import steps
+from headloc.methods.kinds import masks
 from headloc.model.loading import head_geometry
 
 log = log_to_file(snakemake.log[0])
-steps.design(steps.DesignParams(**snakemake.params.design), head_geometry(snakemake.params.location),
+masks.design(masks.DesignParams(**snakemake.params.design), head_geometry(snakemake.params.location),
              snakemake.output[0], log)

@@ -7,7 +7,7 @@ written, so a bad file fails here, naming the file, the line and the field, and 
 from headloc.data.datasets import build_docs, read_jsonl_numbered, write_jsonl
 from headloc.data.documents import check_documents, load_task_yaml, required_fields, task_yaml
 from headloc.io import log_to_file
-from headloc.workflow.config import lookup_folders
+from headloc.workflow.config import task_folders
 from headloc.workflow.portable import mirror
 
 log = log_to_file(snakemake.log[0])
@@ -23,7 +23,7 @@ else:
     numbered = list(enumerate(docs, start=1))
     source = f"dataset {options['dataset']} ({'mirror ' + mirror_folder if mirror_folder else 'hub or built in'})"
 task = options["lm_eval_task"]
-fields = required_fields(load_task_yaml(task_yaml(task, lookup_folders(snakemake.config))))
+fields = required_fields(load_task_yaml(task_yaml(task, task_folders(snakemake.config, registry=True))))
 check_documents(numbered, fields, source, task=task)
 log.info("%d documents from %s, fields %s present in each", len(numbered), source, ", ".join(fields))
 write_jsonl([doc for _, doc in numbered], snakemake.output[0])

@@ -1,6 +1,6 @@
 """Rank the heads of one finished search (checkpoint recover_heads): headloc.methods.steps.recover
-(the method's ``recover``: a fit of the masks' scores, greedy's rounds, a gradient job's result, or a
-draw), with the search's identity added."""
+(the method's ``recover``: a fit of the masks' scores, greedy's rounds, a one-job search's result,
+or a draw), with the search's identity added."""
 
 from headloc.io import log_to_file, write_json
 from headloc.methods import steps

@@ -1,11 +1,11 @@
 """cs_adaptive's stage 2 (rule refine_masks): fit stage 1, stop if its top k is settled, else design
-masks over the uncertain candidates (headloc.methods.steps.refine)."""
+masks over the uncertain candidates (headloc.methods.kinds.masks.refine)."""
 
 from headloc.io import log_to_file
-from headloc.methods import steps
+from headloc.methods.kinds import masks
 from headloc.model.loading import head_geometry
 
 log = log_to_file(snakemake.log[0])
-steps.refine(steps.RefineParams(**snakemake.params.refine), head_geometry(snakemake.params.location),
+masks.refine(masks.RefineParams(**snakemake.params.refine), head_geometry(snakemake.params.location),
              snakemake.input.masks, snakemake.input.scores, masks_out=snakemake.output.masks,
              plan_out=snakemake.output.plan, log=log)

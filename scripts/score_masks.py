@@ -5,11 +5,8 @@ import json
 import numpy as np
 import pandas as pd
 
-from headloc.engine.evaluation import TaskSpec, load_evaluator
-from headloc.workflow.config import task_folders
-from headloc.workflow.jobs import start_evaluating_job
-from headloc.workflow.portable import located
 from headloc.io import write_table, write_text
+from headloc.workflow.jobs import scoring_evaluator, start_evaluating_job
 
 log = start_evaluating_job(snakemake.log[0], snakemake.threads, spread=bool(snakemake.params.model.get("device_map")))
 masks = np.load(snakemake.input.masks)
@@ -18,10 +15,9 @@ if len(rows) == 0:  # an empty chunk (cs_adaptive's stage 2 after a settled stag
     log.info("chunk %s: no masks to score", snakemake.wildcards.chunk)
     results = []
 else:
-    task = TaskSpec(**located(snakemake.params.task, snakemake.config)).with_documents(snakemake.input.docs)
-    evaluator = load_evaluator(snakemake.params.location, task, include_path=task_folders(snakemake.config),
-                               log=log, **snakemake.params.model)
-    log.info("scoring masks %d..%d of %d on %s", rows[0], rows[-1], len(masks), task.lm_eval_task)
+    p = snakemake.params
+    evaluator = scoring_evaluator(p.location, p.model, p.task, snakemake.input.docs, snakemake.config, log)
+    log.info("scoring masks %d..%d of %d on %s", rows[0], rows[-1], len(masks), evaluator.task.lm_eval_task)
     results = evaluator.evaluate_masks(masks[rows], desc=f"chunk {snakemake.wildcards.chunk}")
 
 write_text(snakemake.output.samples, "".join(

@@ -2,19 +2,15 @@
 
 import numpy as np
 
-from headloc.engine.evaluation import TaskSpec, load_evaluator
 from headloc.heads import HeadGeometry, headset_mask
-from headloc.workflow.config import task_folders
-from headloc.workflow.jobs import start_evaluating_job
-from headloc.workflow.portable import located
 from headloc.io import read_json, write_json
+from headloc.workflow.jobs import scoring_evaluator, start_evaluating_job
 from headloc.workflow.results import display_score
 
 log = start_evaluating_job(snakemake.log[0], snakemake.threads, spread=bool(snakemake.params.model.get("device_map")))
 recovery = read_json(snakemake.input.recovery)
-task = TaskSpec(**located(snakemake.params.task, snakemake.config)).with_documents(snakemake.input.docs)
-evaluator = load_evaluator(snakemake.params.location, task, include_path=task_folders(snakemake.config),
-                           log=log, **snakemake.params.model)
+p = snakemake.params
+evaluator = scoring_evaluator(p.location, p.model, p.task, snakemake.input.docs, snakemake.config, log)
 geometry = HeadGeometry.of(evaluator.lm.model.config)
 mask = headset_mask(recovery["top_heads"], geometry.n_layers, geometry.n_heads)
 baseline, ablated = (r.score for r in evaluator.evaluate_masks([np.zeros_like(mask), mask], progress=False))

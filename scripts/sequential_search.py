@@ -1,21 +1,17 @@
 """Run a sequential search method (group_testing, thompson) on the identification subset (rule
-sequential_search): one model load, then headloc.methods.steps.sequential, which scores round after
+sequential_search): one model load, then headloc.methods.kinds.sequential.sequential, which scores round after
 round through the evaluator (a round's masks share forward passes, masks_per_pass at a time) and
 resumes from the search's record when a killed run of the same job left one."""
 
 import numpy as np
 
-from headloc.engine.evaluation import TaskSpec, load_evaluator
-from headloc.methods import steps
+from headloc.methods.kinds import sequential
 from headloc.workflow import paths
-from headloc.workflow.config import task_folders
-from headloc.workflow.jobs import start_evaluating_job
-from headloc.workflow.portable import located
+from headloc.workflow.jobs import scoring_evaluator, start_evaluating_job
 
 log = start_evaluating_job(snakemake.log[0], snakemake.threads, spread=bool(snakemake.params.model.get("device_map")))
 p = snakemake.params
-task = TaskSpec(**located(p.task, snakemake.config)).with_documents(snakemake.input.docs)
-evaluator = load_evaluator(p.location, task, include_path=task_folders(snakemake.config), log=log, **p.model)
+evaluator = scoring_evaluator(p.location, p.model, p.task, snakemake.input.docs, snakemake.config, log)
 
 
 def score(masks):
@@ -23,7 +19,7 @@ def score(masks):
 
 
 # a record left by a run on other model files, documents or task files is not resumed
-key = steps.record_key(task_digest=p.task_digest, location=p.location, model=p.model, task=p.task,
-                       inputs=list(snakemake.input))
-steps.sequential(steps.SequentialParams(**p.sequential), evaluator.geometry, score,
-                 paths.RECORD.format(**snakemake.wildcards), snakemake.output[0], log, key=key)
+key = sequential.record_key(task_digest=p.task_digest, location=p.location, model=p.model, task=p.task,
+                            inputs=list(snakemake.input))
+sequential.sequential(sequential.SequentialParams(**p.sequential), evaluator.geometry, score,
+                      paths.RECORD.format(**snakemake.wildcards), snakemake.output[0], log, key=key)

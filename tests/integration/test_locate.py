@@ -50,7 +50,7 @@ def test_the_walkthrough_runs_as_written_and_finds_the_planted_head(tmp_path, mo
         exec(compile(block, str(LIBRARY), "exec"), namespace)
     found = namespace["found"]
     assert found.ranking[0] == PLANTED_HEAD
-    assert found.search == "cs_stratified_m16_p0.25_s0" and found.n_evals == 16
+    assert found.search_id == "cs_stratified_m16_p0.25_s0" and found.n_evals == 16
     # Delta Task recomputed here: accuracy of the walkthrough's task with the planted head zeroed
     rows = namespace["rows"]
     model = planted_model()
@@ -63,7 +63,7 @@ def test_the_walkthrough_runs_as_written_and_finds_the_planted_head(tmp_path, mo
     saved = tmp_path / "planted-search"
     record = json.loads((saved / "recovery.json").read_text())
     assert record["ranking"] == found.ranking and record["coef"] == pytest.approx(found.values)
-    for name in ("heatmap.png", "masks.npy", "masks.tsv", "heads.csv"):
+    for name in ("heatmap.png", "masks.npy", "scores/0.tsv", "heads.csv"):
         assert (saved / name).is_file(), name
     table = pd.read_csv(saved / "heads.csv")
     assert table.loc[table["rank"] == 1, "head"].tolist() == [PLANTED_HEAD]
@@ -153,10 +153,12 @@ def test_an_lm_eval_tasks_direction_is_read_never_contradicted():
      "masks_per_round (default 1), extra_heads (default 2)"),
     ({"options": {"steps": 3}}, "method 'cs_stratified' takes no options, got {'steps': 3}; the methods with "
                                 "options are chg, group_testing, conditional_group_testing, thompson"),
-    ({"method": "group_testing", "options": {"extra_heads": -1}}, "got -1"),  # the method's own check
-    ({"top_k": 0}, "top_k must be a positive integer, got 0"),
-    ({"sparsity": 1.5}, "sparsity must lie in (0, 1), got 1.5"),
-    ({"alpha": "auto"}, "alpha must be 'cv' or a number >= 0, got 'auto'"),
+    ({"method": "group_testing", "options": {"extra_heads": -1}},
+     "group_testing.extra_heads: -1 is not valid; expected an integer >= 0"),
+    ({"top_k": 0}, "top_k: 0 is not valid; expected an integer >= 1"),
+    ({"seed": -1}, "seed: -1 is not valid; expected an integer >= 0"),
+    ({"sparsity": 1.5}, "sparsity: 1.5 is not valid; expected a number in (0, 1)"),
+    ({"alpha": "auto"}, "alpha: 'auto' is not valid; expected a number >= 0 or one of: cv"),
     ({"method": "attribution"}, "method 'attribution' differentiates the gold continuations"),
     ({"documents": 5}, "documents= and metric= apply to an lm-eval task"),
 ])
@@ -189,12 +191,12 @@ def test_tasks_are_found_as_the_workflow_finds_them(tmp_path):
     by_path = resolve_task(str(TASKS_DIR / "headloc_ioi_margin.yaml"), documents=3)
     assert (by_path.name, by_path.spec.metric_key, by_path.spec.doc_ids) == ("headloc_ioi_margin", "margin,none",
                                                                             (0, 1, 2))
-    assert by_path.folders[:2] == [TASKS_DIR, TASKS_DIR.resolve()]
+    assert by_path.task_folders[:2] == [TASKS_DIR, TASKS_DIR.resolve()]
     (tmp_path / "mine.yaml").write_text("task: my_copy\noutput_type: multiple_choice\ndataset_path: json\n"
                                         "doc_to_text: text\ndoc_to_target: label\ndoc_to_choice: choices\n"
                                         "metric_list:\n  - metric: acc_norm\n")
     mine = resolve_task("my_copy", include_path=[tmp_path])
-    assert mine.spec.metric_key == "acc_norm,none" and mine.folders == [TASKS_DIR, tmp_path.resolve()]
+    assert mine.spec.metric_key == "acc_norm,none" and mine.task_folders == [TASKS_DIR, tmp_path.resolve()]
 
 
 # ------------------------------------------------------------------ errors before any work

@@ -12,6 +12,7 @@ ranking fields. Every method that looks at the model must rank PLANTED first.
 
 import contextlib
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -19,7 +20,8 @@ import torch
 from planted import N_HEADS, N_LAYERS, PLANTED, planted_examples, planted_model, reference_score, weakened
 
 from headloc import methods
-from headloc.methods import driver
+from headloc.methods import driver, kinds
+from headloc.methods.settings import SearchSettings
 from headloc.heads import HeadGeometry, format_head, head_name
 from headloc.model.ablation import ablate_heads, masks_to_gate
 
@@ -75,10 +77,15 @@ def drive(method, model, examples, folder) -> tuple[dict, int]:
         spent.append(len(masks))
         return score(model, examples, masks)
 
-    options = FAST_OPTIONS.get(method.options, {})
-    found = driver.drive(method, counted, GEOMETRY, folder, budget=BUDGETS.get(method.name, N_MASKS), seed=0, k=TOP_K,
-                         sparsity=SPARSITY, alpha=0.001, gradient=(model, examples, options), options=options)
+    found = driver.drive(method, counted, GEOMETRY, folder, settings(method), gradient=(model, examples))
     return found, sum(spent)
+
+
+def settings(method, options=None) -> SearchSettings:
+    """The settings every method is driven with here: its budget, the top k, its fast options."""
+    options = FAST_OPTIONS.get(method.name, {}) if options is None else options
+    return SearchSettings(n_masks=BUDGETS.get(method.name, N_MASKS), seed=0, top_k=TOP_K, sparsity=SPARSITY,
+                          alpha=0.001, options={method.name: options} if method.options else {})
 
 
 @pytest.mark.parametrize("name", methods.names())
@@ -88,11 +95,11 @@ def test_every_method_keeps_the_contract(name, model, examples, tmp_path):
     json.dumps(found)  # recovery.json must be able to hold it
     assert sorted(found["ranking"]) == sorted(NAMES) and sorted(found["coef"]) == sorted(NAMES)
     assert {"n_evals", "alpha", "r2", "intercept"} <= set(found)
-    if method.kind == "gradient":  # compute in masked-evaluation equivalents, not rows scored
+    if method.kind.gold:  # a gradient method's compute in masked-evaluation equivalents, not rows scored
         assert found["n_evals"] > 0
     else:
         assert found["n_evals"] == spent
-    if method.kind != "draw":
+    if found["n_evals"]:  # every method that looks at the model (a draw does not)
         assert found["ranking"][0] == format_head(*PLANTED), found["ranking"]
     # what a reader of the top heads must know; and the heads confirmed alone, where a search does
     assert isinstance(found["warnings"], list) and all(isinstance(w, str) for w in found["warnings"])
@@ -104,10 +111,10 @@ def test_every_method_declares_what_the_workflow_and_report_read(name):
     import matplotlib.markers
 
     method = methods.get(name)
-    assert method.name == name and method.kind in methods.KINDS and method.label and method.about
+    assert method.name == name and method.kind in kinds.registry().values() and method.label and method.about
     assert method.marker in matplotlib.markers.MarkerStyle.markers
     parts = methods.SearchParts(tail="n20_s0", seed=0, n_masks=100, sparsity=0.05, top_k=5,
-                                options=method.defaults)
+                                options=method.options_of())
     search_id = method.search_id(parts)
     assert search_id.startswith(name + "_") and "/" not in search_id
     # another seed is another search, in another folder
@@ -150,9 +157,10 @@ def option_variants(method) -> list[tuple[str, dict]]:
 
     from conftest import REPO
 
-    schema = yaml.safe_load((REPO / "config/schema.yaml").read_text())["properties"][method.options]["properties"]
-    assert set(schema) == set(method.defaults), f"{method.name}: its defaults and the schema's keys differ"
-    return [(key, {**method.defaults, key: other}) for key, value in method.defaults.items()
+    schema = yaml.safe_load((REPO / "config/schema.yaml").read_text())["properties"][method.name]["properties"]
+    defaults = method.options_of().as_config()
+    assert set(schema) == set(defaults), f"{method.name}: its options and the schema's keys differ"
+    return [(key, method.options_of({key: other})) for key, value in defaults.items()
             for other in other_values(value, schema[key])]
 
 
@@ -162,9 +170,9 @@ def test_every_key_of_a_method_s_options_changes_its_search_id(name):
     option, each written to the folder of the other, would be read as each other. Every option
     set here (the defaults, each key changed alone to two or more other values) names its own."""
     method = methods.get(name)
-    parts = methods.SearchParts(tail="n20_s0", seed=0, n_masks=100, sparsity=0.05, top_k=5, options=method.defaults)
-    variants = [("defaults", method.defaults), *option_variants(method)]
-    assert {key for key, _ in variants} == {"defaults", *method.defaults}
+    parts = methods.SearchParts(tail="n20_s0", seed=0, n_masks=100, sparsity=0.05, top_k=5, options=method.options_of())
+    variants = [("defaults", method.options_of()), *option_variants(method)]
+    assert {key for key, _ in variants} == {"defaults", *method.options.defaults()}
     named: dict[str, tuple] = {}
     for key, options in variants:
         search_id = method.search_id(methods.SearchParts(**{**vars(parts), "options": options}))
@@ -176,10 +184,10 @@ def test_every_key_of_a_method_s_options_changes_its_search_id(name):
 def test_every_setting_that_changes_a_sequential_search_changes_its_id(name):
     """The search a sequential method builds is what its record holds: settings that build another
     search (budget, seed, top k, sparsity, any option) must name another folder."""
-    from headloc.methods.steps import SequentialParams
+    from headloc.methods.kinds.sequential import SequentialParams
 
     method = methods.get(name)
-    base = {"n_masks": 100, "seed": 0, "top_k": 5, "sparsity": 0.05, "options": method.defaults}
+    base = {"n_masks": 100, "seed": 0, "top_k": 5, "sparsity": 0.05, "options": method.options_of()}
     changes = [{"n_masks": 50}, {"seed": 1}, {"top_k": 3}, {"sparsity": 0.1},
                *({"options": options} for _, options in option_variants(method))]
 
@@ -189,7 +197,7 @@ def test_every_setting_that_changes_a_sequential_search_changes_its_id(name):
         parts = methods.SearchParts(tail=f"n20_s{settings['seed']}", seed=settings["seed"],
                                     n_masks=settings["n_masks"], sparsity=settings["sparsity"],
                                     top_k=settings["top_k"], options=settings["options"])
-        return method.search(270, params), method.search_id(parts)
+        return method.algorithm(270, params), method.search_id(parts)
 
     search, search_id = built(base)
     for change in changes:
@@ -198,6 +206,17 @@ def test_every_setting_that_changes_a_sequential_search_changes_its_id(name):
         except ValueError:  # settings the search refuses build nothing
             continue
         assert other == search or other_id != search_id, change
+
+
+@pytest.mark.parametrize("name", methods.names())
+def test_a_method_whose_result_depends_on_the_seed_says_so(name, model, examples, tmp_path):
+    """Driven with seeds 0 and 1, a method whose ranking or values differ is random (the benchmarks
+    then run it once per seed, and the workflow names the seed in its search id)."""
+    method = methods.get(name)
+    found = [driver.drive(method, lambda masks: score(model, examples, masks), GEOMETRY, tmp_path / str(seed),
+                          replace(settings(method), seed=seed), gradient=(model, examples)) for seed in (0, 1)]
+    if (found[0]["ranking"], found[0]["coef"]) != (found[1]["ranking"], found[1]["coef"]):
+        assert method.random, name
 
 
 def test_markers_tell_the_methods_apart():
@@ -219,12 +238,11 @@ def test_a_lower_is_better_score_ranks_the_same_heads(name, model, examples, tmp
     method = methods.get(name)
     planted = format_head(*PLANTED)
     for higher_is_better, folder in ((False, tmp_path / "told"), (True, tmp_path / "wrong")):
-        options = FAST_OPTIONS.get(method.options)
+        options = FAST_OPTIONS.get(name, {})
         if name == "thompson":  # its range, worst first, in the loss's units as the direction told reads them
             options = {**options, "score_range": [0, 5] if higher_is_better else [5, 0]}
         found = driver.drive(method, lambda masks: -score(model, examples, masks), GEOMETRY, folder,
-                             budget=BUDGETS.get(name, N_MASKS), seed=0, k=TOP_K, sparsity=SPARSITY, alpha=0.001,
-                             higher_is_better=higher_is_better, options=options)
+                             settings(method, options), higher_is_better=higher_is_better)
         if higher_is_better:
             assert found["ranking"][0] != planted and planted not in found["ranking"][:TOP_K], found["ranking"]
         else:
@@ -239,8 +257,7 @@ def test_thompson_as_released_ranks_the_planted_head_low(model, examples, tmp_pa
     ablation leaves the score high: out of the top k, where the damage reward puts it first."""
     method = methods.get("thompson")
     found = driver.drive(method, lambda masks: score(model, examples, masks), GEOMETRY, tmp_path,
-                         budget=BUDGETS["thompson"], seed=0, k=TOP_K, sparsity=SPARSITY,
-                         options={"reward": "score", "score_range": [-5, 0]})
+                         settings(method, {"reward": "score", "score_range": [-5, 0]}))
     assert format_head(*PLANTED) not in found["ranking"][:TOP_K], found["ranking"]
     assert set(found["labels"].values()) == {"posterior mean of the reward (score)"}
 
@@ -254,11 +271,11 @@ def test_a_sequential_search_records_every_mask_it_scored(model, examples, tmp_p
         spent.append(len(masks))
         return score(model, examples, masks)
 
-    first = driver.drive(method, counted, GEOMETRY, tmp_path, budget=N_MASKS, seed=0, k=TOP_K)
+    first = driver.drive(method, counted, GEOMETRY, tmp_path, settings(method, {}))
     with np.load(tmp_path / "record.npz") as record:
         masks, raw = record["masks"], record["scores"]
     assert not masks[0].any() and len(masks) == first["n_evals"] == sum(spent)
     assert len({row.tobytes() for row in masks}) == len(masks)
     assert raw == pytest.approx(score(model, examples, masks))
-    again = driver.drive(method, counted, GEOMETRY, tmp_path, budget=N_MASKS, seed=0, k=TOP_K)
+    again = driver.drive(method, counted, GEOMETRY, tmp_path, settings(method, {}))
     assert sum(spent) == first["n_evals"] and again == first

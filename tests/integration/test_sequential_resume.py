@@ -1,7 +1,7 @@
 """A sequential search killed mid-way (SIGTERM, SIGKILL) resumes from its record and ends with the
 same record and result as an uninterrupted one, scoring no recorded mask again.
 
-The step (headloc.methods.steps.sequential, the one call of rule sequential_search's script) runs
+The step (headloc.methods.kinds.sequential.sequential, the one call of rule sequential_search's script) runs
 in a real subprocess on the planted tiny model (tests/planted.py), its scorer slowed so the kill
 lands between rounds or inside one; every mask it starts scoring is appended to a journal first.
 The same step, called again in this process as the rerun of the killed job would call it, goes on
@@ -9,7 +9,7 @@ from the record. The reference is the same step uninterrupted.
 
 The same step killed in-process between rounds on the simulated world (headloc.search.simulate):
 a lower-is-better score resumes to the uninterrupted result, and a record left by another model,
-other documents or another task (its key, steps.record_key, as scripts/sequential_search.py
+other documents or another task (its key, sequential.record_key, as scripts/sequential_search.py
 builds it) is not resumed.
 """
 
@@ -30,11 +30,11 @@ import torch
 from planted import N_HEADS, N_LAYERS, planted_dir, planted_examples, weakened
 
 from headloc.heads import HeadGeometry
-from headloc.methods import steps
+from headloc.methods.kinds import sequential
 from headloc.search.simulate import make_world
 
 TESTS = Path(__file__).resolve().parents[1]
-PARAMS = steps.SequentialParams("thompson", 24, 0, 2, 0.25, {"reward": "damage", "score_range": [-5, 0]})
+PARAMS = sequential.SequentialParams("thompson", 24, 0, 2, 0.25, {"reward": "damage", "score_range": [-5, 0]})
 KILL_AFTER = 4  # masks recorded before the kill (of 24: most are still to score)
 LOG = logging.getLogger("test_sequential_resume")
 
@@ -45,12 +45,12 @@ SCRIPT = textwrap.dedent("""
     from transformers import LlamaForCausalLM
     sys.path.insert(0, sys.argv[4])
     import test_sequential_resume as here
-    from headloc.methods import steps
+    from headloc.methods.kinds import sequential
 
     folder, pause = Path(sys.argv[1]), float(sys.argv[3])
     model = here.weakened(LlamaForCausalLM.from_pretrained(sys.argv[2]).eval(), 0.2)
     score = here.journaled(model, here.planted_examples(12), folder / "journal.txt", pause)
-    steps.sequential(here.PARAMS, here.GEOMETRY, score, folder / "record.npz", folder / "sequential.json",
+    sequential.sequential(here.PARAMS, here.GEOMETRY, score, folder / "record.npz", folder / "sequential.json",
                      logging.getLogger())
 """)
 GEOMETRY = HeadGeometry(N_LAYERS, N_HEADS)
@@ -97,7 +97,7 @@ def model():
 
 def run_step(model, folder: Path) -> dict:
     score = journaled(model, planted_examples(12), folder / "journal.txt")
-    return steps.sequential(PARAMS, GEOMETRY, score, folder / "record.npz", folder / "sequential.json", LOG)
+    return sequential.sequential(PARAMS, GEOMETRY, score, folder / "record.npz", folder / "sequential.json", LOG)
 
 
 @pytest.fixture(scope="module")
@@ -180,16 +180,16 @@ def scorer(score, *, rounds: int | None = None, spent: list | None = None):
     return counted
 
 
-def gt_params(higher_is_better: bool) -> steps.SequentialParams:
+def gt_params(higher_is_better: bool) -> sequential.SequentialParams:
     from headloc.methods import get
 
-    return steps.SequentialParams("group_testing", 40, 4, 5, 0.05, get("group_testing").with_defaults({}),
+    return sequential.SequentialParams("group_testing", 40, 4, 5, 0.05, {},
                                   higher_is_better)
 
 
 def run_killed(params, folder: Path, score, rounds: int, key: str = "") -> None:
     with pytest.raises(Killed):
-        steps.sequential(params, WORLD_GEOMETRY, scorer(score, rounds=rounds), folder / "record.npz",
+        sequential.sequential(params, WORLD_GEOMETRY, scorer(score, rounds=rounds), folder / "record.npz",
                          folder / "sequential.json", LOG, key=key)
 
 
@@ -197,8 +197,8 @@ def test_a_killed_lower_is_better_search_resumes_to_the_uninterrupted_result(tmp
     """The record keeps raw scores (a loss here: lower is better); replayed, they must be oriented
     as the live search read them, or the replay proposes other masks than the record holds."""
     params = gt_params(higher_is_better=False)
-    expected = steps.sequential(params, WORLD_GEOMETRY, loss, tmp_path / "ref.npz", tmp_path / "ref.json", LOG)
-    oriented = steps.sequential(gt_params(True), WORLD_GEOMETRY, WORLD.score, tmp_path / "hib.npz",
+    expected = sequential.sequential(params, WORLD_GEOMETRY, loss, tmp_path / "ref.npz", tmp_path / "ref.json", LOG)
+    oriented = sequential.sequential(gt_params(True), WORLD_GEOMETRY, WORLD.score, tmp_path / "hib.npz",
                                 tmp_path / "hib.json", LOG)
     assert expected["ranking"][:5] == oriented["ranking"][:5]  # the same heads, whichever way the score runs
     for rounds in (2, 5, 9):
@@ -207,7 +207,7 @@ def test_a_killed_lower_is_better_search_resumes_to_the_uninterrupted_result(tmp
         run_killed(params, folder, loss, rounds)
         kept = len(record(folder)[0])
         spent = []
-        found = steps.sequential(params, WORLD_GEOMETRY, scorer(loss, spent=spent), folder / "record.npz",
+        found = sequential.sequential(params, WORLD_GEOMETRY, scorer(loss, spent=spent), folder / "record.npz",
                                  folder / "sequential.json", LOG)
         assert found == expected
         assert 0 < kept and len(spent) == expected["n_evals"] - kept, "only the masks the killed job had not scored"
@@ -225,7 +225,7 @@ def key_of(model_file: Path, docs: Path, **changed) -> str:
     """The record's key as scripts/sequential_search.py builds it."""
     fields = {"task_digest": "d0", "location": str(model_file), "model": {"dtype": "float32"},
               "task": {"lm_eval_task": "headloc_ioi", "metric": "acc"}, "inputs": [model_file, docs], **changed}
-    return steps.record_key(**fields)
+    return sequential.record_key(**fields)
 
 
 def touched(path: Path) -> Path:
@@ -253,7 +253,7 @@ def test_a_record_left_by_another_model_documents_or_task_is_not_resumed(other, 
     run_killed(params, tmp_path, WORLD.score, rounds=4, key=key_of(model, docs))
     kept = len(record(tmp_path)[0])
     spent = []
-    found = steps.sequential(params, WORLD_GEOMETRY, scorer(WORLD.score, spent=spent), tmp_path / "record.npz",
+    found = sequential.sequential(params, WORLD_GEOMETRY, scorer(WORLD.score, spent=spent), tmp_path / "record.npz",
                              tmp_path / "sequential.json", LOG, key=key_of(model, docs, **OTHER_INPUTS[other](model, docs)))
     if other == "the same inputs":
         assert len(spent) == found["n_evals"] - kept > 0, "resumed: only what is left"

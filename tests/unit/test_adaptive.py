@@ -55,13 +55,14 @@ def test_a_settled_screen_recovers_from_stage_one_alone(tmp_path):
     from headloc import methods
     from headloc.heads import HeadGeometry
     from headloc.methods.driver import drive
+    from headloc.methods.settings import SearchSettings
 
     def score(masks):
         return 0.9 - 0.5 * masks[:, 3] - 0.4 * masks[:, 17]
 
-    found = drive(methods.get("cs_adaptive"), score, HeadGeometry(4, 10), tmp_path, budget=86, k=2,
-                  sparsity=0.1, seed=0)
-    assert (tmp_path / "stage2.tsv").read_text().count("\n") == 1  # the header only: settled
+    settings = SearchSettings(n_masks=86, top_k=2, sparsity=0.1, seed=0, alpha=0.001)
+    found = drive(methods.get("cs_adaptive"), score, HeadGeometry(4, 10), tmp_path, settings)
+    assert (tmp_path / "stage2" / "scores" / "0.tsv").read_text().count("\n") == 1  # the header only: settled
     first, _ = stage_sizes(86)
     assert found["n_evals"] == first and found["ranking"][:2] == ["L0H3", "L1H7"]
 

@@ -12,6 +12,7 @@ import pytest
 
 from headloc.methods import driver, get
 from headloc.methods.contract import SearchParts
+from headloc.methods.settings import SearchSettings
 from headloc.heads import HeadGeometry, head_name
 from headloc.search.conditional import ConditionalGroupTesting, Probe, locate_pair
 from headloc.search.group_testing import GroupTesting
@@ -108,7 +109,7 @@ def test_a_noiseless_additive_oracle_gives_its_heads_in_greedys_order_each_joini
         heads = rng.choice(1024, 5, replace=False)
         effect = np.zeros(1024)
         effect[heads] = [0.5, 0.4, 0.3, 0.2, 0.1]
-        masks, scores, found = ConditionalGroupTesting(1024, 200, seed, k=5).run(lambda m: 1.0 - m @ effect)
+        masks, scores, found = ConditionalGroupTesting(1024, 200, seed, k=5).complete(lambda m: 1.0 - m @ effect)
         assert found.ranking[:5].tolist() == heads.tolist() == found.details["background"]
         assert found.details["conditional"] == "run" and found.details["kept_out"] == []
         assert [found.labels[h] for h in heads] == ["confirmed alone"] + [
@@ -122,8 +123,8 @@ def test_a_backup_head_is_found_beside_its_primary_where_group_testing_misses_it
         world = make_interaction_world(seed, n_heads=270)
         k = len(world.planted)
         (backup,), primary = world.heads_of("backup"), world.heads_of("role")[0]
-        _, _, found = ConditionalGroupTesting(270, 300, seed, k=k).run(world.score)
-        _, _, plain = GroupTesting(270, 300, seed, k=k).run(world.score)
+        _, _, found = ConditionalGroupTesting(270, 300, seed, k=k).complete(world.score)
+        _, _, plain = GroupTesting(270, 300, seed, k=k).complete(world.score)
         assert primary in found.details["background"] and backup in found.ranking[:k] and backup not in plain.ranking[:k]
         assert found.labels[backup] == "confirmed beside the background, not alone"
         assert backup in found.details["beside_background"] and backup not in found.details["alone"]
@@ -133,7 +134,7 @@ def test_a_backup_head_is_found_beside_its_primary_where_group_testing_misses_it
 def test_a_universal_head_at_the_floor_is_kept_out_of_the_background():
     world = make_interaction_world(5, n_heads=270)
     (universal,) = world.heads_of("universal")
-    _, _, found = ConditionalGroupTesting(270, 300, 5, k=len(world.planted)).run(world.score)
+    _, _, found = ConditionalGroupTesting(270, 300, 5, k=len(world.planted)).complete(world.score)
     assert found.details["kept_out"][0] == universal and universal not in found.details["background"]
     assert found.ranking[0] == universal
     assert found.labels[universal] == "confirmed alone (kept out of the background: the next lead drops no more beside it)"
@@ -149,7 +150,7 @@ def test_heads_that_overlap_above_the_floor_stay_in_the_background():
         overlap = 0.3 * masks[:, a] + 0.25 * masks[:, b] - 0.2 * masks[:, a] * masks[:, b]
         return 1.0 - np.minimum(1.0, masks[:, u] + overlap + 0.1 * masks[:, c] + 0.05 * masks[:, d])
 
-    _, _, found = ConditionalGroupTesting(256, 100, 0, k=5).run(score)
+    _, _, found = ConditionalGroupTesting(256, 100, 0, k=5).complete(score)
     assert found.details["kept_out"] == [u] and found.details["background"][:2] == [a, c]
     assert set(found.details["background"]) == {a, b, c, d} and found.details["conditional"] == "run"
     # b's value is greedy's gain for it: what it adds beside a (0.05), not its drop alone (0.25)
@@ -159,7 +160,7 @@ def test_heads_that_overlap_above_the_floor_stay_in_the_background():
 def test_nothing_beside_the_background_drops_the_stage_and_the_search_goes_on_alone():
     effect = np.zeros(256)
     effect[10] = 0.5
-    _, _, found = ConditionalGroupTesting(256, 100, 0, k=3).run(lambda m: 1.0 - m @ effect)
+    _, _, found = ConditionalGroupTesting(256, 100, 0, k=3).complete(lambda m: 1.0 - m @ effect)
     assert found.details["conditional"] == "dropped: no group lowers the score beside the background"
     assert found.ranking[0] == 10 and found.details["confirmed"] == 1 < found.details["wanted"] == 3
 
@@ -171,7 +172,7 @@ def test_a_redundant_pair_in_one_group_is_found_from_the_contradiction():
     search = ConditionalGroupTesting(270, 200, 28, k=5, group_size=16)
     pair = world.heads_of("redundant")
     assert any(set(pair) <= set(group) for group in search.plain.partition())
-    masks, _, found = search.run(world.score)
+    masks, _, found = search.complete(world.score)
     assert sorted(found.details["pairs"]) == sorted(pair) and found.details["pair_kinds"] == ["redundant"]
     assert all(found.labels[h] == "pair (redundant): joint drop" for h in pair)
     assert found.coef[list(pair)] == pytest.approx(-drop(world, *pair))
@@ -188,7 +189,7 @@ def test_a_backup_in_its_primarys_group_is_a_backup_pair():
     def score(masks):
         return 1.0 - 0.3 * masks[:, a] - 0.3 * masks[:, a] * masks[:, b]
 
-    _, _, found = search.run(score)
+    _, _, found = search.complete(score)
     assert found.details["pairs"] == [a, b] and found.details["pair_kinds"] == ["backup"]
     assert found.ranking[:2].tolist() == [a, b] and found.labels[b] == "pair (backup): joint drop"
     assert found.coef[[a, b]] == pytest.approx([-0.6, -0.6])  # the pair's joint drop
@@ -197,7 +198,7 @@ def test_a_backup_in_its_primarys_group_is_a_backup_pair():
 def test_the_background_holds_at_most_k_minus_1_heads_alone():
     effect = np.zeros(256)
     effect[[5, 60, 130]] = [0.5, 0.3, 0.2]
-    _, _, found = ConditionalGroupTesting(256, 100, 0, k=3, background=9).run(lambda m: 1.0 - m @ effect)
+    _, _, found = ConditionalGroupTesting(256, 100, 0, k=3, background=9).complete(lambda m: 1.0 - m @ effect)
     assert found.details["conditional"] == "run" and found.details["background"] == [5, 60, 130]
     assert [found.labels[h] for h in (5, 60, 130)] == ["confirmed alone"] * 2 + [
         "confirmed beside the background, and alone"]
@@ -235,8 +236,8 @@ def test_the_pair_screen_finds_a_redundant_pair_across_groups():
         world = make_interaction_world(seed, n_heads=270)
         pair = set(world.heads_of("redundant"))
         plain = ConditionalGroupTesting(270, 400, seed, k=len(world.planted))
-        _, _, without = plain.run(world.score)
-        _, _, found = ConditionalGroupTesting(270, 400, seed, k=len(world.planted), pair_screen=True).run(world.score)
+        _, _, without = plain.complete(world.score)
+        _, _, found = ConditionalGroupTesting(270, 400, seed, k=len(world.planted), pair_screen=True).complete(world.score)
         assert not pair <= set(without.ranking[:len(world.planted)].tolist())
         found_pairs.append(set(found.details["pairs"]) == pair)
         assert pair <= set(found.ranking[:len(world.planted)].tolist())
@@ -270,7 +271,7 @@ def test_recall_and_evaluations_against_group_testing_and_greedy():
 def test_the_budget_is_never_exceeded_and_a_short_one_says_so(budget, enough):
     world = make_interaction_world(4, n_heads=270)
     search = ConditionalGroupTesting(270, budget, 4, k=5, pair_screen=True)
-    masks, _, found = search.run(world.score)
+    masks, _, found = search.complete(world.score)
     assert len(masks) == found.n_evals <= budget
     assert found.details["budget"] == budget and found.details["wanted"] == 5
     confirmed = sum(label.startswith(("confirmed", "pair")) for label in found.labels)
@@ -286,7 +287,7 @@ def test_the_budget_is_never_exceeded_and_a_short_one_says_so(budget, enough):
 
 
 def test_a_budget_below_one_partition_is_refused():
-    with pytest.raises(ValueError, match="budget 17 is too small for group testing over 270 heads in groups of 16: "
+    with pytest.raises(ValueError, match="n_masks 17 is too small for group testing over 270 heads in groups of 16: "
                                          "it needs at least 18"):
         ConditionalGroupTesting(270, 17, 0, k=5)
 
@@ -296,7 +297,7 @@ def test_a_killed_search_resumes_to_the_uninterrupted_record_and_result():
     # (steps.sequential): from any cut, the same masks, scores and result as a job never killed.
     world = make_interaction_world(18, n_heads=270)
     search = ConditionalGroupTesting(270, 260, 18, k=9, group_size=16, pair_screen=True)
-    masks, scores, found = search.run(world.score)
+    masks, scores, found = search.complete(world.score)
     assert found.details["pairs"] and found.details["conditional"] == "run"  # every stage ran
     for cut in [0, 1, 17, 18, 40, 77, len(masks) // 2, len(masks) - 1, len(masks)]:
         live, rows = search.resume(masks[:cut], scores[:cut]), [masks[:cut]]
@@ -313,7 +314,7 @@ def test_a_killed_search_resumes_to_the_uninterrupted_record_and_result():
     ({"background": -1}, r"background must be an integer >= 0 \(heads confirmed alone first\), got -1"),
     ({"pair_screen": "yes"}, "pair_screen must be true or false, got 'yes'"),
     ({"k": 300}, r"k must lie in 1..270 \(number of heads\), got 300"),
-    ({"extra": 1.5}, r"extra must be an integer >= 0"),
+    ({"extra_heads": 1.5}, r"extra_heads must be an integer >= 0"),
 ])
 def test_bad_options_name_the_value_and_what_is_valid(options, message):
     with pytest.raises(ValueError, match=message):
@@ -325,10 +326,10 @@ def test_bad_options_name_the_value_and_what_is_valid(options, message):
 
 def test_every_option_and_the_budget_change_the_search_id():
     method = get("conditional_group_testing")
-    base = SearchParts(tail="n20_s0", seed=0, n_masks=100, sparsity=0.05, options=method.defaults)
+    base = SearchParts(tail="n20_s0", seed=0, n_masks=100, sparsity=0.05, options=method.options_of())
     ids = {method.search_id(base)}
     for key, other in {"group_size": 16, "extra_heads": 0, "background": 3, "pair_screen": True}.items():
-        ids.add(method.search_id(SearchParts(**{**vars(base), "options": {**method.defaults, key: other}})))
+        ids.add(method.search_id(SearchParts(**{**vars(base), "options": method.options_of({key: other})})))
     ids.add(method.search_id(SearchParts(**{**vars(base), "n_masks": 50})))
     assert len(ids) == 6
 
@@ -339,17 +340,18 @@ def test_the_driver_writes_the_pairs_and_background_by_head_name(tmp_path):
     world = make_interaction_world(18, n_heads=270)
     geometry = HeadGeometry(30, 9)
     options = {"group_size": 16, "pair_screen": True}
-    found = driver.drive(get("conditional_group_testing"), world.score, geometry, tmp_path, budget=260, seed=18,
-                         k=9, sparsity=0.05, alpha=0.001, options=options)
+    settings = SearchSettings(n_masks=260, seed=18, top_k=9, sparsity=0.05, alpha=0.001,
+                              options={"conditional_group_testing": options})
+    found = driver.drive(get("conditional_group_testing"), world.score, geometry, tmp_path, settings)
     names = [head_name(i, 9) for i in range(270)]
     pair = sorted(names[h] for h in world.heads_of("redundant"))
     assert sorted(found["details"]["pairs"]) == pair and found["details"]["pair_kinds"] == ["redundant"]
     assert found["details"]["background"][0] in [names[h] for h in world.heads_of("role")]
     assert found["details"]["kept_out"] == [names[h] for h in world.heads_of("universal")]
     assert found["labels"][names[world.heads_of("backup")[0]]] == "confirmed beside the background, not alone"
-    with pytest.raises(ValueError, match="conditional_group_testing.group_size must be 'auto' or a number of heads"):
-        driver.drive(get("conditional_group_testing"), world.score, geometry, tmp_path / "bad", budget=60, seed=18,
-                     k=9, sparsity=0.05, alpha=0.001, options={"group_size": "16"})
+    with pytest.raises(ValueError, match="conditional_group_testing.group_size: '16' is not valid; expected an "
+                                         "integer >= 1 or auto"):
+        SearchSettings(options={"conditional_group_testing": {"group_size": "16"}})
 
 
 def test_the_benchmark_prints_the_comparison(capsys):

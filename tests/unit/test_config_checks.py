@@ -18,6 +18,7 @@ from headloc.workflow.config import (
     TaskYaml,
     budget_notes,
     check_budgets,
+    check_caps,
     check_config,
     check_direction,
     check_documents,
@@ -125,6 +126,18 @@ def test_budgets_chunks_and_the_budget_advice(config):
     config["search"]["n_masks"] = advised - 1
     (note,) = budget_notes(config, geometries, ["ioi", "capitals"])  # ioi runs greedy only
     assert note.startswith(f"note: config search.n_masks: {advised - 1} masks for capitals on model smollm2-135m")
+
+
+def test_a_sequential_search_s_cap_against_its_configured_groups(config):
+    """check_caps reads group testing's options from the config: groups of 2 over SmolLM2's 270 heads
+    take the baseline and 135 groups, so 100 masks are refused; the default groups (16) need 18."""
+    config["search"].update(methods=["cs_stratified", "group_testing"], n_masks=100)
+    geometry = HeadGeometry(30, 9)
+    assert check_caps(config, "smollm2-135m", geometry) == []
+    config["group_testing"]["group_size"] = 2
+    problems = check_caps(config, "smollm2-135m", geometry)
+    assert len(problems) == len(config["tasks"]) and set(keys(problems)) == {"search.n_masks"}  # one per task
+    assert "groups of 2): it needs at least 136" in problems[0][1]
 
 
 def test_identification_subset(config):

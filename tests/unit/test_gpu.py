@@ -297,20 +297,6 @@ def test_jobs_inside_a_slurm_allocation_share_out_its_gpus(tmp_path):
             process.wait()
 
 
-def test_every_rule_holding_a_gpu_gets_the_gpu_partition_on_slurm():
-    """profiles/slurm sends each gpu=1 rule to HEADLOC_GPU_PARTITION (sequential_search and
-    score_stage2_masks once went to the default partition with a GPU request: the rules ask for the
-    GPU, the profile names the partition, rule by rule, derived rules too)."""
-    import yaml
-
-    rules = "\n".join(path.read_text() for path in (REPO / "rules").glob("*.smk"))
-    holding = {body.split(":", 1)[0].strip() for body in re.split(r"\nrule ", rules)[1:] if re.search(r"\bgpu=1\b", body)}
-    holding |= {derived for base, derived in re.findall(r"use rule (\w+) as (\w+)", rules) if base in holding}
-    profile = yaml.safe_load((REPO / "profiles/slurm/config.yaml").read_text())["set-resources"]
-    partitioned = {rule for rule, values in profile.items() if "HEADLOC_GPU_PARTITION" in values.get("slurm_partition", "")}
-    assert holding == partitioned
-
-
 # --------------------------------------------------------------------------- device_map
 
 

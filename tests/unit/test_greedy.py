@@ -131,11 +131,12 @@ def test_the_driver_leaves_universal_heads_out_of_greedys_rounds_as_the_workflow
     from headloc.heads import HeadGeometry
     from headloc.methods import get
     from headloc.methods.driver import drive
+    from headloc.methods.settings import SearchSettings
 
     effect = np.array([0.5, 0.1, 0.0, 0.0, 0.3, 0.0])  # L0H0 (universal) matters most, then L1H1
     score = lambda masks: 1.0 - masks @ effect  # noqa: E731
-    found = drive(get("greedy"), score, HeadGeometry(2, 3), tmp_path, k=2, universal=["L0H0"])
+    found = drive(get("greedy"), score, HeadGeometry(2, 3), tmp_path, SearchSettings(top_k=2), universal=["L0H0"])
     assert found["ranking"][:2] == ["L1H1", "L0H1"] and found["ranking"][-1] == "L0H0"
     assert found["n_evals"] == 7 + 4  # round 1: unablated + 6 heads; round 2: 4 candidates
-    unfiltered = drive(get("greedy"), score, HeadGeometry(2, 3), tmp_path / "unfiltered", k=2)
+    unfiltered = drive(get("greedy"), score, HeadGeometry(2, 3), tmp_path / "unfiltered", SearchSettings(top_k=2))
     assert unfiltered["ranking"][:2] == ["L0H0", "L1H1"]

@@ -213,15 +213,16 @@ def test_a_search_capped_before_confirming_its_top_k_says_so_in_the_title(tmp_pa
 
     from headloc.heads import HeadGeometry
     from headloc.methods import get, steps
+    from headloc.methods.kinds import sequential
     from headloc.search.simulate import make_world
 
     world, geometry, log = make_world(seed=4, n_heads=128, tau=0.02), HeadGeometry(8, 16), logging.getLogger("t")
 
     def recovery(cap):
-        params = steps.SequentialParams("group_testing", cap, 4, 5, 0.05, get("group_testing").with_defaults({}))
-        steps.sequential(params, geometry, world.score, tmp_path / f"{cap}.npz", tmp_path / f"{cap}.json", log)
+        params = sequential.SequentialParams("group_testing", cap, 4, 5, 0.05, {})
+        sequential.sequential(params, geometry, world.score, tmp_path / f"{cap}.npz", tmp_path / f"{cap}.json", log)
         found = steps.recover(steps.RecoverParams("group_testing", 0.001, 4, 5),
-                              steps.RecoverInputs(sequential=str(tmp_path / f"{cap}.json")), geometry, log)
+                              steps.RecoverInputs(result=str(tmp_path / f"{cap}.json")), geometry, log)
         return {"model": "sim", "task": "t", "search": f"gt{cap}", **found}
 
     capped = recovery(20)

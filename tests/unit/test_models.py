@@ -7,16 +7,16 @@ from headloc.model.loading import check_checkpoint_dir, resolve_source
 
 def test_embedded_model_is_a_packaged_gguf():
     source = resolve_source("smollm2-135m-instruct")
-    assert source.kind == "gguf" and source.needs_preparation
+    assert source.form == "gguf" and source.needs_preparation
     assert source.location.endswith("SmolLM2-135M-Instruct.Q4_1.gguf")
 
 
 def test_hub_ids_and_directories(tmp_path):
-    assert resolve_source("meta-llama/Llama-3.2-1B-Instruct").kind == "hub"
+    assert resolve_source("meta-llama/Llama-3.2-1B-Instruct").form == "hub"
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama"}))
     (tmp_path / "model.safetensors").write_bytes(b"")
     source = resolve_source(str(tmp_path))
-    assert source.kind == "directory" and not source.needs_preparation
+    assert source.form == "directory" and not source.needs_preparation
 
 
 @pytest.mark.parametrize("name,message", [
@@ -44,7 +44,7 @@ def test_converted_gguf_is_an_ordinary_checkpoint(smollm2_dir):
     config = AutoConfig.from_pretrained(smollm2_dir)
     assert (config.model_type, config.num_hidden_layers, config.num_attention_heads) == ("llama", 30, 9)
     assert not hasattr(config, "quantization_config")
-    assert resolve_source(str(smollm2_dir)).kind == "directory"
+    assert resolve_source(str(smollm2_dir)).form == "directory"
 
 
 def test_a_truncated_gguf_is_named_before_any_job(tmp_path):

@@ -36,7 +36,7 @@ def test_paper_grid_searches(paper):
     assert list(paper.searches["gsm8k"]) == ["cs_stratified_m100_p0.05_n100_s0", "cs_bernoulli_m100_p0.05_n100_s0",
                                              "greedy1s_n100_s0", "greedy_k5_xu_n100_s0"]
     assert paper.main_search("swear") == "cs_stratified_m200_p0.05_n12_s0"  # its own M and subset size
-    assert paper.search("gsm8k", "cs_stratified_m400_p0.1_n100_s0").spec() == {
+    assert paper.search("gsm8k", "cs_stratified_m400_p0.1_n100_s0").grid_point() == {
         "method": "cs_stratified", "n_masks": 400, "sparsity": 0.1}  # a tuning grid point
     with pytest.raises(KeyError, match="no search 'nope' on task 'gsm8k'"):
         paper.search("gsm8k", "nope")
@@ -51,8 +51,8 @@ def test_gradient_methods_search_ids():
     assert config["chg"] == {"seeds": 4, "lam": 0.1, "steps": 500}
     defaults = {k: v.default for k, v in inspect.signature(chg).parameters.items()}
     assert (len(defaults["seeds"]), defaults["lam"], defaults["init_steps"], defaults["fit_steps"]) == (4, 0.1, 500, 500)
-    assert Plan({**config, "chg": {}}).method_options("chg") == config["chg"]
-    assert plan.method_options("cs_stratified") == {}
+    assert Plan({**config, "chg": {}}).method_options("chg").as_config() == config["chg"]
+    assert plan.method_options("cs_stratified") is None
     assert list(plan.searches["ioi"]) == ["cs_stratified_m100_p0.05_n20_s0", "attribution_n20_s0",
                                           "chg_x4_l0.1_t500_n20_s0"]
     assert list(plan.searches["capitals"])[1:] == ["attribution_n12_s0", "chg_x4_l0.1_t500_n12_s0"]
@@ -78,7 +78,7 @@ def test_gradient_methods_search_ids():
     bad["search"]["methods"] = ["cs_stratified", "gradients"]
     with pytest.raises(Exception, match="gradients"):
         validate_config(bad, REPO / "config/schema.yaml")
-    with pytest.raises(ValueError, match="unknown search method 'gradients'; known: .*attribution, chg"):
+    with pytest.raises(ValueError, match="methods: unknown search method 'gradients'; known: .*attribution, chg"):
         Plan(bad)
 
 
@@ -268,19 +268,56 @@ def test_each_step_gets_its_parameters_from_the_plan():
     """What each rule's step is told (headloc.methods.steps): the search's own seed (plus the repeat),
     a nested budget's rows, a two-stage design's whole budget, a gradient method's options whole."""
     from headloc.methods import steps
+    from headloc.methods.kinds.gradient import GradientParams
+    from headloc.methods.kinds.masks import DesignParams, RefineParams
 
     config = validated(accuracy_demo())
     config["search"].update(methods=["cs_stratified", "cs_adaptive", "chg"], n_masks=200, budgets=[50],
                             repeats=2, alpha=0.01)
     plan = Plan(config)
-    assert plan.design_params("ioi", "cs_stratified_m200_p0.05_n20_s0_r1") == steps.DesignParams(
+    assert plan.step_params("ioi", "cs_stratified_m200_p0.05_n20_s0_r1", "design") == DesignParams(
         "cs_stratified", 200, 0.05, 1)
-    assert plan.recover_params("ioi", "cs_stratified_m50of200_p0.05_n20_s0_r1", higher_is_better=False) == \
+    assert plan.step_params("ioi", "cs_stratified_m50of200_p0.05_n20_s0_r1", "recover", higher_is_better=False) == \
         steps.RecoverParams("cs_stratified", 0.01, 1, 5, False, nested_rows=50)
-    assert plan.recover_params("ioi", "cs_adaptive_m50_p0.05_n20_s0", higher_is_better=True).nested_rows is None
-    assert plan.refine_params("ioi", "cs_adaptive_m50_p0.05_n20_s0") == steps.RefineParams(50, 5, 0.01, 0)
-    assert plan.gradient_params("ioi", "chg_x4_l0.1_t500_n20_s0") == steps.GradientParams(
+    assert plan.step_params("ioi", "cs_adaptive_m50_p0.05_n20_s0", "recover").nested_rows is None
+    assert plan.step_params("ioi", "cs_adaptive_m50_p0.05_n20_s0", "refine") == RefineParams(50, 5, 0.01, 0)
+    assert plan.step_params("ioi", "chg_x4_l0.1_t500_n20_s0", "gradient") == GradientParams(
         "chg", 0, {"seeds": 4, "lam": 0.1, "steps": 500})
+    with pytest.raises(ValueError, match="a masks search has no step 'gradient'; its steps: design, refine, recover"):
+        plan.step_params("ioi", "cs_adaptive_m50_p0.05_n20_s0", "gradient")
+
+
+def test_each_kind_s_recovery_reads_the_files_its_rules_write():
+    """What rule recover_heads waits for, by kind, spelled out as docs/outputs.md lays a search's folder
+    out: a design's chunk scores (both stages' for cs_adaptive), the rows of the search it reuses (a
+    nested budget, one-shot greedy on greedy's round 1), greedy's k rounds, a one-job result."""
+    config = validated(accuracy_demo())
+    config["search"].update(methods=["cs_stratified", "cs_adaptive", "greedy1s", "greedy", "attribution",
+                                     "group_testing", "random"], n_masks=40, budgets=[20], chunks=2)
+    config["validation"]["top_k"] = 2
+    config["universal"]["filter"] = False
+    plan = Plan(config)
+    folder = "results/m/ioi"
+
+    def chunks(where):
+        return [f"{folder}/{where}/scores/0.tsv", f"{folder}/{where}/scores/1.tsv"]
+
+    design, adaptive = "cs_stratified_m40_p0.05_n20_s0", "cs_adaptive_m40_p0.05_n20_s0"
+    expected = {
+        design: {"masks": f"{folder}/{design}/masks.npy", "scores": chunks(design)},
+        "cs_stratified_m20of40_p0.05_n20_s0": {"masks": f"{folder}/{design}/masks.npy", "scores": chunks(design)},
+        adaptive: {"masks": f"{folder}/{adaptive}/masks.npy", "scores": chunks(adaptive),
+                   "stage2_masks": f"{folder}/{adaptive}/stage2/masks.npy", "stage2_scores": chunks(f"{adaptive}/stage2")},
+        "greedy1s_n20_s0": {"masks": f"{folder}/greedy_k2_n20_s0/round1/masks.npy",
+                            "scores": chunks("greedy_k2_n20_s0/round1")},
+        "greedy_k2_n20_s0": {"rounds": [f"{folder}/greedy_k2_n20_s0/round{r}/chosen.json" for r in (1, 2)]},
+        "attribution_n20_s0": {"result": f"{folder}/attribution_n20_s0/gradient.json"},
+        "group_testing_m40_k2_gauto_per1_x2_n20_s0": {
+            "result": f"{folder}/group_testing_m40_k2_gauto_per1_x2_n20_s0/sequential.json"},
+        "random_s0": {"model": ["results/models/m"]},
+    }
+    for search, files in expected.items():
+        assert plan.recovery_inputs("m", "ioi", search, ["results/models/m"]) == files, search
 
 
 def test_budgets_must_be_below_n_masks():

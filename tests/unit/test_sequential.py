@@ -26,14 +26,14 @@ def continue_from(search, masks, scores):
         assert len(batch) and all(row.tobytes() not in scored for row in batch)  # nothing scored twice
         assert len({row.tobytes() for row in batch}) == len(batch)
         masks, scores = np.vstack([masks, batch]), np.concatenate([scores, WORLD.score(batch)])
-        assert len(masks) <= search.budget
+        assert len(masks) <= search.n_masks
     return masks, scores
 
 
 @pytest.mark.parametrize("name", SEARCHES)
 def test_a_record_cut_anywhere_resumes_to_the_same_record_and_result(name):
     search = SEARCHES[name]
-    masks, scores, found = search.run(WORLD.score)
+    masks, scores, found = search.complete(WORLD.score)
     assert len(masks) > 20 and not masks[0].any()
     for cut in range(len(masks) + 1):
         resumed_masks, resumed_scores = continue_from(search, masks[:cut], scores[:cut])
@@ -46,13 +46,13 @@ def test_a_record_cut_anywhere_resumes_to_the_same_record_and_result(name):
 @pytest.mark.parametrize("name", SEARCHES)
 def test_a_live_search_replays_once_and_goes_on_round_by_round(name, monkeypatch):
     # A job replays its record once and then feeds each round's scores into the running search:
-    # the same record and result as an uninterrupted run, from any cut, with one plan per job (a
-    # replay per round made a search of R rounds cost R^2 / 2 plan steps).
+    # the same record and result as an uninterrupted run, from any cut, with one replay per job (a
+    # replay per round made a search of R rounds cost R^2 / 2 proposals).
     search = SEARCHES[name]
-    masks, scores, found = search.run(WORLD.score)
+    masks, scores, found = search.complete(WORLD.score)
     plans = []
-    original = type(search).plan
-    monkeypatch.setattr(type(search), "plan", lambda self: plans.append(1) or original(self))
+    original = type(search).propose
+    monkeypatch.setattr(type(search), "propose", lambda self: plans.append(1) or original(self))
     for cut in (0, 1, len(masks) // 2, len(masks) - 1, len(masks)):
         plans.clear()
         live, rows, values = search.resume(masks[:cut], scores[:cut]), [masks[:cut]], [scores[:cut]]
@@ -77,7 +77,7 @@ def test_a_live_search_refuses_scores_that_do_not_fit_its_round():
 
 def test_a_record_of_other_settings_or_unfinished_is_refused():
     search = SEARCHES["group testing"]
-    masks, scores, _ = search.run(WORLD.score)
+    masks, scores, _ = search.complete(WORLD.score)
     with pytest.raises(ValueError, match="not the masks this search proposes"):
         GroupTesting(128, 40, seed=5, k=5).next_masks(masks, scores)
     with pytest.raises(ValueError, match="unfinished: .* more to score"):
@@ -89,19 +89,20 @@ def test_a_record_of_other_settings_or_unfinished_is_refused():
 
 
 def test_the_sequential_step_replays_its_record_once_per_job(tmp_path, monkeypatch):
-    """steps.sequential (rule sequential_search, the driver): one plan per job, fresh or resumed,
+    """sequential.sequential (rule sequential_search, the driver): one plan per job, fresh or resumed,
     and the same record either way."""
     import logging
 
     from headloc.heads import HeadGeometry
     from headloc.methods import get, steps
+    from headloc.methods.kinds import sequential
 
-    params = steps.SequentialParams("group_testing", 40, 4, 5, 0.05, get("group_testing").with_defaults({}))
+    params = sequential.SequentialParams("group_testing", 40, 4, 5, 0.05, {})
     plans = []
-    original = GroupTesting.plan
-    monkeypatch.setattr(GroupTesting, "plan", lambda self: plans.append(1) or original(self))
+    original = GroupTesting.propose
+    monkeypatch.setattr(GroupTesting, "propose", lambda self: plans.append(1) or original(self))
     log = logging.getLogger("test")
-    first = steps.sequential(params, HeadGeometry(8, 16), WORLD.score, tmp_path / "a.npz", tmp_path / "a.json", log)
+    first = sequential.sequential(params, HeadGeometry(8, 16), WORLD.score, tmp_path / "a.npz", tmp_path / "a.json", log)
     assert len(plans) == 1 and first["n_evals"] > 10
     record = np.load(tmp_path / "a.npz")
     cut = {key: record[key][: first["n_evals"] // 2] if key in ("masks", "scores") else record[key]
@@ -110,18 +111,18 @@ def test_the_sequential_step_replays_its_record_once_per_job(tmp_path, monkeypat
     plans.clear()
     rows = []
     counted = lambda masks: rows.extend(masks) or WORLD.score(masks)  # noqa: E731
-    again = steps.sequential(params, HeadGeometry(8, 16), counted, tmp_path / "b.npz", tmp_path / "b.json", log)
+    again = sequential.sequential(params, HeadGeometry(8, 16), counted, tmp_path / "b.npz", tmp_path / "b.json", log)
     assert len(plans) == 1 and again == first
     assert len(rows) == first["n_evals"] - first["n_evals"] // 2  # only what the killed job had not scored
 
 
 def test_recovery_json_names_the_heads_a_search_keeps_in_its_details():
     from headloc.heads import HeadGeometry
-    from headloc.methods.steps import sequential_fields
+    from headloc.methods.kinds.sequential import sequential_fields
 
     names = HeadGeometry(8, 16).names
     for name in ("group testing", "thompson"):
-        found = SEARCHES[name].run(WORLD.score)[2]
+        found = SEARCHES[name].complete(WORLD.score)[2]
         details = sequential_fields(found, names)["details"]
         fields = sequential_fields(found, names)
         if name == "group testing":
@@ -143,12 +144,13 @@ def test_a_search_stopped_at_its_cap_warns_in_the_log_and_in_recovery_json(tmp_p
     from headloc.heads import HeadGeometry
     from headloc.io import read_json
     from headloc.methods import get, steps
+    from headloc.methods.kinds import sequential
 
     geometry, log = HeadGeometry(8, 16), logging.getLogger("test_cap")
-    params = steps.SequentialParams("group_testing", 20, 4, 5, 0.05, get("group_testing").with_defaults({}))
+    params = sequential.SequentialParams("group_testing", 20, 4, 5, 0.05, {})
     with caplog.at_level(logging.WARNING, logger="test_cap"):
-        steps.sequential(params, geometry, WORLD.score, tmp_path / "r.npz", tmp_path / "s.json", log)
-    recovery = steps.recover(steps.RecoverParams("group_testing", 0.001, 4, 5), steps.RecoverInputs(sequential=str(
+        sequential.sequential(params, geometry, WORLD.score, tmp_path / "r.npz", tmp_path / "s.json", log)
+    recovery = steps.recover(steps.RecoverParams("group_testing", 0.001, 4, 5), steps.RecoverInputs(result=str(
         tmp_path / "s.json")), geometry, log)
     top, confirmed = recovery["top_heads"], recovery["confirmed"]
     unconfirmed = [head for head in top if head not in confirmed]
@@ -160,6 +162,6 @@ def test_a_search_stopped_at_its_cap_warns_in_the_log_and_in_recovery_json(tmp_p
     assert all(f"{head} ({recovery['labels'][head]})" in warning for head in unconfirmed)
     assert not any(head in warning.split("not confirmed:")[1].split() for head in confirmed)
     assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [warning, warning]  # both steps
-    complete = steps.sequential(replace(params, n_masks=100), geometry, WORLD.score, tmp_path / "c.npz",
+    complete = sequential.sequential(replace(params, n_masks=100), geometry, WORLD.score, tmp_path / "c.npz",
                                 tmp_path / "c.json", log)
     assert complete["warnings"] == [] and complete["confirmed"] == complete["ranking"][:len(complete["confirmed"])]

@@ -252,7 +252,7 @@ def test_sequential_searches_resume_from_a_record_and_recover_like_the_others(re
     """group_testing and thompson: one sequential_search job each, its record (every scored mask
     once, the unablated row first), its result turned into recovery.json by recover_heads."""
     from headloc.methods import get
-    from headloc.methods.steps import SequentialParams
+    from headloc.methods.kinds.sequential import SequentialParams
 
     for search, (method, budget, repeat) in SEQUENTIAL.items():
         folder = results / "tiny" / "ioi" / search
@@ -266,9 +266,9 @@ def test_sequential_searches_resume_from_a_record_and_recover_like_the_others(re
         assert found["n_evals"] == len(masks) <= budget
         assert found["intercept"] == pytest.approx(scores[0])  # the unablated score
         # the search replayed on its record: finished, and the same ranking
-        options = get(method).with_defaults(GROUP_TESTING if method == "group_testing" else {})
+        options = get(method).options_of(GROUP_TESTING if method == "group_testing" else {})
         params = SequentialParams(method, budget, repeat, TOP_K, 0.25, options)
-        replayed = get(method).search(8, params).recover(masks, scores)
+        replayed = get(method).algorithm(8, params).recover(masks, scores)
         assert found["ranking"] == [HEADS[i] for i in replayed.ranking]
         log = results / "logs" / "sequential_search" / "tiny" / "ioi" / f"{search}.log"
         assert f"done after {len(masks)} masks ({len(masks)} scored in this run)" in log.read_text()
@@ -545,8 +545,8 @@ def test_locate_matches_the_workflow(method, results, tiny_model):
                            batch_size=BATCH_SIZE, model_name="tiny", progress=False, **LOCATED[method])
     ids = [p.parent.name for p in (results / "tiny" / "ioi").glob(f"{method}_*/recovery.json")
            if "_r" not in p.parent.name and "of" not in p.parent.name]
-    assert found.search in ids, (found.search, ids)
-    recovery = read_json(results / "tiny" / "ioi" / found.search / "recovery.json")
+    assert found.search_id in ids, (found.search_id, ids)
+    recovery = read_json(results / "tiny" / "ioi" / found.search_id / "recovery.json")
     assert found.ranking == recovery["ranking"]
     assert found.values == pytest.approx(recovery["coef"], abs=1e-6, nan_ok=True) if method != "random" \
         else found.values == recovery["coef"]

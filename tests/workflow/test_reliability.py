@@ -5,6 +5,7 @@ without SLURM and retries scale memory and runtime with the attempt."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -238,6 +239,38 @@ def test_slurm_profile_dry_run_without_slurm(monkeypatch, tmp_path):
     assert "score_masks" not in counts  # no mask design to score in chunks
     materialize = next(block for block in out.split("\nrule ") if block.startswith("materialize_dataset:"))
     assert "slurm_partition=," in materialize or "slurm_partition=\n" in materialize  # SBATCH_PARTITION unset
+
+
+# the rules that load a model to evaluate it: each takes the evaluating jobs' template (rules/resources.smk)
+EVALUATING = {"score_masks", "score_stage2_masks", "score_greedy_masks", "gradient_search", "sequential_search",
+              "score_top_heads", "validate_headset"}
+
+
+def test_every_job_holding_a_gpu_goes_to_the_gpu_partition_on_slurm(monkeypatch, tmp_path):
+    """A dry run through profiles/slurm of a config with a method of every kind, tuning and one
+    validation: each job with gpu=1 goes to HEADLOC_GPU_PARTITION and every other job to
+    SBATCH_PARTITION (sequential_search and score_stage2_masks once went to the default partition
+    with a GPU request), and every evaluating rule is among them."""
+    monkeypatch.setenv("HEADLOC_GPU_PARTITION", "gpu-x")
+    monkeypatch.setenv("SBATCH_PARTITION", "cpu-y")
+    config = {"models": {"smollm2-135m": {"source": "smollm2-135m-instruct"}},
+              "tasks": {"ioi": {"lm_eval_task": "headloc_ioi", "n_docs": 20}},
+              "search": {"methods": ["cs_stratified", "cs_adaptive", "greedy1s", "greedy", "attribution", "random",
+                                     "group_testing"], "n_masks": 20, "id_docs": 10},
+              "tuning": {"tasks": ["ioi"], "n_masks": [20], "sparsity": [0.05]}, "universal": {"filter": False}}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    result = snakemake("all", "tuning", "results/smollm2-135m/evals/ioi/none.json", "-n", "--profile",
+                       str(REPO / "profiles/slurm"), "--configfile", str(tmp_path / "config.yaml"),
+                       "--directory", str(tmp_path))
+    partitions = {}
+    for block in re.split(r"\n(?:rule|checkpoint) ", result.stdout + result.stderr)[1:]:
+        name, resources = block.split(":", 1)[0], next(line for line in block.splitlines() if "resources:" in line)
+        partitions.setdefault(name, set()).add(("gpu=1" in resources, "slurm_partition=gpu-x" in resources,
+                                                "slurm_partition=cpu-y" in resources))
+    holding = {name for name, seen in partitions.items() if any(gpu for gpu, _, _ in seen)}
+    assert holding == EVALUATING, partitions
+    for name, seen in partitions.items():
+        assert seen == ({(True, True, False)} if name in holding else {(False, False, True)}), (name, seen)
 
 
 @pytest.mark.slow

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from headloc import methods
+from headloc.api.locator import BATCH_SIZE, MASKS_PER_PASS, SETTINGS  # the defaults of headloc.locate
 
 
 def _alpha(text: str):
@@ -63,7 +64,7 @@ def method_options(pairs) -> dict:
 
 def _options_help() -> str:
     """Each method's options and their defaults, from the registry."""
-    return "; ".join(f"{name}'s {', '.join(f'{key} (default {value})' for key, value in method.defaults.items())}"
+    return "; ".join(f"{name}'s {', '.join(f'{key} (default {value})' for key, value in method.options.defaults().items())}"
                      for name, method in methods.registry().items() if method.options)
 
 
@@ -78,19 +79,23 @@ def parser() -> argparse.ArgumentParser:
                    help="a transformers checkpoint folder or a Hugging Face hub id")
     p.add_argument("--task", required=True, metavar="NAME_OR_YAML",
                    help="an lm-eval task name (headloc's tasks, --include-path, lm-eval's registry) or a task YAML file")
-    p.add_argument("--method", default="cs_stratified", choices=methods.names(),
-                   help="the search method (default: cs_stratified)")
+    p.add_argument("--method", default=SETTINGS.methods[0], choices=methods.names(),
+                   help=f"the search method (default: {SETTINGS.methods[0]})")
     budgeted = [name for name in methods.names() if methods.get(name).budgeted]
     p.add_argument("--budget", type=int, metavar="M",
-                   help=f"masked evaluations a budgeted method spends ({', '.join(budgeted)}; default 100; a "
+                   help=f"masked evaluations a budgeted method spends ({', '.join(budgeted)}; default "
+                        f"{SETTINGS.n_masks}; a "
                         "sequential search's most, its unablated row included); the other methods take none")
     p.add_argument("--option", type=_option, action="append", default=[], metavar="KEY=VALUE",
                    help="a hyperparameter of the method, its value read as YAML (repeatable; e.g. --option "
                         f"extra_heads=3): {_options_help()}")
-    p.add_argument("--top-k", type=int, default=5, metavar="K", help="heads to print (and greedy's rounds; default 5)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the mask design or draw (default 0)")
-    p.add_argument("--sparsity", type=float, default=0.05, help="share of heads a mask ablates (default 0.05)")
-    p.add_argument("--alpha", type=_alpha, default="cv", help="Lasso penalty, or 'cv' to cross-validate it (default)")
+    p.add_argument("--top-k", type=int, default=SETTINGS.top_k, metavar="K",
+                   help=f"heads to print (and greedy's rounds; default {SETTINGS.top_k})")
+    p.add_argument("--seed", type=int, default=SETTINGS.seed, help=f"seed of the mask design or draw (default {SETTINGS.seed})")
+    p.add_argument("--sparsity", type=float, default=SETTINGS.sparsity,
+                   help=f"share of heads a mask ablates (default {SETTINGS.sparsity})")
+    p.add_argument("--alpha", type=_alpha, default=SETTINGS.alpha,
+                   help=f"Lasso penalty, or 'cv' to cross-validate it (default {SETTINGS.alpha})")
     p.add_argument("--documents", type=_documents, metavar="N_OR_FILE",
                    help="score the task's first N documents, or those of a .jsonl / doc_ids .json file "
                         "(default: all of them)")
@@ -103,10 +108,11 @@ def parser() -> argparse.ArgumentParser:
                    help="a folder of lm-eval task YAMLs (repeatable)")
     p.add_argument("--dtype", default="float32", help="torch dtype to load the model in (default float32)")
     p.add_argument("--device", default="cpu", help="device to load the model on, e.g. cuda (default cpu)")
-    p.add_argument("--batch-size", type=_batch_size, default=16, metavar="ROWS_OR_AUTO",
+    p.add_argument("--batch-size", type=_batch_size, default=BATCH_SIZE, metavar="ROWS_OR_AUTO",
                    help="rows per forward pass, or 'auto': start large on a GPU, 16 on a CPU, and halve the rows "
-                        "of a pass that runs out of memory (default 16)")
-    p.add_argument("--masks-per-pass", type=int, default=8, help="masks sharing one forward pass (default 8)")
+                        f"of a pass that runs out of memory (default {BATCH_SIZE})")
+    p.add_argument("--masks-per-pass", type=int, default=MASKS_PER_PASS,
+                   help=f"masks sharing one forward pass (default {MASKS_PER_PASS})")
     p.add_argument("--out", type=Path, metavar="DIR",
                    help="the result folder (default: headloc-results/<task>/<search id>)")
     p.add_argument("--quiet", action="store_true",
@@ -149,14 +155,14 @@ def locate_command(args) -> int:
     except ValueError as error:
         print(f"headloc locate: {error}", file=sys.stderr)
         return 2
-    folder = found.save(args.out or Path("headloc-results") / found.record["task"] / found.search)
+    folder = found.save(args.out or Path("headloc-results") / found.record["task"] / found.search_id)
     print(summary(found, folder))
     return 0
 
 
 def summary(found, folder) -> str:
     """The top k as a small table, with what the values mean and where the files went."""
-    lines = [f"{found.search}: {found.record['method']} on {found.record['task']}, {found.n_evals} evaluations",
+    lines = [f"{found.search_id}: {found.record['method']} on {found.record['task']}, {found.n_evals} evaluations",
              f"value: {found.label}", f"{'rank':>4}  {'head':<8}{'value':>12}"]
     for rank, head in enumerate(found.top_heads, 1):
         value = found.values[head]

@@ -38,16 +38,18 @@ from headloc.api.tasks import Task, count_documents, mask_scorer, resolve_task
 from headloc.heads import HeadGeometry, headset_mask
 from headloc.io import write_json
 from headloc.methods.driver import drive
+from headloc.methods.settings import SearchSettings
 
-DEFAULTS = {"budget": 100, "sparsity": 0.05, "alpha": "cv", "seed": 0, "top_k": 5,
-            "batch_size": 16, "masks_per_pass": 8}  # config/schema.yaml's search and model defaults
+SETTINGS = SearchSettings()  # the workflow's search defaults: every default of a search here is one of these
+BATCH_SIZE, MASKS_PER_PASS = 16, 8  # config/schema.yaml's models.<name>.batch_size and masks_per_pass
 LOG = logging.getLogger("headloc.locate")
 
 
-def locate(model, tokenizer, task, *, method: str = "cs_stratified", budget: int | None = None, top_k: int = 5,
-           seed: int = 0, sparsity: float = 0.05, alpha="cv", options: dict | None = None, documents=None,
-           metric: str | None = None, chat: bool = False, include_path=(), dataset_kwargs: dict | None = None,
-           batch_size: int | str = 16, masks_per_pass: int = 8, model_name: str | None = None,
+def locate(model, tokenizer, task, *, method: str = SETTINGS.methods[0], budget: int | None = None,
+           top_k: int = SETTINGS.top_k, seed: int = SETTINGS.seed, sparsity: float = SETTINGS.sparsity,
+           alpha=SETTINGS.alpha, options: dict | None = None, documents=None, metric: str | None = None,
+           chat: bool = False, include_path=(), dataset_kwargs: dict | None = None,
+           batch_size: int | str = BATCH_SIZE, masks_per_pass: int = MASKS_PER_PASS, model_name: str | None = None,
            higher_is_better: bool | None = None, progress: bool = True) -> "Located":
     """Search ``model`` for the heads that carry ``task``; return a :class:`Located`.
 
@@ -58,15 +60,16 @@ def locate(model, tokenizer, task, *, method: str = "cs_stratified", budget: int
         of a task YAML (its folder is searched for includes and utils), or a callable
         ``task(model) -> float`` that scores the model (called with the heads of a mask ablated).
     method : a registered search method (``headloc.methods.names()``).
-    budget : masks a budgeted method spends (compressed sensing, and the most a sequential search
-        spends, the unablated row included; default 100); others take none. The least: 2 (a
-        Lasso's fit; a sequential search's baseline and one mask), 3 for cs_adaptive (:func:`least_budget`).
+    budget : masks a budgeted method spends, the config's ``search.n_masks`` (compressed sensing, and
+        the most a sequential search spends, the unablated row included; default 100); others take
+        none. The least: 2 (a Lasso's fit; a sequential search's baseline and one mask), 3 for
+        cs_adaptive (its kind's ``least_masks``).
     top_k : heads to report and validate; also greedy's rounds and cs_adaptive's target.
     seed, sparsity, alpha : the mask design's seed, the share of heads a mask ablates, the Lasso
         penalty (``"cv"``: cross-validated).
     options : a gradient or sequential method's hyperparameters (e.g. CHG's ``{"steps": 50}``,
         Thompson sampling's ``{"reward": "damage"}``), over its defaults; a key the method does not
-        have is refused, its values are checked by the method.
+        have, or a value it does not take, is refused.
     documents : which documents the search scores (see :func:`headloc.api.tasks.resolve_task`).
     metric, chat, dataset_kwargs : the lm-eval metric (default: the task's first), chat template,
         arguments of the task's document loader.
@@ -77,61 +80,78 @@ def locate(model, tokenizer, task, *, method: str = "cs_stratified", budget: int
     progress : headloc's progress bar and lm-eval's own output (its bars and messages); False
         prints nothing but the result's warnings (the ``headloc.locate`` logger).
     """
-    spec, budget, method_options = check_search(method, budget, options, top_k=top_k, seed=seed,
-                                                sparsity=sparsity, alpha=alpha)
+    spec, settings = check_search(method, budget, options, top_k=top_k, seed=seed, sparsity=sparsity, alpha=alpha)
     check_model(model, tokenizer, task)
     geometry = HeadGeometry.of(model.config)
-    _check_least_on(spec, budget, geometry, top_k, method_options)
+    _check_least_on(spec, settings, geometry)
     resolved = resolve_task(task, metric=metric, chat=chat, documents=documents, include_path=include_path,
                             dataset_kwargs=dataset_kwargs, higher_is_better=higher_is_better)
-    if spec.kind == "gradient" and resolved.callable:
-        raise ValueError(f"method {method!r} differentiates the gold continuations of an lm-eval task; "
-                         f"a callable task has none. Use an lm-eval task, or one of "
-                         f"{', '.join(methods.names(kind='masks') + methods.names(kind='rounds'))}")
+    _check_gold(spec, resolved)
     work = tempfile.TemporaryDirectory(prefix="headloc-locate-")  # the files drive writes, kept for save()
     with evaluation_mode(model), _quiet(progress, resolved):
         score = _scorer(spec, resolved, model, tokenizer, batch_size, masks_per_pass, progress)
-        gradient = _gradient(spec, resolved, model, tokenizer, method_options)
-        found = drive(spec, score, geometry, work.name, budget=budget, seed=seed, k=top_k,
-                      sparsity=sparsity, alpha=alpha, gradient=gradient,
-                      higher_is_better=resolved.higher_is_better, options=method_options, log=LOG)
+        gradient = _gradient(spec, resolved, model, tokenizer)
+        found = drive(spec, score, geometry, work.name, settings, gradient=gradient,
+                      higher_is_better=resolved.higher_is_better, log=LOG)
         n_docs = count_documents(resolved)
-    search = _search_id(spec, n_docs, seed=seed, budget=budget, sparsity=sparsity, top_k=top_k,
-                        options=method_options)
+    search = _search_id(spec, n_docs, settings)
     record = {"model": model_name or _model_name(model), "task": resolved.name, "search": search, **found}
-    parameters = {"method": method, "budget": budget, "top_k": top_k, "seed": seed, "sparsity": sparsity,
-                  "alpha": alpha, "options": method_options, "n_docs": n_docs,
-                  "metric": None if resolved.callable else resolved.spec.metric_key}
-    located = Located(record=record, parameters=parameters, task=resolved, model=model, tokenizer=tokenizer,
-                      batch_size=batch_size, work=work)
+    located = Located(record=record, parameters=_parameters(spec, settings, n_docs, resolved), task=resolved,
+                      model=model, tokenizer=tokenizer, batch_size=batch_size, work=work)
     for warning in located.warnings:  # said last, where a notebook shows it under the bars
-        LOG.warning("%s on %s: %s", located.search, located.record["task"], warning)
+        LOG.warning("%s on %s: %s", located.search_id, located.record["task"], warning)
     return located
 
 
+def _check_gold(spec, task: Task) -> None:
+    """A method that differentiates the gold continuations needs an lm-eval task: a callable has none."""
+    if spec.kind.gold and task.callable:
+        scoring = [name for name in methods.names() if methods.get(name).scored]
+        raise ValueError(f"method {spec.name!r} differentiates the gold continuations of an lm-eval task; "
+                         f"a callable task has none. Use an lm-eval task, or one of {', '.join(scoring)}")
+
+
+def _parameters(spec, settings: SearchSettings, n_docs, task: Task) -> dict:
+    """What the search was asked, as :attr:`Located.parameters` holds it."""
+    chosen = settings.options_of(spec)
+    return {"method": spec.name, "budget": settings.n_masks if spec.budgeted else 0, "top_k": settings.top_k,
+            "seed": settings.seed, "sparsity": settings.sparsity, "alpha": settings.alpha,
+            "options": chosen.as_config() if chosen else {}, "n_docs": n_docs,
+            "metric": None if task.callable else task.spec.metric_key}
+
+
 def check_search(method: str, budget, options, *, top_k, seed, sparsity, alpha) -> tuple:
-    """The search's arguments checked before any work: (the method, its budget, its options with
-    their defaults); ValueError naming a bad one and what would be valid."""
+    """The search's arguments checked before any work: (the method, its :class:`SearchSettings`);
+    ValueError naming a bad one and what would be valid."""
     spec = methods.get(method)
-    budget = _budget(spec, budget)
-    _check_settings(top_k=top_k, seed=seed, sparsity=sparsity, alpha=alpha)
-    return spec, budget, _options(spec, options)
+    n_masks = _n_masks(spec, budget)
+    given = {} if options is None else options
+    if not isinstance(given, Mapping):
+        raise ValueError(f"options must be a dict of {spec.name}'s hyperparameters, got {options!r}")
+    if given and spec.options is None:
+        with_options = [name for name in methods.names() if methods.get(name).options]
+        raise ValueError(f"method {spec.name!r} takes no options, got {dict(given)!r}; the methods with "
+                         f"options are {', '.join(with_options)}")
+    settings = SearchSettings(n_masks=n_masks, top_k=top_k, seed=seed, sparsity=sparsity, alpha=alpha,
+                              options={spec.name: given} if spec.options else {})
+    return spec, settings
 
 
-def _budget(spec, budget):
-    if spec.budgeted:
-        budget = DEFAULTS["budget"] if budget is None else budget
-        if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)):
-            raise ValueError(f"budget must be a whole number of masks for {spec.name}, got {budget!r}")
-        least, why = least_budget(spec)
-        if budget < least:
-            raise ValueError(f"budget {budget} is too small for {spec.name}: it needs at least {least} masks "
-                             f"({why})")
-        return int(budget)
-    if budget is not None:
-        raise ValueError(f"method {spec.name!r} spends no mask budget (budget={budget!r}); the budgeted "
-                         f"methods are {', '.join(budgeted_methods())}")
-    return 0
+def _n_masks(spec, budget) -> int:
+    """The method's ``n_masks``: ``budget``, or the default, for a budgeted method (refused below
+    its least); the default, unused, for the others (which refuse a budget)."""
+    if not spec.budgeted:
+        if budget is not None:
+            raise ValueError(f"method {spec.name!r} spends no mask budget (budget={budget!r}); the budgeted "
+                             f"methods are {', '.join(budgeted_methods())}")
+        return SETTINGS.n_masks
+    budget = SETTINGS.n_masks if budget is None else budget
+    if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)):
+        raise ValueError(f"budget must be a whole number of masks for {spec.name}, got {budget!r}")
+    least, why = spec.kind.least_masks(spec)
+    if budget < least:
+        raise ValueError(f"budget {budget} is too small for {spec.name}: it needs at least {least} masks ({why})")
+    return int(budget)
 
 
 def budgeted_methods() -> list[str]:
@@ -139,52 +159,15 @@ def budgeted_methods() -> list[str]:
     return [name for name in methods.names() if methods.get(name).budgeted]
 
 
-LASSO_LEAST = 2  # masks a Lasso needs: one mask's score is all intercept, and cross-validation needs two
-
-
-def least_budget(spec) -> tuple[int, str]:
-    """The fewest masks a budgeted method can spend, and why."""
-    if spec.kind == "sequential":
-        return 2, "the unablated model's score, then at least one mask"
-    if spec.stages == 2:
-        from headloc.search.adaptive import stage_sizes
-
-        least = next(n for n in range(LASSO_LEAST, 100) if stage_sizes(n)[0] >= LASSO_LEAST)
-        first, second = stage_sizes(least)
-        return least, (f"its first stage's Lasso needs {LASSO_LEAST} masks and its second stage at least one: "
-                       f"{least} masks split {first} + {second}")
-    return LASSO_LEAST, ("its Lasso fits the differences between masks' scores: one mask's score is all "
-                         "intercept, and cross-validating the penalty needs two")
-
-
-def _check_least_on(spec, budget: int, geometry: HeadGeometry, top_k: int, options: Mapping) -> None:
+def _check_least_on(spec, settings: SearchSettings, geometry: HeadGeometry) -> None:
     """A method whose least budget depends on the model (group testing: the baseline and one whole
     partition) refuses a smaller one before any work, as the workflow's config check does."""
     if not spec.budgeted or spec.least_budget is None:
         return
-    least, setting, need = spec.least_budget(geometry.total, top_k, options)
-    if budget < least:
-        raise ValueError(f"budget {budget} is too small for {spec.name} on this model ({geometry.total} heads, "
-                         f"{setting}): it needs at least {least} masks ({need}); give budget >= {least}")
-
-
-def _options(spec, options) -> dict:
-    """The method's hyperparameters, ``options`` over its defaults; a key it does not have is refused
-    (its values are checked by the method itself)."""
-    options = {} if options is None else options
-    if not isinstance(options, Mapping):
-        raise ValueError(f"options must be a dict of {spec.name}'s hyperparameters, got {options!r}")
-    if not spec.options:
-        if options:
-            with_options = [name for name in methods.names() if methods.get(name).options]
-            raise ValueError(f"method {spec.name!r} takes no options, got {dict(options)!r}; the methods with "
-                             f"options are {', '.join(with_options)}")
-        return {}
-    unknown = [key for key in options if key not in spec.defaults]
-    if unknown:
-        known = ", ".join(f"{key} (default {value!r})" for key, value in spec.defaults.items())
-        raise ValueError(f"method {spec.name!r} has no option {unknown[0]!r}; its options are {known}")
-    return spec.with_defaults(options)
+    least, setting, need = spec.least_budget(geometry.total, settings.top_k, settings.options_of(spec))
+    if settings.n_masks < least:
+        raise ValueError(f"budget {settings.n_masks} is too small for {spec.name} on this model ({geometry.total} "
+                         f"heads, {setting}): it needs at least {least} masks ({need}); give budget >= {least}")
 
 
 def check_model(model, tokenizer, task) -> None:
@@ -239,17 +222,6 @@ def _quiet(progress: bool, task: Task):
     return lm_eval_quiet()
 
 
-def _check_settings(*, top_k, seed, sparsity, alpha) -> None:
-    if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
-        raise ValueError(f"top_k must be a positive integer, got {top_k!r}")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    if not isinstance(sparsity, (int, float)) or not 0 < sparsity < 1:
-        raise ValueError(f"sparsity must lie in (0, 1), got {sparsity!r}")
-    if alpha != "cv" and (isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or alpha < 0):
-        raise ValueError(f"alpha must be 'cv' or a number >= 0, got {alpha!r}")
-
-
 def _scorer(spec, task: Task, model, tokenizer, batch_size, masks_per_pass, progress):
     """The driver's ``score(masks)``; a method that scores nothing (gradient, draw) never calls it."""
     if not spec.scored:
@@ -259,20 +231,20 @@ def _scorer(spec, task: Task, model, tokenizer, batch_size, masks_per_pass, prog
     return lambda masks: score(masks, desc=f"{spec.name} masks")
 
 
-def _gradient(spec, task: Task, model, tokenizer, options):
-    if spec.kind != "gradient":
+def _gradient(spec, task: Task, model, tokenizer):
+    if not spec.kind.gold:
         return None
     from headloc.engine.supervision import task_examples
 
-    return model, task_examples(tokenizer, task.spec, include_path=task.folders), options
+    return model, task_examples(tokenizer, task.spec, include_path=task.task_folders)
 
 
-def _search_id(spec, n_docs, *, seed, budget, sparsity, top_k, options) -> str:
+def _search_id(spec, n_docs, settings: SearchSettings) -> str:
     """The workflow's directory name of the same search (headloc.workflow.plan.Plan.search_id with
     no universal filter and no separate scoring task); a callable task's documents are unknown."""
-    tail = f"n{n_docs}_s{seed}" if n_docs is not None else f"s{seed}"
-    parts = methods.SearchParts(tail=tail, seed=seed, n_masks=budget, sparsity=sparsity, top_k=top_k,
-                                options=options)
+    tail = f"n{n_docs}_s{settings.seed}" if n_docs is not None else f"s{settings.seed}"
+    parts = methods.SearchParts(tail=tail, seed=settings.seed, n_masks=settings.n_masks, sparsity=settings.sparsity,
+                                top_k=settings.top_k, options=settings.options_of(spec))
     return spec.search_id(parts)
 
 
@@ -378,7 +350,8 @@ class Located:
         return self.record["n_evals"]
 
     @property
-    def search(self) -> str:
+    def search_id(self) -> str:
+        """The search's id: the directory name the workflow would give the same search."""
         return self.record["search"]
 
     SHOWN = 10  # top heads a repr lists
@@ -390,7 +363,7 @@ class Located:
 
     def _title(self) -> str:
         return (f"{self.record['method']} on {self.record['task']} (model {self.record['model']}): "
-                f"{self.n_evals} evaluations, search {self.search}")
+                f"{self.n_evals} evaluations, search {self.search_id}")
 
     def __repr__(self) -> str:
         more = len(self.top_heads) - self.SHOWN
@@ -411,7 +384,7 @@ class Located:
                 f"<p>value: {html.escape(self.label)}</p>"
                 f"<table><tr><th>rank</th><th>head</th><th>value</th></tr>{rows}</table>"
                 + (f"<ul>{warned}</ul>" if warned else "")
-                + f'<img alt="heatmap of {html.escape(self.search)}" src="data:image/png;base64,{png}"/></div>')
+                + f'<img alt="heatmap of {html.escape(self.search_id)}" src="data:image/png;base64,{png}"/></div>')
 
     def heatmap(self):
         """The workflow's heatmap of this search (a matplotlib Figure)."""
@@ -495,7 +468,7 @@ class Located:
         if self.task.callable:
             raise ValueError(f"validate(tasks=...) of a callable task takes callables, got {other!r}")
         return resolve_task(other, chat=self.task.spec.chat, documents=documents,
-                            include_path=self.task.folders[1:])
+                            include_path=self.task.task_folders[1:])
 
     def _score(self, task: Task, mask, unit: str, progress) -> dict:
         """The task unablated and with ``mask`` ablated, and the change in ``unit``."""

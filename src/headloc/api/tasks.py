@@ -21,12 +21,12 @@ from headloc.data.documents import (checked_direction, load_task_yaml, lm_eval_t
 
 @dataclass
 class Task:
-    """A task as locate uses it: ``spec`` and ``folders`` for an lm-eval task, ``fn`` for a callable."""
+    """A task as locate uses it: ``spec`` and ``task_folders`` for an lm-eval task, ``fn`` for a callable."""
 
     name: str
     spec: object = None  # headloc.engine.evaluation.TaskSpec (torch-free import deferred)
     fn: Callable | None = None
-    folders: list = field(default_factory=list)
+    task_folders: list = field(default_factory=list)  # headloc's tasks, then include_path's folders
     higher_is_better: bool = True  # the metric's direction: the searches rank heads by it
 
     @property
@@ -70,7 +70,7 @@ def resolve_task(task, *, metric=None, chat=False, documents=None, include_path=
 
     spec = TaskSpec(name, metric or default_metric(name, folders), chat, dict(dataset_kwargs or {}))
     direction = declared_direction(name, spec.metric_key, folders, higher_is_better)
-    return Task(name=name, spec=choose_documents(spec, documents), folders=folders, higher_is_better=direction)
+    return Task(name=name, spec=choose_documents(spec, documents), task_folders=folders, higher_is_better=direction)
 
 
 def declared_direction(name: str, metric: str, folders: Sequence[Path], given: bool | None) -> bool:
@@ -150,7 +150,7 @@ def count_documents(task: Task) -> int | None:
         return sum(1 for line in Path(data_file).read_text(encoding="utf-8").splitlines() if line.strip())
     from headloc.engine.evaluation import count_documents as counted
 
-    return counted(spec, task.folders)
+    return counted(spec, task.task_folders)
 
 
 def mask_scorer(task: Task, model, tokenizer, *, batch_size: int, masks_per_pass: int, progress: bool):
@@ -160,7 +160,7 @@ def mask_scorer(task: Task, model, tokenizer, *, batch_size: int, masks_per_pass
     from headloc.engine.evaluation import MaskEvaluator
 
     evaluator = MaskEvaluator(model, tokenizer, task.spec, batch_size=batch_size, masks_per_pass=masks_per_pass,
-                              include_path=task.folders)
+                              include_path=task.task_folders)
 
     def score(masks, desc="masks"):
         return [result.score for result in evaluator.evaluate_masks(masks, progress=progress, desc=desc)]

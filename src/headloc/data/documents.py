@@ -59,8 +59,8 @@ def defined_tasks(folders: Sequence[Path | str]) -> dict[str, str]:
     """name -> "task" or "group" for the YAMLs in ``folders`` (a text scan: ~2 s over lm-eval's 14,000
     YAMLs, where building its TaskManager index takes ~30 s); the first folder naming a task wins."""
     names: dict[str, str] = {}
-    for _, kind, name in _definitions(folders):
-        names.setdefault(name, kind)
+    for _, defined_as, name in _definitions(folders):
+        names.setdefault(name, defined_as)
     return names
 
 
@@ -69,8 +69,8 @@ def task_yaml(name: str, folders: Sequence[Path | str]) -> Path:
 
     Raises ValueError listing the folders searched when no file defines the task.
     """
-    for path, kind, found in _definitions(folders):
-        if kind == "task" and found == name:
+    for path, defined_as, found in _definitions(folders):
+        if defined_as == "task" and found == name:
             return path
     searched = ", ".join(str(f) for f in folders)
     raise ValueError(f"no task YAML defines task {name!r}; searched {searched}")

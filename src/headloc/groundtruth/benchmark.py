@@ -43,7 +43,8 @@ DEFAULT_BUDGETS = (50, 100, 200)
 # [0, 1] through its score_range (its config section), so it is given this one.
 OPTIONS = {"thompson": {"score_range": [-3.0, 0.0]}}
 # Variants run beside the registered methods: name -> (method, its config section over OPTIONS).
-VARIANTS = {"thompson_damage": ("thompson", {"reward": "damage"})}
+VARIANTS = {"thompson_damage": ("thompson", {"reward": "damage"}),
+            "conditional_screen": ("conditional_group_testing", {"pair_screen": True})}
 
 
 def method_names() -> list[str]:
@@ -89,20 +90,22 @@ def runs_of(name: str, budgets, seeds) -> list[tuple]:
     the method is random (greedy and one-shot greedy are deterministic: one run per placement)."""
     method = method_of(name)[0]
     spend = list(budgets) if method.budgeted else [None]
-    draws = list(seeds) if (method.repeats or method.kind in ("gradient", "draw")) else list(seeds)[:1]
+    draws = list(seeds) if method.random else list(seeds)[:1]
     return [(b, s) for b in spend for s in draws]
 
 
 def ranking_of(name: str, scorer: Scorer, budget, seed: int, k: int, *, sparsity: float, alpha) -> tuple[list[str], int]:
     """The method's ranking (head names, most damaging first) and its evaluations."""
     from headloc.methods.driver import drive
+    from headloc.methods.settings import SearchSettings
 
     method, options = method_of(name)
     model = scorer.model
+    settings = SearchSettings(**({"n_masks": budget} if budget else {}), seed=seed, top_k=k, sparsity=sparsity,
+                              alpha=alpha, options={method.name: options} if method.options else {})
     with tempfile.TemporaryDirectory() as tmp:
-        gradient = (model, scorer.examples(), method.defaults) if method.kind == "gradient" else None
-        driven = drive(method, scorer, HeadGeometry.of(model.config), Path(tmp), budget=budget or 0, seed=seed,
-                       k=k, sparsity=sparsity, alpha=alpha, gradient=gradient, options=options, log=LOG)
+        gradient = (model, scorer.examples()) if method.kind.gold else None
+        driven = drive(method, scorer, HeadGeometry.of(model.config), Path(tmp), settings, gradient=gradient, log=LOG)
     return driven["ranking"], driven["n_evals"]
 
 

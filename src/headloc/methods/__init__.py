@@ -3,12 +3,14 @@
 Each module of this package declares its methods in a ``METHODS`` tuple of
 :class:`~headloc.methods.contract.Method`, but the machinery: :mod:`~headloc.methods.contract`
 (the contract), :mod:`~headloc.methods.registry` (which finds the methods),
-:mod:`~headloc.methods.steps` (the steps that run a method of each kind, one per rule) and
-:mod:`~headloc.methods.driver` (those steps in one process). Adding a method is adding a module
+:mod:`~headloc.methods.settings` (the typed search settings and method options),
+:mod:`~headloc.methods.kinds` (one module per kind: the steps that run its methods, one per rule),
+:mod:`~headloc.methods.steps` (the recovery every kind ends with) and
+:mod:`~headloc.methods.driver` (a kind's steps in one process). Adding a method is adding a module
 (docs/methods.md, "Adding a method"). The plan, the rules and scripts, the config schema's enums,
 the report and the benchmarks ask the registry, never a method's name.
 
->>> get("cs_stratified").kind, get("cs_stratified").nested
+>>> get("cs_stratified").kind.name, get("cs_stratified").nested
 ('masks', True)
 >>> "greedy" in names() and REFERENCE in names()
 True
@@ -20,10 +22,10 @@ ValueError: unknown search method 'lasso'; known: attribution, chg, cs_stratifie
 
 from __future__ import annotations
 
-from headloc.methods.contract import KINDS, Method, SearchParts
+from headloc.methods.contract import Method, SearchParts
+from headloc.methods.kinds.masks import make_masks
 from headloc.methods.registry import get, names, registry
-from headloc.methods.steps import make_masks
 
-__all__ = ["KINDS", "REFERENCE", "Method", "SearchParts", "get", "make_masks", "names", "registry"]
+__all__ = ["REFERENCE", "Method", "SearchParts", "get", "make_masks", "names", "registry"]
 
 REFERENCE = "greedy"  # the method the efficiency benchmarks and Table 4's recall measure the others against

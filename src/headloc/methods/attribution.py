@@ -1,10 +1,10 @@
 """Attribution patching (:mod:`headloc.search.attribution`): each head's ablation effect to first
 order, one gradient of the gold continuation's log-likelihood at gate = 1 (rule gradient_search)."""
 
-from headloc.methods.contract import SCALE, Method, read_gradient
+from headloc.methods.contract import SCALE, Method
 
 
-def run(model, examples, options, seed, batch_size):
+def fit(model, examples, options, seed, batch_size):
     from headloc.search.attribution import attribution
 
     return attribution(model, examples, batch_size=batch_size)
@@ -16,6 +16,6 @@ METHODS = (
         label="-d score / d gate (first-order effect of ablation)", marker="P",
         reading="Each cell is minus d score / d gate at gate = 1: the first-order estimate of the change in the gold\n"
                 "continuation's mean log-likelihood (nats per document) when the head is ablated.\n\n" + SCALE,
-        search_id=lambda parts: f"attribution_{parts.tail}", recover=read_gradient, run=run,
+        search_id=lambda parts: f"attribution_{parts.tail}", algorithm=fit,
     ),
 )

@@ -2,29 +2,42 @@
 fitted by gradient descent, heads ranked by facilitation. Its hyperparameters are the config's
 ``chg`` section (seed rows x, lambda l, updates per fit t, all in its search's name)."""
 
-from headloc.methods.contract import Method, read_gradient
+from dataclasses import dataclass
+
+from headloc.methods.contract import Method
+from headloc.methods.settings import MethodOptions, integer, number_in, setting
 
 
-def run(model, examples, options, seed, batch_size):
+@dataclass(frozen=True)
+class ChgOptions(MethodOptions, section="chg"):
+    """The hyperparameters that change its ranking (the rest are the paper's: headloc.search.chg)."""
+
+    seeds: int = setting(4, integer(1))  # gate rows fitted at once; the ranking is their mean
+    lam: float = setting(0.1, number_in(0))  # |lambda| of the regulariser in the G+ and G- fits
+    steps: int = setting(500, integer(1))  # gradient updates of each of the three fits, at most
+
+
+def fit(model, examples, options: ChgOptions, seed, batch_size):
     from headloc.search.chg import chg
 
-    return chg(model, examples, seeds=tuple(range(options["seeds"])), lam=options["lam"],
-               init_steps=options["steps"], fit_steps=options["steps"], split_seed=seed, rows_per_pass=batch_size)
+    return chg(model, examples, seeds=tuple(range(options.seeds)), lam=options.lam, init_steps=options.steps,
+               fit_steps=options.steps, split_seed=seed, rows_per_pass=batch_size)
 
 
 def search_id(parts) -> str:
     o = parts.options
-    return f"chg_x{o['seeds']}_l{o['lam']:g}_t{o['steps']}_{parts.tail}"
+    return f"chg_x{o.seeds}_l{o.lam:g}_t{o.steps}_{parts.tail}"
+
+
+# how to read its heatmap (the caption in Snakemake's report)
+READING = """Causal Head Gating: two panels of gates in [0, 1], means over seeds. G- (facilitation): near 1, the
+task needs the head even under pressure to close gates. G+: near 0, the head interferes with the
+task. Heads are ranked by G-; the seed spread is in ``recovery.json`` (``g_minus_std``,
+``g_plus_std``, ``seed_spearman``)."""
 
 
 METHODS = (
-    Method(
-        name="chg", kind="gradient", about="Causal Head Gating: gates fitted by gradient descent",
-        label="-G- (facilitation, negated)", marker="X",
-        reading="Causal Head Gating: two panels of gates in [0, 1], means over seeds. G- (facilitation): near 1, the\n"
-                "task needs the head even under pressure to close gates. G+: near 0, the head interferes with the\n"
-                "task. Heads are ranked by G-; the seed spread is in ``recovery.json`` (``g_minus_std``,\n"
-                "``g_plus_std``, ``seed_spearman``).", search_id=search_id, recover=read_gradient, run=run,
-        options="chg", defaults={"seeds": 4, "lam": 0.1, "steps": 500},
-    ),
+    Method(name="chg", kind="gradient", algorithm=fit, options=ChgOptions, search_id=search_id, marker="X",
+           about="Causal Head Gating: gates fitted by gradient descent", label="-G- (facilitation, negated)",
+           reading=READING),
 )

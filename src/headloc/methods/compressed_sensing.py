@@ -14,11 +14,11 @@ METHODS = (
     Method(
         name="cs_stratified", kind="masks", about="compressed sensing, balanced measurement matrix",
         label=LASSO_LABEL, reading=lasso_reading("stratified: every mask ablates the same number of heads"), marker="o", search_id=lambda parts: budget_id("cs_stratified", parts),
-        design=stratified_masks, recover=lasso_recover, budgeted=True, nested=True, repeats=True,
+        algorithm=stratified_masks, recover=lasso_recover, budgeted=True, nested=True, repeats=True,
     ),
     Method(
         name="cs_bernoulli", kind="masks", about="compressed sensing, i.i.d. Bernoulli entries",
         label=LASSO_LABEL, reading=lasso_reading("Bernoulli: each head ablated independently"), marker="^", search_id=lambda parts: budget_id("cs_bernoulli", parts),
-        design=bernoulli_masks, recover=lasso_recover, budgeted=True, nested=True, repeats=True,
+        algorithm=bernoulli_masks, recover=lasso_recover, budgeted=True, nested=True, repeats=True,
     ),
 )

@@ -5,27 +5,20 @@ A method module of :mod:`headloc.methods` declares one or more :class:`Method` i
 lm-eval) is imported inside those functions, so that reading the registry (the Snakefile does, at
 parse time) stays fast.
 
-Kinds: how a method spends its evaluations, which decides the steps (:mod:`headloc.methods.steps`)
-and the rules that run it.
-
-- ``masks``: a design of masks (``design``), each scored on the identification subset (steps
-  design and, with ``stages=2``, refine), ranked by a fit of the scores (``recover``).
-- ``rounds``: greedy rounds (steps round_masks and choose_head per round), ranked from its rounds.
-- ``gradient``: one gradient job on the gold continuations (step gradient runs ``run``).
-- ``sequential``: one job scores round after round, each round's masks chosen from the scores so
-  far (step sequential runs the :class:`~headloc.search.sequential.SequentialSearch` that ``search``
-  builds), ranked from its record (``recover``: :func:`read_sequential`).
-- ``draw``: no evaluation at all; ``recover`` ranks the heads from the seed alone (a baseline).
+A method's kind (:mod:`headloc.methods.kinds`: masks, rounds, gradient, sequential, draw) decides
+how it spends its evaluations: the steps and rules that run it, and what its ``algorithm`` is
+(a mask design, a gradient fit, a sequential search's builder, or none).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
-KINDS = ("masks", "rounds", "gradient", "sequential", "draw")
+from headloc.methods.kinds import Kind, get as kind_named
+
 # How to read a heatmap whose cells are score changes (report/heatmap.rst shows a method's ``reading``).
 SCALE = ("The red-blue scale is centred at 0 and runs to the largest effect either way: red cells lower the\n"
          "score when ablated (the head helps the task), blue cells raise it.")
@@ -58,7 +51,7 @@ class SearchParts:
     of: int | None = None
     top_k: int = 5
     universal_filter: bool = False  # universal.filter: greedy's rounds then leave the universal heads out
-    options: Mapping = field(default_factory=dict)
+    options: object = None  # the method's MethodOptions (None: it has none)
 
     @property
     def repeat_suffix(self) -> str:
@@ -66,17 +59,26 @@ class SearchParts:
         return f"_r{self.repeat}" if self.repeat else ""
 
 
-def budget_id(name: str, parts: SearchParts) -> str:
-    """The name of a search that spends a budget of masks: ``<method>_m<M>[of<full>]_p<p>_<tail>[_r<repeat>]``."""
+def budget_id(name: str, parts: SearchParts, *settings: str, sparsity: bool = True) -> str:
+    """The name of a search that spends a budget of masks:
+    ``<method>_m<M>[of<full>][_p<p>][_<setting>...]_<tail>[_r<repeat>]``, ``settings`` the method's
+    own (each option that changes its result, e.g. ``k5``), ``sparsity`` whether it uses one.
+
+    >>> parts = SearchParts(tail="n20_s0", seed=0, n_masks=100, sparsity=0.05, repeat=1)
+    >>> budget_id("cs_stratified", parts), budget_id("gt", parts, "k5", "gauto", sparsity=False)
+    ('cs_stratified_m100_p0.05_n20_s0_r1', 'gt_m100_k5_gauto_n20_s0_r1')
+    """
     size = f"{parts.n_masks}of{parts.of}" if parts.of else f"{parts.n_masks}"
-    return f"{name}_m{size}_p{parts.sparsity:g}_{parts.tail}{parts.repeat_suffix}"
+    fields = [f"{name}_m{size}", *([f"p{parts.sparsity:g}"] if sparsity else []), *settings, parts.tail]
+    return "_".join(fields) + parts.repeat_suffix
 
 
 @dataclass(frozen=True)
 class Method:
     """A search method, as the workflow and the report know it.
 
-    name: the config's spelling (``search.methods``). kind: one of :data:`KINDS`.
+    name: the config's spelling (``search.methods``). kind: its :class:`~headloc.methods.kinds.Kind`
+        (declared by name: ``kind="masks"``).
     label: what its per-head value (``coef`` of recovery.json) means: the heatmap's colour bar.
     reading: how to read its heatmap, in reStructuredText (the caption in Snakemake's report).
     marker: its matplotlib marker in the methods figure.
@@ -84,13 +86,11 @@ class Method:
     recover: ``recover(inputs, names, params, log) -> dict``: the ranking fields of recovery.json
         (``ranking``, ``coef``, ``n_evals``, ``alpha``, ``r2``, ``intercept`` and its own) from the
         files its search's steps left (a :class:`~headloc.methods.steps.RecoverInputs`), the head
-        names and the step's parameters (a :class:`~headloc.methods.steps.RecoverParams`).
-    design: kind ``masks``: ``design(n_heads, n_masks, sparsity, rng) -> (M, N) int8 array``.
-    run: kind ``gradient``: ``run(model, examples, options, seed, batch_size) -> result`` (see
-        :func:`headloc.engine.supervision.recovery_fields`); ``batch_size``: rows per forward pass.
-    search: kind ``sequential``: ``search(n_heads, params) ->``
-        :class:`~headloc.search.sequential.SequentialSearch`, its settings from a
-        :class:`~headloc.methods.steps.SequentialParams` (the record of scores then drives it).
+        names and the step's parameters (a :class:`~headloc.methods.steps.RecoverParams`); None:
+        its kind's (a one-job kind reads the job's result: :func:`headloc.methods.kinds.read_result`).
+    algorithm: what its kind's step calls (the kind's ``algorithm`` says its signature): a mask
+        design (kind masks), a gradient fit (kind gradient), a sequential search's builder (kind
+        sequential); None for a kind that calls none.
     least_budget: kind ``sequential``, optional: ``least_budget(n_heads, top_k, options) -> (masks,
         setting, need)``: the smallest budget its search runs with on a model of ``n_heads`` heads,
         the setting it follows from ("groups of 16") and what it pays for ("to score ..."); the config
@@ -104,20 +104,20 @@ class Method:
         reads greedy's round 1, the same matrix).
     excludes_universal: its search leaves the universal heads out (greedy's rounds, with the
         universal filter on), so it waits on them and cannot be the main method that finds them.
-    options: the config section holding its hyperparameters (and ``defaults``, the schema's).
+    options: its :class:`~headloc.methods.settings.MethodOptions` subclass (its own config section,
+        named by the method: ``chg``, ``group_testing``, ...), which holds each option's default;
+        None for a method without options.
     """
 
     name: str
-    kind: str
+    kind: Kind
     about: str
     label: str
     reading: str
     marker: str
     search_id: Callable[[SearchParts], str]
-    recover: Callable
-    design: Callable | None = None
-    run: Callable | None = None
-    search: Callable | None = None
+    recover: Callable | None = None
+    algorithm: Callable | None = None
     least_budget: Callable | None = None
     budgeted: bool = False
     nested: bool = False
@@ -125,25 +125,36 @@ class Method:
     stages: int = 1
     rows_from: tuple[str, str] | None = None
     excludes_universal: bool = False
-    options: str | None = None
-    defaults: Mapping = field(default_factory=dict)
+    options: type | None = None
 
     def __post_init__(self):
-        if self.kind not in KINDS:
-            raise ValueError(f"method {self.name}: kind {self.kind!r}, expected one of {', '.join(KINDS)}")
-        needs = {"masks": self.design, "gradient": self.run, "sequential": self.search}
-        if any((self.kind == kind) != (supplied is not None) for kind, supplied in needs.items()):
-            raise ValueError(f"method {self.name}: a masks method needs a design, a gradient method a run, "
-                             "a sequential method a search, and no other kind has any of them")
+        if isinstance(self.kind, str):
+            object.__setattr__(self, "kind", kind_named(self.kind))
+        if self.recover is None:
+            object.__setattr__(self, "recover", self.kind.recover)
+        self.kind.check(self)
+        if self.options is not None and self.options.SECTION != self.name:
+            raise ValueError(f"method {self.name}: its options are section {self.options.SECTION!r}, expected "
+                             f"its own name {self.name!r}")
 
-    def with_defaults(self, options: Mapping | None) -> dict:
-        """Its hyperparameters: ``options`` (its config section, or some of it) over its ``defaults``."""
-        return {**self.defaults, **(options or {})}
+    def options_of(self, given=None):
+        """Its options from ``given`` (its config section, some of it, or options already built) over
+        their defaults; None for a method without options (which refuses any given)."""
+        if self.options is None:
+            if given:
+                raise ValueError(f"method {self.name!r} takes no options, got {dict(given)!r}")
+            return None
+        return self.options.of(given)
 
     @property
     def scored(self) -> bool:
-        """Whether it scores masked evaluations (so a search's scoring task and metric name it)."""
-        return self.kind in ("masks", "rounds", "sequential")
+        """Whether it scores masked evaluations (so a search's scoring task and metric name it): its kind's."""
+        return self.kind.scored
+
+    @property
+    def random(self) -> bool:
+        """Whether its result depends on the seed: a method drawn again per repeat, or of a seeded kind."""
+        return self.repeats or self.kind.seeded
 
 
 # ---------------------------------------------------------------- shared recovery steps
@@ -199,28 +210,3 @@ def lasso_recover(inputs, names, params, log) -> dict:
 
     estimator = LassoRecovery(alpha=params.alpha, random_state=params.seed)
     return fit_masks(inputs, names, params, log, estimator=estimator, stability=True)
-
-
-def read_gradient(inputs, names, params, log) -> dict:
-    """What rule gradient_search found (gradient.json), checked against the method and the model's heads."""
-    return read_result(inputs.gradient, names, params)
-
-
-def read_sequential(inputs, names, params, log) -> dict:
-    """What rule sequential_search found (sequential.json), checked against the method and the
-    model's heads."""
-    return read_result(inputs.sequential, names, params)
-
-
-def read_result(path, names, params) -> dict:
-    """A one-job search's part of recovery.json (a gradient or sequential step's output): its
-    ``method`` must be the search's, its ranking and values cover every head of the model."""
-    from headloc.io import read_json
-
-    found = read_json(path)
-    method = found.pop("method")
-    if method != params.method:
-        raise ValueError(f"{path} holds a {method!r} search, expected {params.method!r}")
-    if sorted(found["ranking"]) != sorted(names) or sorted(found["coef"]) != sorted(names):
-        raise ValueError(f"{path} ranks {len(found['ranking'])} heads, not the model's {len(names)}")
-    return found

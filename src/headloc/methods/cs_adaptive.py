@@ -12,7 +12,7 @@ METHODS = (
         name="cs_adaptive", kind="masks", about="two-stage compressed sensing: a screen, then the uncertain heads",
         label="Lasso coefficient (score change when ablated)", marker="v",
         reading=lasso_reading("two stages: a stratified screen of every head, then masks over the heads it left uncertain"),
-        search_id=lambda parts: budget_id("cs_adaptive", parts), design=stratified_masks, recover=lasso_recover,
+        search_id=lambda parts: budget_id("cs_adaptive", parts), algorithm=stratified_masks, recover=lasso_recover,
         budgeted=True, repeats=True, stages=2,
     ),
 )

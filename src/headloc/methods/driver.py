@@ -1,32 +1,33 @@
-"""One search in one process: the steps of :mod:`headloc.methods.steps` that the workflow's rules
-run, in the rules' order, with a ``score`` function in place of the scoring jobs.
+"""One search in one process: the steps the workflow's rules run, in the rules' order, with a
+``score`` function in place of the scoring jobs.
 
 The workflow spreads a search over jobs (make_masks, score_masks, refine_masks, greedy's rounds,
-gradient_search, sequential_search, recover_heads), each a script that makes one step's call. :func:`drive` makes the
-same calls, writing the same files under one folder; headloc.locate, benchmarks/ground_truth.py and
-the method contract test run every method this way, without Snakemake.
+gradient_search, sequential_search, recover_heads), each a script that makes one step's call.
+:func:`drive` has the method's kind make the same calls (:meth:`headloc.methods.kinds.Kind.drive`),
+writing the same files under one folder, laid out as a workflow's search folder
+(:class:`~headloc.methods.kinds.SearchFiles`); headloc.locate, benchmarks/ground_truth.py and the
+method contract test run every method this way, without Snakemake.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from headloc.heads import HeadGeometry
 from headloc.io import write_json
 from headloc.methods import steps
+from headloc.methods.kinds import SearchFiles
+from headloc.methods.settings import SearchSettings, SearchSpec
 
 LOG = logging.getLogger("headloc.methods")
-GRADIENT_BATCH = 256  # rows per forward pass of a gradient method: memory only, not the result
 
 
-def drive(method, score, geometry: HeadGeometry, folder, *, budget: int = 0, seed: int = 0, k: int = 1,
-          sparsity: float = 0.05, alpha: float | str = 0.001, gradient: tuple | None = None,
-          universal: Sequence[str] = (), higher_is_better: bool = True, options: Mapping | None = None,
+def drive(method, score, geometry: HeadGeometry, folder, settings: SearchSettings | None = None, *,
+          gradient: tuple | None = None, universal: Sequence[str] = (), higher_is_better: bool = True,
           log=LOG) -> dict:
     """Run ``method`` (a registered :class:`~headloc.methods.Method`) by its kind and recover its
     ranking; return recovery.json as rule recover_heads writes it, less the search's identity
@@ -34,90 +35,50 @@ def drive(method, score, geometry: HeadGeometry, folder, *, budget: int = 0, see
 
     ``score`` maps masks (rows x heads, 1 = ablated) to one score per row; ``higher_is_better`` is
     its metric's direction (False: a perplexity), written beside the scores as the scoring jobs do.
-    ``budget`` is a mask design's size, ``k`` the top k (greedy's rounds, cs_adaptive's target);
-    ``seed``, ``sparsity`` and ``alpha`` (the Lasso penalty, or ``"cv"``) are the config's
-    ``search`` keys. ``gradient`` is ``(model, examples, options)`` for a gradient method (examples
-    as :class:`headloc.engine.supervision.Example`; options its whole config section, defaults
-    included: :meth:`headloc.methods.Method.with_defaults`). ``universal``: heads greedy's
-    rounds leave out, as with ``universal.filter`` on. ``options``: a sequential method's config
-    section (over its defaults); ``budget`` is then its most masks, the unablated row included.
+    ``settings``: the search keys and the method's options (:class:`SearchSettings`, whose defaults
+    are the workflow's): ``n_masks`` is a mask design's size or a sequential search's cap (the
+    unablated row included), ``top_k`` greedy's rounds and cs_adaptive's target. ``gradient`` is
+    ``(model, examples)`` for a gradient method (examples as
+    :class:`headloc.engine.supervision.Example`). ``universal``: heads greedy's rounds leave out,
+    as with ``universal.filter`` on.
     """
-    run = _Run(score, geometry, Path(folder), higher_is_better, log)
-    if method.kind == "masks":
-        refinement = steps.RefineParams(budget, k, alpha, seed) if method.stages == 2 else None
-        inputs = run.masks(steps.DesignParams(method.name, budget, sparsity, seed), refinement)
-    elif method.kind == "rounds":
-        inputs = run.rounds(k, universal)
-    elif method.kind == "gradient":
-        model, examples, gradient_options = gradient
-        inputs = run.gradient(steps.GradientParams(method.name, seed, gradient_options), model, examples)
-    elif method.kind == "sequential":
-        inputs = run.sequential(steps.SequentialParams(method.name, budget, seed, k, sparsity,
-                                                       method.with_defaults(options), higher_is_better))
-    else:
-        inputs = steps.RecoverInputs()  # a draw evaluates nothing
-    recovery = steps.RecoverParams(method.name, alpha, seed, k, higher_is_better)
-    return steps.recover(recovery, inputs, geometry, log)
+    search = SearchSpec(method, settings or SearchSettings(), higher_is_better)
+    job = Job(score, geometry, SearchFiles(str(folder)), higher_is_better, log, gradient, tuple(universal))
+    inputs = method.kind.drive(search, job)
+    return steps.recover(method.kind.params("recover", search), inputs, geometry, log)
 
 
 @dataclass(frozen=True)
-class _Run:
-    """One driven search: where its files go, and how its masks are scored."""
+class Job:
+    """One driven search, as a kind's steps see it: how its masks are scored, its model's heads,
+    where its files go, the scored metric's direction, its log; the model and gold continuations of
+    a gradient search, and the heads greedy's rounds leave out."""
 
     score: Callable
     geometry: HeadGeometry
-    folder: Path
+    files: SearchFiles
     higher_is_better: bool
     log: logging.Logger
+    gradient: tuple | None = None
+    universal: tuple[str, ...] = ()
 
-    def masks(self, design: steps.DesignParams, refinement: steps.RefineParams | None) -> steps.RecoverInputs:
-        """Steps design and, for a two-stage design, refine, each design scored."""
-        masks = self.folder / "masks.npy"
-        scored = self.scored(steps.design(design, self.geometry, masks, self.log), "masks")
-        if refinement is None:
-            return steps.RecoverInputs(masks=str(masks), scores=scored)
-        stage2 = self.folder / "stage2.npy"
-        stage2_masks = steps.refine(refinement, self.geometry, str(masks), scored, masks_out=stage2,
-                                    plan_out=self.folder / "refinement.json", log=self.log)
-        return steps.RecoverInputs(masks=str(masks), scores=scored, stage2_masks=str(stage2),
-                                   stage2_scores=self.scored(stage2_masks, "stage2"))
-
-    def rounds(self, k: int, universal: Sequence[str]) -> steps.RecoverInputs:
-        """Greedy's ``k`` rounds: steps round_masks and choose_head, each round's masks scored."""
-        heads = None
-        if universal:
-            heads = self.folder / "universal.json"
-            write_json(heads, {"heads": list(universal)})
-        rounds = []
-        for r in range(1, k + 1):
-            masks, chosen = self.folder / f"round{r}.npy", self.folder / f"round{r}.json"
-            previous = rounds[-1] if rounds else None
-            scored = self.scored(steps.round_masks(self.geometry, previous, heads, masks, self.log), f"round{r}")
-            steps.choose_head(r, self.geometry, str(masks), scored, previous, heads, chosen, self.log)
-            rounds.append(str(chosen))
-        return steps.RecoverInputs(rounds=rounds)
-
-    def gradient(self, params: steps.GradientParams, model, examples) -> steps.RecoverInputs:
-        """Step gradient."""
-        result = self.folder / "gradient.json"
-        steps.gradient(params, model, examples, GRADIENT_BATCH, result, self.log)
-        return steps.RecoverInputs(gradient=str(result))
-
-    def sequential(self, params: steps.SequentialParams) -> steps.RecoverInputs:
-        """Step sequential, scoring each round with ``score``; its record lies beside its result."""
-        result = self.folder / "sequential.json"
-        steps.sequential(params, self.geometry, self.score, self.folder / "record.npz", result, self.log)
-        return steps.RecoverInputs(sequential=str(result))
-
-    def scored(self, masks: np.ndarray, name: str) -> list[str]:
-        """Score ``masks`` and write their table as rule score_masks does (no rows: nothing to
-        score, an empty table); the table's path, as a design's list of chunk tables."""
+    def scored(self, masks: np.ndarray, stage: str = "") -> list[str]:
+        """Score ``masks`` and write their table as one scoring job of rule score_masks does (no
+        rows: nothing to score, an empty table); the table's path, as a stage's list of tables."""
         import pandas as pd
 
         from headloc.io import write_table
 
         scores = self.score(masks) if len(masks) else []
-        table = self.folder / f"{name}.tsv"
+        table = self.files.score_table(stage)
         write_table(table, pd.DataFrame({"mask": np.arange(len(masks)), "score": scores,
                                          "higher_is_better": self.higher_is_better}))
-        return [str(table)]
+        return [table]
+
+    def universal_file(self) -> str | None:
+        """The universal heads as a file (rule universal_heads writes one per model), or None."""
+        if not self.universal:
+            return None
+        path = self.files.path("universal.json")
+        write_json(path, {"heads": list(self.universal)})
+        return path

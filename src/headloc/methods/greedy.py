@@ -46,13 +46,15 @@ def search_id(parts) -> str:
     return f"greedy_k{parts.top_k}{'_xu' if parts.universal_filter else ''}_{parts.tail}"
 
 
+# how to read its heatmap (the caption in Snakemake's report)
+READING = """A chosen head's cell is the change in the task's score (a fraction) its addition caused in the
+greedy round it was chosen in; every other head's, the change it would have caused in the last round.
+
+""" + SCALE
+
+
 METHODS = (
-    Method(
-        name="greedy", kind="rounds", about="greedy search: top_k rounds, each keeping the most damaging head",
-        label="score change when added (greedy round)", marker="s",
-        reading="A chosen head's cell is the change in the task's score (a fraction) its addition caused in the\n"
-                "greedy round it was chosen in; every other head's, the change it would have caused in the last "
-                "round.\n\n" + SCALE, search_id=search_id, recover=recover,
-        excludes_universal=True,
-    ),
+    Method(name="greedy", kind="rounds", recover=recover, search_id=search_id, excludes_universal=True, marker="s",
+           about="greedy search: top_k rounds, each keeping the most damaging head",
+           label="score change when added (greedy round)", reading=READING),
 )

@@ -22,6 +22,6 @@ METHODS = (
         label="score change when ablated alone", marker="D",
         reading="Each cell is the change in the task's score (a fraction: -0.10 is 10 points of accuracy) when that\n"
                 "head alone is ablated (one-shot greedy: one evaluation per head).\n\n" + SCALE, search_id=lambda parts: f"greedy1s_{parts.tail}",
-        design=single_heads, recover=recover, rows_from=("greedy", "round1"),
+        algorithm=single_heads, recover=recover, rows_from=("greedy", "round1"),
     ),
 )

@@ -12,50 +12,63 @@ ranking are not group testing's, both can run side by side on one subset, and gr
 search ids (and the results filed under them) stay as they are. (The module's name puts it beside
 group testing in the registry's order.)"""
 
+from dataclasses import dataclass
+
 from headloc.methods import group_testing
-from headloc.methods.contract import SCALE, Method, read_sequential
+from headloc.methods.contract import SCALE, Method, budget_id
+from headloc.methods.settings import MethodOptions, flag, integer, integer_or, setting
 
-DEFAULTS = {"group_size": "auto", "extra_heads": 2, "background": 1, "pair_screen": False}
+
+@dataclass(frozen=True)
+class ConditionalGroupTestingOptions(MethodOptions, section="conditional_group_testing"):
+    """``group_size`` and ``extra_heads`` as group testing's; ``background``: heads confirmed alone
+    before the search goes on beside them; ``pair_screen``: screen unions of two groups for pairs."""
+
+    group_size: int | str = setting("auto", integer_or(1, "auto"))
+    extra_heads: int = setting(2, integer(0))
+    background: int = setting(1, integer(0))
+    pair_screen: bool = setting(False, flag())
+
+    size = group_testing.GroupTestingOptions.size
 
 
-def search(n_heads, params):
+def build(n_heads, params):
     from headloc.search.conditional import ConditionalGroupTesting
 
-    options = {**DEFAULTS, **params.options}
-    size = options["group_size"]
-    if size != "auto" and (isinstance(size, bool) or not isinstance(size, int)):
-        raise ValueError(f"conditional_group_testing.group_size must be 'auto' or a number of heads, got {size!r}")
-    return ConditionalGroupTesting(n_heads=n_heads, budget=params.n_masks, seed=params.seed, k=params.top_k,
-                                   group_size=None if size == "auto" else size, extra=options["extra_heads"],
-                                   background=options["background"], pair_screen=options["pair_screen"])
+    options = params.options
+    return ConditionalGroupTesting(n_heads=n_heads, n_masks=params.n_masks, seed=params.seed, k=params.top_k,
+                                   group_size=options.size, extra_heads=options.extra_heads, background=options.background,
+                                   pair_screen=options.pair_screen)
 
 
 def least_budget(n_heads, top_k, options) -> tuple[int, str, str]:
     """As group testing's: the baseline and one whole partition (its first stage is group testing)."""
-    return group_testing.least_budget(n_heads, top_k, {"group_size": {**DEFAULTS, **options}["group_size"]})
+    return group_testing.least_budget(n_heads, top_k, options)
 
 
 def search_id(parts) -> str:
-    o = {**DEFAULTS, **parts.options}
-    screen = "_screen" if o["pair_screen"] else ""
-    return (f"conditional_group_testing_m{parts.n_masks}_k{parts.top_k}_g{o['group_size']}_x{o['extra_heads']}_"
-            f"b{o['background']}{screen}_{parts.tail}{parts.repeat_suffix}")
+    o = parts.options
+    return budget_id("conditional_group_testing", parts, f"k{parts.top_k}", f"g{o.group_size}", f"x{o.extra_heads}",
+                     f"b{o.background}" + ("_screen" if o.pair_screen else ""), sparsity=False)
+
+
+# how to read its heatmap (the caption in Snakemake's report)
+READING = """A confirmed head's cell is the change in the task's score when that head is ablated: alone for
+the head confirmed first, beside the heads confirmed before it (the background) for the
+others (greedy's gain), together for the two heads of a pair. Every other cell is the change
+measured for the smallest group of heads that holds it (less the confirmed heads' own changes
+in it), or 0 where its group was never scored: ``labels`` in recovery.json says which, and
+whether a head found beside the background also hurts alone; ``details`` names the background
+and the pairs.
+
+""" + SCALE
 
 
 METHODS = (
-    Method(
-        name="conditional_group_testing", kind="sequential",
-        about="group testing, then halving beside the first heads confirmed (greedy's question); pairs",
-        label="score change when ablated (alone, beside the heads found before, or a pair's; else its smallest group's)",
-        marker="p",
-        reading="A confirmed head's cell is the change in the task's score when that head is ablated: alone for\n"
-                "the head confirmed first, beside the heads confirmed before it (the background) for the\n"
-                "others (greedy's gain), together for the two heads of a pair. Every other cell is the change\n"
-                "measured for the smallest group of heads that holds it (less the confirmed heads' own changes\n"
-                "in it), or 0 where its group was never scored: ``labels`` in recovery.json says which, and\n"
-                "whether a head found beside the background also hurts alone; ``details`` names the background\n"
-                "and the pairs.\n\n" + SCALE,
-        search_id=search_id, recover=read_sequential, search=search, budgeted=True, repeats=True,
-        options="conditional_group_testing", defaults=DEFAULTS, least_budget=least_budget,
-    ),
+    Method(name="conditional_group_testing", kind="sequential", algorithm=build,
+           options=ConditionalGroupTestingOptions, least_budget=least_budget, search_id=search_id, budgeted=True,
+           repeats=True, marker="p",
+           about="group testing, then halving beside the first heads confirmed (greedy's question); pairs",
+           label="score change when ablated (alone, beside the heads found before, or a pair's; else its smallest "
+                 "group's)", reading=READING),
 )

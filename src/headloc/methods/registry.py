@@ -2,8 +2,9 @@
 :mod:`headloc.methods` declares in its ``METHODS`` tuple, found the way scikit-learn's
 ``all_estimators()`` finds estimators, so that adding a method is adding a module.
 
-It reads the package's folder instead of importing the package, so that
-:mod:`headloc.methods.steps` can ask it for a method while the package imports the steps.
+It reads the package's folder instead of importing the package, so that the steps
+(:mod:`headloc.methods.steps`, :mod:`headloc.methods.kinds`) can ask it for a method while the
+package imports them.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from pathlib import Path
 
 from headloc.methods.contract import Method
 
-# The package's modules that run methods instead of declaring them.
-MACHINERY = ("contract", "driver", "registry", "steps")
+# The package's modules that run methods instead of declaring them (and its sub-packages: the kinds).
+MACHINERY = ("contract", "driver", "registry", "settings", "steps")
 _REGISTRY: dict[str, Method] = {}
 
 
@@ -23,7 +24,7 @@ def registry() -> dict[str, Method]:
     """Every method of every module of this package, by name, in module order."""
     if not _REGISTRY:
         for module in pkgutil.iter_modules([str(Path(__file__).parent)]):
-            if module.name in MACHINERY:
+            if module.name in MACHINERY or module.ispkg:
                 continue
             for method in importlib.import_module(f"headloc.methods.{module.name}").METHODS:
                 if method.name in _REGISTRY:
@@ -33,8 +34,11 @@ def registry() -> dict[str, Method]:
 
 
 def names(*, kind: str | None = None) -> list[str]:
-    """The registered methods' names (of one kind only, if given)."""
-    return [name for name, method in registry().items() if kind is None or method.kind == kind]
+    """The registered methods' names (of one kind only, if given by name)."""
+    from headloc.methods.kinds import get as kind_of
+
+    wanted = None if kind is None else kind_of(kind)
+    return [name for name, method in registry().items() if wanted is None or method.kind is wanted]
 
 
 def get(name: str) -> Method:

@@ -5,50 +5,58 @@ masks (the unablated row included). Options: section ``thompson`` (``reward``: `
 released, which favours heads whose ablation leaves the score high, or ``damage``;
 ``score_range``: the metric's worst and best, in its own units, to map a score into [0, 1])."""
 
-from headloc.methods.contract import Method, read_sequential
+from dataclasses import dataclass
 
-DEFAULTS = {"reward": "score", "score_range": [0.0, 1.0]}
+from headloc.methods.contract import Method, budget_id
+from headloc.methods.settings import MethodOptions, choice, numbers, setting
+
+RELEASED_RANGE = (0.0, 1.0)  # the released code's accuracy: a score_range its search id does not name
 
 
-def search(n_heads, params):
+@dataclass(frozen=True)
+class ThompsonOptions(MethodOptions, section="thompson"):
+    """``reward``: ``score`` (as released) or ``damage``; ``score_range``: [worst, best] of the
+    metric, in its own units."""
+
+    reward: str = setting("score", choice("score", "damage"))
+    score_range: tuple[float, float] = setting(RELEASED_RANGE, numbers(2))
+
+
+def build(n_heads, params):
     from headloc.search.thompson import ThompsonSampling
 
-    options = {**DEFAULTS, **params.options}
-    span = options["score_range"]
-    if isinstance(span, str) or len(span) != 2:
-        raise ValueError(f"thompson.score_range must be [worst, best] of the metric, got {span!r}")
-    worst, best = span
+    worst, best = params.options.score_range
     if (worst >= best) if params.higher_is_better else (worst <= best):
         direction = "higher" if params.higher_is_better else "lower"
         raise ValueError(f"thompson.score_range must be [worst, best] of the metric, in its own units: for a "
                          f"{direction}-is-better metric worst is the {'smaller' if direction == 'higher' else 'larger'}"
-                         f" (e.g. {'[0, 1]' if direction == 'higher' else '[1000, 1] for a perplexity'}), got {span!r}")
+                         f" (e.g. {'[0, 1]' if direction == 'higher' else '[1000, 1] for a perplexity'}), "
+                         f"got {list(params.options.score_range)!r}")
     # the search reads higher-is-better scores: a lower-is-better metric's range is negated with them
     low, high = (worst, best) if params.higher_is_better else (-worst, -best)
-    return ThompsonSampling(n_heads=n_heads, budget=params.n_masks, seed=params.seed, sparsity=params.sparsity,
-                            reward=options["reward"], score_range=(float(low), float(high)))
+    return ThompsonSampling(n_heads=n_heads, n_masks=params.n_masks, seed=params.seed, sparsity=params.sparsity,
+                            reward=params.options.reward, score_range=(float(low), float(high)))
 
 
 def search_id(parts) -> str:
-    o = {**DEFAULTS, **parts.options}
-    worst, best = o["score_range"]
-    scale = "" if [worst, best] == DEFAULTS["score_range"] else f"_v{worst:g}to{best:g}"
-    return (f"thompson_m{parts.n_masks}_p{parts.sparsity:g}_{o['reward']}{scale}_{parts.tail}"
-            f"{parts.repeat_suffix}")
+    o = parts.options
+    worst, best = o.score_range
+    scale = "" if o.score_range == RELEASED_RANGE else f"_v{worst:g}to{best:g}"
+    return budget_id("thompson", parts, o.reward + scale)
+
+
+# how to read its heatmap (the caption in Snakemake's report)
+READING = """Each cell is the head's posterior mean reward a / (a + b), in [0, 1]: the heads are ranked by it,
+highest first. With ``thompson.reward: score`` (the released code's rule) the reward is the
+score of the masks that ablated the head, so a high cell is a head whose ablation left the task's
+score HIGH: the top heads are the ones the task needs least. With ``damage`` the reward is
+the share of the way from the unablated score to the floor a mask went: a high cell is a
+head whose ablation hurt. The red-blue scale is centred at 0, so every cell here is blue."""
 
 
 METHODS = (
-    Method(
-        name="thompson", kind="sequential",
-        about="Thompson sampling as in the released code (its reward: the score, as released, or the damage)",
-        label="posterior mean of the reward (Thompson sampling)", marker="h",
-        reading="Each cell is the head's posterior mean reward a / (a + b), in [0, 1]: the heads are ranked by it,\n"
-                "highest first. With ``thompson.reward: score`` (the released code's rule) the reward is the\n"
-                "score of the masks that ablated the head, so a high cell is a head whose ablation left the task's\n"
-                "score HIGH: the top heads are the ones the task needs least. With ``damage`` the reward is\n"
-                "the share of the way from the unablated score to the floor a mask went: a high cell is a\n"
-                "head whose ablation hurt. The red-blue scale is centred at 0, so every cell here is blue.",
-        search_id=search_id, recover=read_sequential, search=search, budgeted=True, repeats=True,
-        options="thompson", defaults=DEFAULTS,
-    ),
+    Method(name="thompson", kind="sequential", algorithm=build, options=ThompsonOptions, search_id=search_id,
+           budgeted=True, repeats=True, marker="h", label="posterior mean of the reward (Thompson sampling)",
+           about="Thompson sampling as in the released code (its reward: the score, as released, or the damage)",
+           reading=READING),
 )

@@ -81,7 +81,7 @@ def ablation_problem(config: dict) -> str | None:
         what = f"refused: {REFUSED[model_type]}"
     elif model_type not in SUPPORTED_MODEL_TYPES:
         what = ("not an architecture whose attention output projections headloc has checked "
-                "(docs/configuration.md, 'Models')")
+                "(docs/configuration.md, 'Your own model')")
     else:
         return None
     return f"model_type {model_type!r} is {what}; headloc ablates the heads of decoder-only models; {supported}"

@@ -33,14 +33,14 @@ WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.pt", "*.pth")
 
 @dataclass(frozen=True)
 class ModelSource:
-    """Where a model comes from: ``kind`` is 'gguf', 'directory' or 'hub'."""
+    """Where a model comes from: ``form`` is 'gguf', 'directory' or 'hub'."""
 
-    kind: str
+    form: str
     location: str
 
     @property
     def needs_preparation(self) -> bool:
-        return self.kind == "gguf"
+        return self.form == "gguf"
 
 
 def resolve_source(name: str) -> ModelSource:
@@ -244,7 +244,7 @@ def source_geometry(source: ModelSource) -> tuple[int, int] | None:
     A checkpoint folder's config.json, a GGUF file's metadata, or a hub model's config.json
     when it is in the local Hugging Face cache; None when it cannot be known offline.
     """
-    if source.kind == "gguf":
+    if source.form == "gguf":
         check_gguf(source.location)
         meta = read_gguf_metadata(source.location)
         arch = meta.get("general.architecture")

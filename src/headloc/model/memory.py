@@ -54,9 +54,9 @@ def config_parameters(cfg: dict) -> int | None:
 def offline_config(source) -> dict | None:
     """The config.json of a model source (:class:`headloc.model.loading.ModelSource`) read offline:
     a checkpoint folder's, or a hub model's in the local Hugging Face cache; None otherwise."""
-    if source.kind == "directory":
+    if source.form == "directory":
         config_file = Path(source.location) / "config.json"
-    elif source.kind == "hub":
+    elif source.form == "hub":
         from huggingface_hub import try_to_load_from_cache
 
         cached = try_to_load_from_cache(source.location, "config.json")
@@ -69,12 +69,12 @@ def offline_config(source) -> dict | None:
 def source_parameters(source) -> int | None:
     """Parameter count of a model source, read offline: its config.json, a GGUF file's size (at
     most 4 bits a weight), or a hub id's name ("...-8B-..."); None when it cannot be known."""
-    if source.kind == "gguf":
+    if source.form == "gguf":
         return 2 * Path(source.location).stat().st_size
     cfg = offline_config(source)
     if cfg is not None:
         return config_parameters(cfg)
-    match = HUB_SIZE.search(source.location.rsplit("/", 1)[-1]) if source.kind == "hub" else None
+    match = HUB_SIZE.search(source.location.rsplit("/", 1)[-1]) if source.form == "hub" else None
     if match:
         return int(float(match.group(1)) * (1e9 if match.group(2) == "B" else 1e6))
     return None

@@ -43,7 +43,7 @@ shows none until both are. This search answers both questions, in stages (one
    first, each union whose drop exceeds the sum of its two groups' by more than ``SCREEN_Z`` (4)
    spreads of all unions' excesses (the score is not additive: many heads' small effects add up
    unevenly, and a pair must stand out of that).
-4. **Stop** when ``k + extra`` heads are confirmed (a pair counts as two), when the budget is
+4. **Stop** when ``k + extra_heads`` heads are confirmed (a pair counts as two), when the budget is
    spent, or when no lead lowers the score any more; ``pair_screen`` then screens what budget is left.
 
 **Per-head values** (:attr:`Recovery.coef`, score changes): a head confirmed alone its drop alone,
@@ -58,8 +58,8 @@ short of its heads).
 
 >>> import numpy as np
 >>> effect = np.zeros(256); effect[[3, 77, 200]] = [0.5, 0.3, 0.2]
->>> search = ConditionalGroupTesting(n_heads=256, budget=80, seed=0, k=3)
->>> masks, scores, found = search.run(lambda m: 1.0 - m @ effect)
+>>> search = ConditionalGroupTesting(n_heads=256, n_masks=80, seed=0, k=3)
+>>> masks, scores, found = search.complete(lambda m: 1.0 - m @ effect)
 >>> found.ranking[:3].tolist(), found.details["background"]
 ([3, 77, 200], [3, 77, 200])
 """
@@ -73,7 +73,7 @@ import numpy as np
 
 from headloc.search.group_testing import (EXPLAINED, INFERRED, MEASURED, GroupTesting, Lead, Noise, accept, follow,
                                           group_recovery, next_steps)
-from headloc.search.sequential import Memory, Plan, Recovery, SequentialSearch, check_positive_int
+from headloc.search.sequential import Memory, Proposals, Recovery, SequentialSearch, check_positive_int
 
 PAIR_KINDS = ("redundant", "backup", "more than the sum")  # by how many of its heads stand out alone
 PAIR_RESERVE = 4  # masks per bit of N kept to locate and check a pair the screen flags
@@ -88,12 +88,12 @@ class Spent(Exception):
 class Probe:
     """Scores sets of heads through a :class:`Memory` within a budget; drops beside a background."""
 
-    def __init__(self, n_heads: int, budget: int):
-        self.memory, self.budget = Memory(n_heads), budget
+    def __init__(self, n_heads: int, n_masks: int):
+        self.memory, self.n_masks = Memory(n_heads), n_masks
 
     def scores(self, head_sets: list):
         new = {frozenset(heads) for heads in head_sets} - self.memory.scores.keys()
-        if len(self.memory) + len(new) > self.budget:
+        if len(self.memory) + len(new) > self.n_masks:
             raise Spent
         return (yield from self.memory.measure(head_sets))
 
@@ -103,7 +103,7 @@ class Probe:
         return [base - score for score in scores]
 
     def room(self) -> int:
-        return self.budget - len(self.memory)
+        return self.n_masks - len(self.memory)
 
     def deepest(self, background: tuple) -> float:
         """The largest drop seen below ``background``'s score: the room to the floor, as far as known."""
@@ -176,31 +176,31 @@ class ConditionalGroupTesting(SequentialSearch):
 
     k: int = 5
     group_size: int | None = None
-    extra: int = 0
+    extra_heads: int = 0
     background: int = 1
     pair_screen: bool = False
     explained: float = EXPLAINED
 
     def __post_init__(self):
         super().__post_init__()
-        self.plain  # checks k, group_size, extra and explained as group testing does
+        self.plain  # checks k, group_size, extra_heads and explained as group testing does
         check_positive_int("background", self.background, least=0, meaning="heads confirmed alone first")
         if not isinstance(self.pair_screen, bool):
             raise ValueError(f"pair_screen must be true or false, got {self.pair_screen!r}")
 
     @property
     def plain(self) -> GroupTesting:
-        """Stage 1: group testing with the same heads, budget, seed and options."""
-        return GroupTesting(self.n_heads, self.budget, self.seed, k=self.k, group_size=self.group_size,
-                            extra=self.extra, explained=self.explained)
+        """Stage 1: group testing with the same heads, n_masks, seed and options."""
+        return GroupTesting(self.n_heads, self.n_masks, self.seed, k=self.k, group_size=self.group_size,
+                            extra_heads=self.extra_heads, explained=self.explained)
 
     @property
     def wanted(self) -> int:
         return self.plain.wanted
 
-    def plan(self) -> Plan:
-        probe, plain = Probe(self.n_heads, self.budget), self.plain
-        groups = plain.partition()[: self.budget - 1]
+    def propose(self) -> Proposals:
+        probe, plain = Probe(self.n_heads, self.n_masks), self.plain
+        groups = plain.partition()[: self.n_masks - 1]
         (baseline,) = yield from probe.scores([()])
         drops = yield from probe.drops((), groups)
         found = Found(Stage((), [Lead(g, d, MEASURED) for g, d in zip(groups, drops)], Noise.of(drops, plain.size)))
@@ -373,7 +373,7 @@ class ConditionalGroupTesting(SequentialSearch):
         alone = {**found.alone.confirmed, **found.later, **found.beside_alone}
         new_pairs = {h: pair for pair in found.pairs for h in pair.heads if h not in alone and h not in beside}
         values = {**alone, **beside, **{h: pair.alone[pair.heads.index(h)] for h, pair in new_pairs.items()}}
-        stop = "" if found.count >= self.wanted else (f"at its cap of {self.budget} evaluations" if spent else
+        stop = "" if found.count >= self.wanted else (f"at its cap of {self.n_masks} evaluations" if spent else
                                                       "when no set of heads left to split lowered the score")
         plain = group_recovery(probe.memory, baseline, values, stop, details={})
         labels, coef = list(plain.labels), plain.coef.copy()
@@ -394,7 +394,7 @@ class ConditionalGroupTesting(SequentialSearch):
             "kept_out": found.kept_out, "accepted": order, "alone": [h for h in order if passed.get(h)],
             "beside_background": [h for h in beside if found.beside.noise.stands_out(Lead((h,), beside[h], MEASURED))],
             "pairs": [h for pair in found.pairs for h in pair.heads], "pair_kinds": [p.kind for p in found.pairs],
-            "confirmed": found.count, "wanted": self.wanted, "budget": self.budget,
+            "confirmed": found.count, "wanted": self.wanted, "budget": self.n_masks,
         }
         return replace(plain, ranking=np.array(order + rest, dtype=int), coef=coef, labels=tuple(labels),
                        details=details, confirmed=tuple(order), head_keys=("background", "kept_out", "accepted", "alone",

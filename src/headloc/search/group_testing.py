@@ -21,8 +21,8 @@ The search, round by round (a :class:`~headloc.search.sequential.SequentialSearc
    accepted they are ablated together, once (one mask however deep the split went: a hidden head
    is rare, a mask per level would be paid by every head). If they lower the score, they are a
    new lead like any other.
-5. **Stop** when ``k + extra`` heads are accepted, when the budget is spent, or when no lead
-   lowers the score any more. ``extra`` heads beyond the top k are confirmed so that a top k with
+5. **Stop** when ``k + extra_heads`` heads are accepted, when ``n_masks`` are spent, or when no lead
+   lowers the score any more. ``extra_heads`` heads beyond the top k are confirmed so that a top k with
    universal heads filtered out (the workflow's ``universal.filter``) still holds confirmed heads:
    otherwise each universal head in the top k gives its place to a head known only by its group.
    A search stopped before its top k are confirmed says so (:meth:`Recovery.warnings`: why it
@@ -58,8 +58,8 @@ equal values, then index.
 
 >>> import numpy as np
 >>> effect = np.zeros(256); effect[[3, 77, 200]] = [0.5, 0.3, 0.2]
->>> search = GroupTesting(n_heads=256, k=3, budget=60, seed=0)
->>> masks, scores, found = search.run(lambda m: 1.0 - m @ effect)
+>>> search = GroupTesting(n_heads=256, k=3, n_masks=60, seed=0)
+>>> masks, scores, found = search.complete(lambda m: 1.0 - m @ effect)
 >>> sorted(found.ranking[:3].tolist()), found.n_evals, bool(masks[0].any())
 ([3, 77, 200], 26, False)
 """
@@ -71,7 +71,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from headloc.search.sequential import Memory, Plan, Recovery, SequentialSearch, check_positive_int
+from headloc.search.sequential import Memory, Proposals, Recovery, SequentialSearch, check_positive_int
 
 MEASURED, INFERRED, UNKNOWN = "measured", "inferred", "unknown"
 EXPLAINED = 0.9  # a measured half "explains" its group when it holds 90 % of the group's drop
@@ -116,7 +116,7 @@ class GroupTesting(SequentialSearch):
 
     k: int = 5
     group_size: int | None = None
-    extra: int = 0
+    extra_heads: int = 0
     masks_per_round: int = 1
     explained: float = EXPLAINED
     saturation: bool = True
@@ -130,20 +130,20 @@ class GroupTesting(SequentialSearch):
             raise ValueError(f"group_size must lie in 1..{self.n_heads} (number of heads) or be None, "
                              f"got {self.group_size}")
         check_positive_int("masks_per_round", self.masks_per_round)
-        check_positive_int("extra", self.extra, least=0, meaning="heads confirmed beyond k")
+        check_positive_int("extra_heads", self.extra_heads, least=0, meaning="heads confirmed beyond k")
         if not 0 < self.explained <= 1:
             raise ValueError(f"explained must lie in (0, 1] (the share of a group's drop its half must hold), "
                              f"got {self.explained!r}")
         least = partition_budget(self.n_heads, self.size)
-        if self.budget < least:
-            raise ValueError(f"budget {self.budget} is too small for group testing over {self.n_heads} heads in groups "
+        if self.n_masks < least:
+            raise ValueError(f"n_masks {self.n_masks} is too small for group testing over {self.n_heads} heads in groups "
                              f"of {self.size}: it needs at least {least} evaluations to score the unablated model and "
-                             f"one partition of {least - 1} groups; give budget >= {least}")
+                             f"one partition of {least - 1} groups; give n_masks >= {least}")
 
     @property
     def wanted(self) -> int:
         """Heads to accept before stopping: k and the extra ones, at most every head."""
-        return min(self.n_heads, self.k + self.extra)
+        return min(self.n_heads, self.k + self.extra_heads)
 
     @property
     def size(self) -> int:
@@ -154,7 +154,7 @@ class GroupTesting(SequentialSearch):
         order = np.random.default_rng(self.seed).permutation(self.n_heads)
         return [tuple(int(h) for h in part) for part in np.array_split(order, -(-self.n_heads // self.size))]
 
-    def plan(self) -> Plan:
+    def propose(self) -> Proposals:
         memory = Memory(self.n_heads)
         groups = self.partition()
         scores = yield from memory.measure([(), *groups])
@@ -164,11 +164,11 @@ class GroupTesting(SequentialSearch):
         accepted: dict[int, float] = {}  # head -> its measured drop, in the order accepted
         while True:
             accept(leads, accepted, self.wanted)
-            room = min(self.masks_per_round, self.budget - len(memory))
+            room = min(self.masks_per_round, self.n_masks - len(memory))
             wanting = len(accepted) < self.wanted
             steps = next_steps(leads, room, noise) if wanting else []
             if not steps:
-                stop = "" if not wanting else (f"at its cap of {self.budget} evaluations" if room == 0 else
+                stop = "" if not wanting else (f"at its cap of {self.n_masks} evaluations" if room == 0 else
                                                "when no set of heads left to split lowered the score")
                 return group_recovery(memory, baseline, accepted, stop, details={"group_size": self.size})
             scores = yield from memory.measure([heads for _, heads in steps])

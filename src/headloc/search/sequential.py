@@ -1,6 +1,6 @@
 """Sequential searches: the masks of the next round depend on the scores of the last ones.
 
-A sequential search is a frozen settings object (:class:`SequentialSearch`: heads, budget, seed,
+A sequential search is a frozen settings object (:class:`SequentialSearch`: heads, n_masks, seed,
 options) whose methods are pure functions of **the record**, the masks scored so far and their
 scores, in the order they were scored:
 
@@ -23,7 +23,7 @@ same masks: all randomness comes from ``seed``. A record must therefore be appen
 masks were proposed. :meth:`SequentialSearch.next_masks` and :meth:`SequentialSearch.recover` are
 the one-shot forms (one replay each).
 
-A search is written as a generator, :meth:`SequentialSearch.plan`: it yields each round's masks
+A search is written as a generator, :meth:`SequentialSearch.propose`: it yields each round's masks
 (through :meth:`Memory.measure`), receives their scores, and returns its :class:`Recovery`.
 """
 
@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-Plan = Generator[np.ndarray, np.ndarray, "Recovery"]
+Proposals = Generator[np.ndarray, np.ndarray, "Recovery"]  # yields rounds of masks, returns the Recovery
 
 
 @dataclass(frozen=True)
@@ -130,18 +130,18 @@ def check_choice(name: str, value, valid: tuple) -> None:
 class SequentialSearch:
     """The record -> next masks interface every sequential search shares (see the module docstring).
 
-    Subclasses add their options as fields, check them in ``__post_init__`` and write :meth:`plan`.
+    Subclasses add their options as fields, check them in ``__post_init__`` and write :meth:`propose`.
     """
 
     n_heads: int
-    budget: int
+    n_masks: int  # the most masks it scores, the unablated row included
     seed: int = 0
 
     def __post_init__(self):
         check_positive_int("n_heads", self.n_heads)
-        check_positive_int("budget", self.budget, least=2)  # the baseline and one mask
+        check_positive_int("n_masks", self.n_masks, least=2)  # the baseline and one mask
 
-    def plan(self) -> Plan:
+    def propose(self) -> Proposals:
         raise NotImplementedError
 
     def resume(self, masks, scores) -> "Live":
@@ -159,7 +159,7 @@ class SequentialSearch:
             raise ValueError(f"the record of {len(scores)} masks is unfinished: {len(live.pending)} more to score")
         return live.found
 
-    def run(self, score: Callable[[np.ndarray], np.ndarray]) -> tuple[np.ndarray, np.ndarray, Recovery]:
+    def complete(self, score: Callable[[np.ndarray], np.ndarray]) -> tuple[np.ndarray, np.ndarray, Recovery]:
         """The whole search in-process: ``score(masks) -> scores`` for each round. Returns the
         record (masks, scores) and the recovery, as a job that was never interrupted would."""
         live, rows, values = self.resume(np.zeros((0, self.n_heads)), []), [], []
@@ -188,14 +188,14 @@ class Live:
     """
 
     def __init__(self, search: SequentialSearch, masks: np.ndarray, scores: np.ndarray):
-        self.search, self.plan = search, search.plan()
+        self.search, self.proposals = search, search.propose()
         self.pending: np.ndarray | None = None
         self.found: Recovery | None = None
         self.scored = np.zeros(0)  # the scores of the pending round's masks already in the record
         self.proposed = 0  # masks proposed so far, the pending ones included
         position = 0
         try:
-            batch = next(self.plan)
+            batch = next(self.proposals)
             while True:
                 taken = min(len(batch), len(masks) - position)
                 if not np.array_equal(masks[position:position + taken], batch[:taken]):
@@ -206,7 +206,7 @@ class Live:
                     self._propose(batch[taken:], position + len(batch))
                     return
                 position += taken
-                batch = self.plan.send(scores[position - taken:position])
+                batch = self.proposals.send(scores[position - taken:position])
         except StopIteration as done:
             if position != len(masks):
                 raise ValueError(f"the record holds {len(masks)} masks but the search ended after {position}")
@@ -223,14 +223,14 @@ class Live:
             raise ValueError(f"scores must be finite numbers, got {scores[~np.isfinite(scores)][:3]}")
         batch_scores, self.scored, self.pending = np.concatenate([self.scored, scores]), np.zeros(0), None
         try:
-            batch = self.plan.send(batch_scores)
+            batch = self.proposals.send(batch_scores)
         except StopIteration as done:
             self.found = done.value
             return
         self._propose(batch, self.proposed + len(batch))
 
     def _propose(self, pending: np.ndarray, total: int) -> None:
-        budget = self.search.budget
-        if total > budget:  # a bug in a plan, never the user's doing
-            raise RuntimeError(f"{type(self.search).__name__} proposed {total} masks, over its budget of {budget}")
+        n_masks = self.search.n_masks
+        if total > n_masks:  # a bug in a search, never the user's doing
+            raise RuntimeError(f"{type(self.search).__name__} proposed {total} masks, over its n_masks of {n_masks}")
         self.pending, self.proposed = pending, total

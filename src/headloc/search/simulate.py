@@ -101,7 +101,7 @@ def lasso_recalls(world: World, budgets, *, design: str = "stratified", sparsity
 
 def search_recall(world: World, search: SequentialSearch) -> float:
     """Recall of a sequential search run to its end on ``world``."""
-    _, _, found = search.run(world.score)
+    _, _, found = search.complete(world.score)
     return recall(found.ranking, world.planted)
 
 
@@ -280,7 +280,7 @@ def compare_interactions(seeds, n_heads: int, budget: int, **world_options) -> l
     for seed in seeds:
         world = make_interaction_world(seed, n_heads=n_heads, **world_options)
         universal = world.heads_of("universal")
-        runs = {name: search.run(world.score)[2] for name, search in interaction_searches(world, budget, seed).items()}
+        runs = {name: search.complete(world.score)[2] for name, search in interaction_searches(world, budget, seed).items()}
         found = {name: ([h for h in r.ranking.tolist() if h not in universal], r.n_evals) for name, r in runs.items()}
         found["greedy"] = greedy_run(world, len(world.planted) - len(universal), exclude=universal)
         k = len(world.planted) - len(universal)

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from headloc.search.sequential import (Memory, Plan, Recovery, SequentialSearch, check_choice,
+from headloc.search.sequential import (Memory, Proposals, Recovery, SequentialSearch, check_choice,
                                        check_positive_int)
 
 REWARDS = ("score", "damage")
@@ -62,7 +62,7 @@ def update(a: np.ndarray, b: np.ndarray, ablated: np.ndarray, reward: float) -> 
 
 @dataclass(frozen=True)
 class ThompsonSampling(SequentialSearch):
-    """Thompson sampling (module docstring). ``budget``: masks including the baseline row."""
+    """Thompson sampling (module docstring). ``n_masks``: masks including the baseline row."""
 
     sparsity: float = 0.05
     reward: str = "score"
@@ -93,11 +93,11 @@ class ThompsonSampling(SequentialSearch):
             raise ValueError(f"the damage reward needs an unablated score above the floor {low}, got {baseline}")
         return float(np.clip((baseline - score) / (baseline - low), 0, 1))
 
-    def plan(self) -> Plan:
+    def propose(self) -> Proposals:
         memory, rng = Memory(self.n_heads), np.random.default_rng(self.seed)
         (baseline,) = yield from memory.measure([()])
         a, b = np.ones(self.n_heads), np.ones(self.n_heads)
-        iterations = self.budget - 1
+        iterations = self.n_masks - 1
         for start in range(0, iterations, self.masks_per_round):
             draws = [self.select(rng.beta(a, b)) for _ in range(min(self.masks_per_round, iterations - start))]
             scores = yield from memory.measure(draws)

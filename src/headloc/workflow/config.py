@@ -45,6 +45,7 @@ from headloc.model.memory import resolve_rows
 from headloc.model.loading import read_gguf_metadata, resolve_source, source_geometry
 from headloc.search.budget import suggested_masks
 from headloc.model.architectures import ablation_problem
+from headloc.workflow.configured import searched_tasks, setting_key, task_settings
 
 
 
@@ -214,9 +215,9 @@ def model_settings(source) -> dict | None:
     """A checkpoint folder's config.json, or a hub model's from the local cache; None when it cannot
     be read offline (an uncached hub id: its jobs check it when they load it) or for a GGUF file
     (transformers converts only architectures it maps to decoders)."""
-    if source.kind == "directory":
+    if source.form == "directory":
         return json.loads((Path(source.location) / "config.json").read_text())
-    if source.kind == "gguf":
+    if source.form == "gguf":
         return None
     from huggingface_hub import try_to_load_from_cache
 
@@ -224,15 +225,12 @@ def model_settings(source) -> dict | None:
     return json.loads(Path(cached).read_text()) if isinstance(cached, str) and Path(cached).is_file() else None
 
 
-def task_folders(config: dict) -> list[Path]:
+def task_folders(config: dict, *, registry: bool = False) -> list[Path]:
     """The task folders: the folders of task YAMLs headloc hands lm-eval, its own tasks, then the
-    config's ``include_path`` (absolute, found in this checkout)."""
-    return [TASKS_DIR, *(Path(folder).expanduser().resolve() for folder in config.get("include_path") or [])]
-
-
-def lookup_folders(config: dict) -> list[Path]:
-    """Where a task's YAML is looked up: the task folders, then lm-eval's registry."""
-    return [*task_folders(config), lm_eval_tasks_dir()]
+    config's ``include_path`` (absolute, found in this checkout); with ``registry``, lm-eval's
+    registry after them (where a task's YAML is looked up)."""
+    own = [TASKS_DIR, *(Path(folder).expanduser().resolve() for folder in config.get("include_path") or [])]
+    return [*own, lm_eval_tasks_dir()] if registry else own
 
 
 def lm_eval_tasks(folders=(TASKS_DIR,)) -> list[str]:
@@ -242,9 +240,9 @@ def lm_eval_tasks(folders=(TASKS_DIR,)) -> list[str]:
 
 def has_chat_template(source) -> bool | None:
     """Whether a model's tokenizer has a chat template, read offline; None when unknown (hub model)."""
-    if source.kind == "gguf":
+    if source.form == "gguf":
         return bool(read_gguf_metadata(source.location).get("tokenizer.chat_template"))
-    if source.kind == "directory":
+    if source.form == "directory":
         folder = Path(source.location)
         if (folder / "chat_template.jinja").is_file() or (folder / "chat_template.json").is_file():
             return True
@@ -269,7 +267,7 @@ class TaskLookup:
     their YAMLs, each found and read once; shared by the normalisation and the checks."""
 
     def __init__(self, config: dict):
-        self.task_folders, self.lookup_folders = task_folders(config), lookup_folders(config)
+        self.task_folders, self.with_registry = task_folders(config), task_folders(config, registry=True)
         self._local = defined_tasks(self.task_folders)
         self._registry: dict[str, str] | None = None  # lm-eval's 14,000 YAMLs: scanned only when needed
         self._read: dict[str, TaskYaml] = {}
@@ -283,7 +281,7 @@ class TaskLookup:
     def read(self, task: str) -> TaskYaml:
         """The task's YAML (a task :meth:`defined_as` "task")."""
         if task not in self._read:
-            path = task_yaml(task, self.lookup_folders)
+            path = task_yaml(task, self.with_registry)
             self._read[task] = TaskYaml(task, path, load_task_yaml(path))
         return self._read[task]
 
@@ -359,11 +357,6 @@ def check_config(config: dict, geometries: dict, tasks: TaskLookup | None = None
         raise ValueError("\n".join(dict.fromkeys(f"config {key}: {text}" for key, text in problems)))
 
 
-def localized(config: dict) -> list[str]:
-    """The tasks heads are searched on (localize: true)."""
-    return [name for name, spec in config["tasks"].items() if spec.get("localize", True)]
-
-
 def _names(key: str, value, pool: list[str], what: str) -> list[Problem]:
     return [(f"{key}[{i}]", f"{name!r} is not {what}; valid: {', '.join(pool) or '(none)'}")
             for i, name in enumerate(value or []) if name not in pool]
@@ -371,7 +364,7 @@ def _names(key: str, value, pool: list[str], what: str) -> list[Problem]:
 
 def check_searched_tasks(config: dict) -> list[Problem]:
     """At least one task is searched."""
-    if localized(config):
+    if searched_tasks(config):
         return []
     return [("tasks", f"no task has localize: true ({', '.join(config['tasks'])} are all evaluation-only); "
                       "expected at least one task to search heads on")]
@@ -393,7 +386,7 @@ def check_gen_tasks(config: dict) -> list[Problem]:
 def check_task_lists(config: dict) -> list[Problem]:
     """knowledge.tasks and tuning.tasks name searched tasks, knowledge.eval_tasks configured ones, and
     knowledge.min_tasks is at most the number of knowledge tasks."""
-    names, searched = list(config["tasks"]), localized(config)
+    names, searched = list(config["tasks"]), searched_tasks(config)
     knowledge, tuning = config.get("knowledge", {}), config.get("tuning", {})
     problems = [*_names("knowledge.tasks", knowledge.get("tasks"), searched, "a searched task (localize: true)"),
                 *_names("knowledge.eval_tasks", knowledge.get("eval_tasks"), names, "a configured task"),
@@ -423,7 +416,7 @@ def check_report_choices(config: dict) -> list[Problem]:
     if report.get("model") is not None and report["model"] not in models:
         problems.append(("report.model", f"{report['model']!r} is not a configured model; valid: "
                                          f"{', '.join(models)} or null"))
-    capabilities = list(dict.fromkeys(tasks[t].get("capability") or t for t in localized(config)))
+    capabilities = list(dict.fromkeys(tasks[t].get("capability") or t for t in searched_tasks(config)))
     if report.get("capability") is not None and report["capability"] not in capabilities:
         problems.append(("report.capability", f"{report['capability']!r} is not the capability of a searched "
                                               f"task; valid: {', '.join(capabilities) or '(none)'} or null"))
@@ -456,7 +449,7 @@ def check_export(config: dict) -> list[Problem]:
     configured models to MIB's names, one folder name each (:func:`headloc.report.export.mib_folder`)."""
     from headloc.report.export import MIB_MODELS, MIB_TASKS
 
-    mib, searched = config.get("export", {}).get("mib", {}), localized(config)
+    mib, searched = config.get("export", {}).get("mib", {}), searched_tasks(config)
     return [*check_export_method(config, mib.get("method"), searched),
             *check_mib_names("tasks", searched, mib.get("tasks") or {}, MIB_TASKS),
             *check_mib_names("models", list(config["models"]), mib.get("models") or {}, MIB_MODELS)]
@@ -468,8 +461,7 @@ def check_export_method(config: dict, method: str | None, searched: list[str]) -
         return []
     if method not in search_methods.names():
         return [("export.mib.method", f"{method!r} is not a search method; valid: {', '.join(search_methods.names())}")]
-    missing = [task for task in searched
-               if method not in (config["tasks"][task].get("search", {}).get("methods") or config["search"]["methods"])]
+    missing = [task for task in searched if method not in task_settings(config, task).methods]
     return [("export.mib.method", f"{method!r} is not run on task {task!r}; expected a method run on every "
                                   "searched task (search.methods, tasks.<name>.search.methods)") for task in missing]
 
@@ -613,32 +605,24 @@ def check_chat(config: dict, name: str) -> list[Problem]:
 def check_id_docs(config: dict, name: str) -> list[Problem]:
     """A searched task's identification subset is no larger than its documents (n_docs, when set)."""
     spec = config["tasks"][name]
-    subset = spec.get("id_docs") or config["search"]["id_docs"]
+    subset = spec.get("id_docs") or task_settings(config).id_docs
     key = f"tasks.{name}.id_docs" if spec.get("id_docs") else "search.id_docs"
-    if name in localized(config) and spec.get("n_docs") is not None and subset > spec["n_docs"]:
+    if name in searched_tasks(config) and spec.get("n_docs") is not None and subset > spec["n_docs"]:
         return [(key, f"{subset} is larger than tasks.{name}.n_docs = {spec['n_docs']}; expected an "
                       f"identification subset of at most {spec['n_docs']} documents")]
     return []
 
 
-def search_settings(config: dict, name: str) -> tuple[list[str], int, str]:
-    """A task's search methods and masks (its own search: section, else search:), and the key that
-    set the methods."""
-    overrides, search = config["tasks"][name].get("search") or {}, config["search"]
-    key = f"tasks.{name}.search.methods" if overrides.get("methods") else "search.methods"
-    return overrides.get("methods") or search["methods"], overrides.get("n_masks") or search["n_masks"], key
-
-
 def check_methods(config: dict, name: str, read: TaskYaml) -> list[Problem]:
     """A searched task runs validation.method, and a gradient method only where a gold continuation exists."""
-    if name not in localized(config):
+    if name not in searched_tasks(config):
         return []
-    methods, _, key = search_settings(config, name)
+    methods, key = task_settings(config, name).methods, setting_key(config, name, "methods")
     validation, problems = config["validation"], []
     if "method" in validation and validation["method"] not in methods:
-        problems.append((key, f"{methods} lacks validation.method {validation['method']!r}, whose heads every "
+        problems.append((key, f"{list(methods)} lacks validation.method {validation['method']!r}, whose heads every "
                               f"table uses; expected the methods of task {name} to include it"))
-    gradient = [m for m in methods if search_methods.get(m).kind == "gradient"]
+    gradient = [m for m in methods if search_methods.get(m).kind.gold]
     if gradient and read.yaml.get("output_type") == "loglikelihood_rolling":
         scored = [m for m in search_methods.names() if search_methods.get(m).scored]
         problems.append((key, f"{', '.join(gradient)} differentiate a gold continuation's log-likelihood, and "
@@ -649,31 +633,29 @@ def check_methods(config: dict, name: str, read: TaskYaml) -> list[Problem]:
 
 def spends_masks(config: dict, name: str) -> bool:
     """Whether a task's searches score a mask design (a searched task with a budgeted method)."""
-    methods, _, _ = search_settings(config, name)
-    return name in localized(config) and any(search_methods.get(m).budgeted for m in methods)
+    return name in searched_tasks(config) and any(search_methods.get(m).budgeted for m in task_settings(config, name).methods)
 
 
 def designs_masks(config: dict, name: str) -> bool:
-    """Whether a task's searches include a budgeted mask design (kind ``masks``), whose ``n_masks``
-    is its size; a sequential search's is a cap it stops below by itself."""
-    methods, _, _ = search_settings(config, name)
-    return name in localized(config) and any(search_methods.get(m).kind == "masks" and search_methods.get(m).budgeted
-                                             for m in methods)
+    """Whether a task's searches include a budgeted mask design (a kind whose masks are designed up
+    front), whose ``n_masks`` is its size; a sequential search's is a cap it stops below by itself."""
+    return name in searched_tasks(config) and any(search_methods.get(m).kind.fixed_design and search_methods.get(m).budgeted
+                                                  for m in task_settings(config, name).methods)
 
 
 def check_budgets(config: dict, name: str) -> list[Problem]:
     """A task's mask design is larger than every budget cut from it and than its scoring jobs."""
     if not spends_masks(config, name):
         return []
-    _, n_masks, _ = search_settings(config, name)
-    search, problems = config["search"], []
-    too_big = [b for b in search.get("budgets", []) if b >= n_masks]
+    settings, problems = task_settings(config, name), []
+    n_masks = settings.n_masks
+    too_big = [b for b in settings.budgets if b >= n_masks]
     if too_big:
         problems.append(("search.budgets", f"{too_big} not below the {n_masks} masks of task {name}; expected "
                                            "budgets smaller than n_masks (each is cut from the first rows of "
                                            "that design)"))
-    if search["chunks"] > n_masks:
-        problems.append(("search.chunks", f"{search['chunks']} is larger than the {n_masks} masks of task {name}; "
+    if settings.chunks > n_masks:
+        problems.append(("search.chunks", f"{settings.chunks} is larger than the {n_masks} masks of task {name}; "
                                           f"expected at most {n_masks} scoring jobs per search"))
     return problems
 
@@ -704,17 +686,16 @@ def check_caps(config: dict, model: str, geometry: HeadGeometry) -> list[Problem
     """Each searched task's budgets (``n_masks`` and ``search.budgets``) suffice for each of its
     methods that needs a least budget on this model (:attr:`headloc.methods.Method.least_budget`:
     group testing must score the baseline and one whole partition)."""
-    top_k, problems = config["validation"]["top_k"], []
-    for name in localized(config):
-        methods, n_masks, _ = search_settings(config, name)
-        own = (config["tasks"][name].get("search") or {}).get("n_masks")
-        caps = [(f"tasks.{name}.search.n_masks" if own else "search.n_masks", n_masks),
-                *(("search.budgets", budget) for budget in config["search"].get("budgets", []))]
-        for method in dict.fromkeys(methods):
+    problems = []
+    for name in searched_tasks(config):
+        settings = task_settings(config, name)
+        caps = [(setting_key(config, name, "n_masks"), settings.n_masks),
+                *(("search.budgets", budget) for budget in settings.budgets)]
+        for method in dict.fromkeys(settings.methods):
             spec = search_methods.get(method)
             if spec.least_budget is None:
                 continue
-            least, setting, need = spec.least_budget(geometry.total, top_k, spec.with_defaults(config.get(spec.options)))
+            least, setting, need = spec.least_budget(geometry.total, settings.top_k, settings.options_of(spec))
             for key, cap in caps:
                 give = "every budget" if key == "search.budgets" else "n_masks"
                 if cap < least:
@@ -735,7 +716,7 @@ def budget_notes(config: dict, geometries: dict, tasks: list[str]) -> list[str]:
     budgets = {}  # n_masks -> the searched tasks whose mask designs spend it
     for name in tasks:
         if designs_masks(config, name):
-            budgets.setdefault(search_settings(config, name)[1], []).append(name)
+            budgets.setdefault(task_settings(config, name).n_masks, []).append(name)
     top_k, notes = config["validation"]["top_k"], []
     for model, geometry in geometries.items():
         if geometry is None:

@@ -26,7 +26,7 @@ from headloc.data.documents import (
 from headloc.data.paper_data import mirror_files
 from headloc.model.loading import resolve_source
 from headloc.workflow import paths
-from headloc.workflow.config import lookup_folders
+from headloc.workflow.config import task_folders
 from headloc.workflow.plan import Plan
 from headloc.workflow.portable import checkout_relative, files_digest, lm_eval_version, mirror, source_identity
 
@@ -68,11 +68,11 @@ class TaskFacts:
         self.config, self.plan = config, plan
         self.workdir = workdir or os.getcwd()
         self.mirror = mirror(config)  # the same folder the jobs find
-        self.lookup_folders = lookup_folders(config)  # the task folders, then lm-eval's registry
-        self.yamls = {task: load_task_yaml(task_yaml(spec["lm_eval_task"], self.lookup_folders))
+        self.task_folders = task_folders(config, registry=True)  # then lm-eval's registry
+        self.yamls = {task: load_task_yaml(task_yaml(spec["lm_eval_task"], self.task_folders))
                       for task, spec in config["tasks"].items()}
         self._configs: dict[str, dict] = {}  # lm-eval task -> its YAML, read for a metric's direction
-        roots = [*self.lookup_folders, *([self.mirror] if self.mirror else []), self.workdir]
+        roots = [*self.task_folders, *([self.mirror] if self.mirror else []), self.workdir]
         self.digests = {task: f"lm_eval=={lm_eval_version()}:{files_digest(self.files(task), roots)}"
                         for task in config["tasks"]}
 
@@ -81,7 +81,7 @@ class TaskFacts:
         spec = self.config["tasks"][task]
         mirrored = mirror_files(spec.get("dataset", task), self.mirror)
         names = dict.fromkeys([spec["lm_eval_task"], self.plan.id_scoring(task)[0]])
-        found = [path for name in names for path in task_files(name, self.lookup_folders)]
+        found = [path for name in names for path in task_files(name, self.task_folders)]
         return [*dict.fromkeys(found), *map(str, mirrored)]
 
     def copies_documents(self, task: str) -> bool:
@@ -138,7 +138,7 @@ class TaskFacts:
 
     def _direction(self, lm_eval_task: str, metric: str) -> bool:
         if lm_eval_task not in self._configs:
-            self._configs[lm_eval_task] = load_task_yaml(task_yaml(lm_eval_task, self.lookup_folders))
+            self._configs[lm_eval_task] = load_task_yaml(task_yaml(lm_eval_task, self.task_folders))
         found = metric_direction(self._configs[lm_eval_task], metric)
         if found is None:
             raise ValueError(f"metric {metric!r} of task {lm_eval_task} declares no direction")

@@ -75,9 +75,9 @@ def plan_warnings(config: Mapping, task_yamls: Mapping[str, dict], memory: int |
 
 def _no_plan(name: str, source) -> str:
     """The one line for a GPU model whose sizes are unknown at parse time: no plan was made."""
-    if source.kind == "hub":
+    if source.form == "hub":
         why = f"its config.json is not in the local Hugging Face cache (hub id {source.location})"
-    elif source.kind == "gguf":
+    elif source.form == "gguf":
         why = "a GGUF file's sizes are read only when the job converts it"
     else:
         why = f"{source.location}/config.json does not give its sizes"

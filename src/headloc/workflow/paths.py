@@ -9,6 +9,8 @@ each); nothing else names a results path.
 'results/data/ioi/id_20_seed0.jsonl'
 """
 
+from headloc.methods.kinds import SearchFiles
+
 RESULTS = "results"
 
 # models
@@ -21,24 +23,26 @@ DOCUMENTS = f"{RESULTS}/data/{{task}}/test.jsonl"  # the full documents, copied 
 DOCUMENT_INDICES = f"{RESULTS}/data/{{task}}/documents.json"  # a task that reads its own documents
 ID_SUBSET = f"{RESULTS}/data/{{task}}/id_{{n}}_seed{{seed}}.{{ext}}"  # ext: jsonl (copied) or json (indices)
 
-# one search: results/<model>/<task>/<search id>/
+# one search: results/<model>/<task>/<search id>/, laid out as every search's folder is (the driver's
+# too): headloc.methods.kinds.SearchFiles; a stage is a sub-folder (stage2, round<r>)
 SEARCH = f"{RESULTS}/{{model}}/{{task}}/{{search}}"
-MASKS = f"{SEARCH}/masks.npy"
-SCORES = f"{SEARCH}/scores/{{chunk}}.tsv"
-SAMPLES = f"{SEARCH}/scores/{{chunk}}.samples.jsonl"
-STAGE2_MASKS = f"{SEARCH}/stage2/masks.npy"
-STAGE2_SCORES = f"{SEARCH}/stage2/scores/{{chunk}}.tsv"
-STAGE2_SAMPLES = f"{SEARCH}/stage2/scores/{{chunk}}.samples.jsonl"
-REFINEMENT = f"{SEARCH}/stage2/refinement.json"
-ROUND_MASKS = f"{SEARCH}/round{{round}}/masks.npy"
-ROUND_SCORES = f"{SEARCH}/round{{round}}/scores/{{chunk}}.tsv"
-ROUND_SAMPLES = f"{SEARCH}/round{{round}}/scores/{{chunk}}.samples.jsonl"
-CHOSEN = f"{SEARCH}/round{{round}}/chosen.json"
-GRADIENT = f"{SEARCH}/gradient.json"
-SEQUENTIAL = f"{SEARCH}/sequential.json"
+_IN_SEARCH = SearchFiles(SEARCH)
+MASKS = _IN_SEARCH.masks()
+SCORES = _IN_SEARCH.score_table(chunk="{chunk}")
+SAMPLES = _IN_SEARCH.samples(chunk="{chunk}")
+STAGE2_MASKS = _IN_SEARCH.masks("stage2")
+STAGE2_SCORES = _IN_SEARCH.score_table("stage2", "{chunk}")
+STAGE2_SAMPLES = _IN_SEARCH.samples("stage2", "{chunk}")
+REFINEMENT = _IN_SEARCH.refinement()
+ROUND_MASKS = _IN_SEARCH.masks("round{round}")
+ROUND_SCORES = _IN_SEARCH.score_table("round{round}", "{chunk}")
+ROUND_SAMPLES = _IN_SEARCH.samples("round{round}", "{chunk}")
+CHOSEN = _IN_SEARCH.chosen("{round}")
+GRADIENT = _IN_SEARCH.result("gradient")
+SEQUENTIAL = _IN_SEARCH.result("sequential")
 # a sequential search's scored masks so far: no rule's output (Snakemake would delete a killed
-# job's outputs), so a rerun of the killed job resumes from it (headloc.methods.steps.sequential)
-RECORD = f"{SEARCH}/record.npz"
+# job's outputs), so a rerun of the killed job resumes from it (headloc.methods.kinds.sequential)
+RECORD = _IN_SEARCH.record()
 RECOVERY = f"{SEARCH}/recovery.json"
 HEATMAP = f"{SEARCH}/heatmap.png"
 ID_TOPK = f"{SEARCH}/id_topk.json"

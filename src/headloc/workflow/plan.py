@@ -33,8 +33,10 @@ from dataclasses import dataclass, replace
 from headloc import methods
 from headloc.collected import COLLECTIONS
 from headloc.heads import format_headset
-from headloc.methods import steps
+from headloc.methods.kinds import SearchFiles
+from headloc.methods.settings import SearchSpec
 from headloc.workflow import paths
+from headloc.workflow.configured import searched_tasks, task_settings
 from headloc.workflow.selection import select_heads
 
 DIGEST_LENGTH = 12
@@ -62,8 +64,8 @@ class Search:
     rows_of: str | None = None
     of: int | None = None  # a nested budget: the size of the full design it is cut from
 
-    def spec(self) -> dict:
-        """What the mask and tuning jobs are told about the search."""
+    def grid_point(self) -> dict:
+        """The search as a point of the tuning grid (what rule score_top_heads records)."""
         return {"method": self.method, "n_masks": self.n_masks, "sparsity": self.sparsity}
 
 
@@ -86,11 +88,13 @@ class Plan:
         self.config = config
         self.models = list(config["models"])
         self.tasks = list(config["tasks"])  # every task is evaluated when validating
-        self.localized = [t for t in self.tasks if config["tasks"][t]["localize"]]  # and these searched
+        self.localized = searched_tasks(config)  # and these searched
+        self.settings = task_settings(config)  # the search section; each searched task's own:
+        self.task_settings = {task: task_settings(config, task) for task in self.localized}
         self.capabilities = {t: config["tasks"][t]["capability"] or t for t in self.tasks}
         self.top_k = config["validation"]["top_k"]
         self.main_method = config["validation"]["method"]
-        self.seed = config["search"]["seed"]
+        self.seed = self.settings.seed
         self.digest = config_digest(config)
         if methods.get(self.main_method).excludes_universal and self.universal_filter:
             raise ValueError(f"config validation.method: {self.main_method!r} with universal.filter on would wait "
@@ -103,7 +107,7 @@ class Plan:
 
     def id_docs(self, task: str) -> int:
         """Identification subset size: the task's own, or the search default."""
-        return self.config["tasks"][task]["id_docs"] or self.config["search"]["id_docs"]
+        return self.config["tasks"][task]["id_docs"] or self.settings.id_docs
 
     def id_scoring(self, task: str) -> tuple[str, str]:
         """The (lm-eval task, metric) that scores masks on a task's identification subset."""
@@ -142,11 +146,10 @@ class Plan:
         greedy, then does)."""
         return bool(self.config.get("universal", {}).get("filter", False))
 
-    def method_options(self, method: str) -> dict:
-        """A method's own config section (e.g. ``chg``: seeds, lam, steps), its defaults filled in for
-        configs that lack it; empty for a method that has none."""
-        spec = methods.get(method)
-        return spec.with_defaults(self.config.get(spec.options)) if spec.options else {}
+    def method_options(self, method: str):
+        """A method's options (its config section, e.g. ``chg``: seeds, lam, steps, as a
+        :class:`~headloc.methods.settings.MethodOptions`); None for a method that has none."""
+        return self.settings.options_of(methods.get(method))
 
     def _search(self, task, method, n_masks, sparsity, repeat=0, of=None, rows_of=None) -> Search:
         return Search(task, self.search_id(task, method, n_masks, sparsity, repeat=repeat, of=of), method,
@@ -155,15 +158,15 @@ class Plan:
     def _searches(self, task: str) -> dict[str, Search]:
         """Every search of a task: each method once, a random method once per repeat, and a method
         with a budget once per budget too (nested budgets read the first rows of the full design)."""
-        settings = {**self.config["search"], **self.config["tasks"][task]["search"]}
-        names, n_masks, sparsity = settings["methods"], settings["n_masks"], settings["sparsity"]
+        settings = self.task_settings[task]
+        names, n_masks, sparsity = settings.methods, settings.n_masks, settings.sparsity
         found = []
         for name in names:
             method = methods.get(name)
-            for repeat in range(settings.get("repeats", 1) if method.repeats else 1):
+            for repeat in range(settings.repeats if method.repeats else 1):
                 full = self._search(task, name, n_masks, sparsity, repeat)
                 found.append(full)
-                for budget in sorted(settings.get("budgets", [])) if method.budgeted else []:
+                for budget in sorted(settings.budgets) if method.budgeted else []:
                     nested = {"of": n_masks, "rows_of": full.id} if method.nested else {}
                     found.append(self._search(task, name, budget, sparsity, repeat, **nested))
         for name in names:  # reuse another method's rows when it runs too (one-shot greedy: greedy's round 1)
@@ -211,70 +214,41 @@ class Plan:
         key = "export.mib.method" if self.export_method != self.main_method else "validation.method"
         return [(task, self.method_search(task, self.export_method, key=key)) for task in self.localized]
 
-    def searches_of_kind(self, kind: str) -> set[str]:
-        """The ids of every search whose method is of ``kind`` (see :mod:`headloc.methods.contract`)."""
+    def searches_run_by(self, rule: str) -> set[str]:
+        """The ids of every search whose kind runs its job in ``rule`` (:attr:`headloc.methods.kinds.Kind.rule`)."""
         return {s.id for searches in self.searches.values() for s in searches.values()
-                if methods.get(s.method).kind == kind}
+                if methods.get(s.method).kind.rule == rule}
 
     def chunk_files(self, pattern: str, **fields) -> list[str]:
         """A per-chunk pattern for each of the ``search.chunks`` scoring jobs of a design."""
-        return [pattern.format(chunk=chunk, **fields) for chunk in range(self.config["search"]["chunks"])]
+        return [pattern.format(chunk=chunk, **fields) for chunk in range(self.settings.chunks)]
 
     def recovery_inputs(self, model: str, task: str, search_id: str, model_input: Sequence[str] = ()) -> dict:
-        """The files rule recover_heads reads for one search, by its method's kind: a design's masks and
-        scores (both stages' for a two-stage method; another search's rows when it reuses them),
-        greedy's rounds, a gradient or sequential job's result, or only the model (a draw needs its heads)."""
+        """The files rule recover_heads reads for one search, as its method's kind names them (in the
+        search's folder, or in the folder of the search whose rows it reuses), as named inputs."""
         search = self.search(task, search_id)
-        method = methods.get(search.method)
-        where = {"model": model, "task": task, "search": search_id}
-        if search.rows_of:  # a nested budget, or one-shot greedy on greedy's round 1
-            rows = {**where, "search": search.rows_of}
-            return {"masks": paths.MASKS.format(**rows), "scores": self.chunk_files(paths.SCORES, **rows)}
-        if method.kind == "gradient":
-            return {"gradient": paths.GRADIENT.format(**where)}
-        if method.kind == "sequential":
-            return {"sequential": paths.SEQUENTIAL.format(**where)}
-        if method.kind == "rounds":
-            return {"rounds": [paths.CHOSEN.format(round=r, **where) for r in range(1, self.top_k + 1)]}
-        if method.kind == "draw":
-            return {"model": list(model_input)}
-        found = {"masks": paths.MASKS.format(**where), "scores": self.chunk_files(paths.SCORES, **where)}
-        if method.stages == 2:
-            found["stage2_masks"] = paths.STAGE2_MASKS.format(**where)
-            found["stage2_scores"] = self.chunk_files(paths.STAGE2_SCORES, **where)
-        return found
+        folder = paths.SEARCH.format(model=model, task=task, search=search.rows_of or search.id)
+        files = SearchFiles(folder, self.settings.chunks)
+        kind = methods.get(search.method).kind
+        return kind.recovery_inputs(files, self.search_spec(task, search_id), model_input).named()
 
-    # ------------------------------------------------------------ each step's parameters (headloc.methods.steps)
+    # ------------------------------------------------------------ each step's parameters (headloc.methods.kinds)
 
-    def design_params(self, task: str, search_id: str) -> steps.DesignParams:
-        """Rule make_masks: the search's mask design."""
+    def search_spec(self, task: str, search_id: str, *, higher_is_better: bool = True) -> SearchSpec:
+        """One search as its steps see it: its method and settings (its own n_masks, seed and
+        sparsity), the scored metric's direction and, for a nested budget, the rows it fits."""
         search = self.search(task, search_id)
-        return steps.DesignParams(search.method, search.n_masks, search.sparsity, search.seed)
+        settings = replace(self.task_settings.get(task, self.settings), n_masks=search.n_masks, seed=search.seed,
+                           sparsity=search.sparsity)
+        return SearchSpec(methods.get(search.method), settings, higher_is_better,
+                          nested_rows=search.n_masks if search.of else None)
 
-    def refine_params(self, task: str, search_id: str) -> steps.RefineParams:
-        """Rule refine_masks: a two-stage design's stage 2."""
-        search = self.search(task, search_id)
-        return steps.RefineParams(search.n_masks, self.top_k, self.config["search"]["alpha"], search.seed)
-
-    def gradient_params(self, task: str, search_id: str) -> steps.GradientParams:
-        """Rule gradient_search: the method, its seed and its options."""
-        search = self.search(task, search_id)
-        return steps.GradientParams(search.method, search.seed, self.method_options(search.method))
-
-    def sequential_params(self, task: str, search_id: str, *, higher_is_better: bool) -> steps.SequentialParams:
-        """Rule sequential_search: the method, its budget (``search.n_masks``, or one of
-        ``search.budgets``), seed, the top k, ``search.sparsity``, its options and the scored
-        metric's direction (the scores it reads are oriented higher-is-better)."""
-        search = self.search(task, search_id)
-        return steps.SequentialParams(search.method, search.n_masks, search.seed, self.top_k, search.sparsity,
-                                      self.method_options(search.method), higher_is_better)
-
-    def recover_params(self, task: str, search_id: str, *, higher_is_better: bool) -> steps.RecoverParams:
-        """Checkpoint recover_heads; ``higher_is_better``, the scored metric's direction, is a fact of
-        the task's YAML (:class:`headloc.workflow.facts.TaskFacts`), recorded in recovery.json."""
-        search = self.search(task, search_id)
-        return steps.RecoverParams(search.method, self.config["search"]["alpha"], search.seed, self.top_k,
-                                   higher_is_better, nested_rows=search.n_masks if search.of else None)
+    def step_params(self, task: str, search_id: str, step: str, *, higher_is_better: bool = True):
+        """What ``step`` of the search's kind is told (its parameters' dataclass); ``higher_is_better``,
+        the scored metric's direction, is a fact of the task's YAML
+        (:class:`headloc.workflow.facts.TaskFacts`), recorded in recovery.json."""
+        search = self.search_spec(task, search_id, higher_is_better=higher_is_better)
+        return search.method.kind.params(step, search)
 
     def searches_of(self, collection: str) -> list[tuple[str, str]]:
         """(task, search id) of every search a collected table needs (none for models and tuning).

@@ -81,9 +81,9 @@ def source_identity(name: str, source) -> str:
         except importlib.metadata.PackageNotFoundError:
             version = "?"
         return f"embedded:{package}=={version}/{filename}"
-    if source.kind == "gguf":
+    if source.form == "gguf":
         return f"gguf:{checkout_relative(source.location)}:{os.path.getsize(source.location)}"
-    return f"{source.kind}:{checkout_relative(source.location)}"
+    return f"{source.form}:{checkout_relative(source.location)}"
 
 
 def located(options: dict, config: dict) -> dict:

@@ -30,7 +30,6 @@ EVALS_FRAME_COLUMNS = ["model", "kind", "task", "capability", "method", "search"
 MODELS_FRAME_COLUMNS = ["model", "source", "n_layers", "n_heads", "n_kv_heads", "total"]
 TUNING_FRAME_COLUMNS = ["model", "task", "method", "n_masks", "sparsity", "search", "top_heads", "baseline",
                         "ablated", "degradation", "chosen"]
-KINDS = ("task", "unfiltered", "universal", "knowledge", "extra")
 
 
 UNITS = ("points", "relative", "own")

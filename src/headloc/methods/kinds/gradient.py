@@ -1,0 +1,68 @@
+"""Kind ``gradient``: one job differentiates the gold continuations' log-likelihood (attribution
+patching, Causal Head Gating) instead of scoring masks.
+
+Steps: :func:`gradient` (rule gradient_search, which loads the model and the gold continuations),
+then the recovery (rule recover_heads), which reads the job's result. Its methods supply the
+function the step calls (``algorithm``).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from headloc.io import write_json
+from headloc.methods.kinds import Kind, SearchFiles, read_result
+from headloc.methods.registry import get
+from headloc.methods.steps import RecoverInputs, RecoverParams, WithOptions
+
+BATCH = 256  # rows per forward pass when driven in one process: memory only, not the result
+
+
+@dataclass(frozen=True)
+class GradientParams(WithOptions):
+    """Rule gradient_search: the method, its seed and its options."""
+
+    method: str
+    seed: int
+    options: object = None
+
+    @classmethod
+    def of(cls, search) -> GradientParams:
+        return cls(search.method.name, search.settings.seed, search.options)
+
+
+class Gradient(Kind):
+    name = "gradient"
+    algorithm = "fit(model, examples, options, seed, batch_size) -> result (headloc.engine.supervision.recovery_fields)"
+    gold = True
+    seeded = True
+    rule = "gradient_search"
+    recover = staticmethod(read_result)
+    steps = {"gradient": GradientParams, "recover": RecoverParams}
+
+    def recovery_inputs(self, files: SearchFiles, search, model=()) -> RecoverInputs:
+        return RecoverInputs(result=files.result(self.name))
+
+    def drive(self, search, job) -> RecoverInputs:
+        model, examples = job.gradient
+        gradient(self.params("gradient", search), model, examples, BATCH, job.files.result(self.name), job.log)
+        return self.recovery_inputs(job.files, search)
+
+
+def gradient(params: GradientParams, model, examples, batch_size: int, result_out, log) -> dict:
+    """Rule gradient_search: run the gradient method on the gold continuations ``examples``
+    (:class:`headloc.engine.supervision.Example`), ``batch_size`` rows per forward pass (memory only:
+    the result does not depend on it); write its part of recovery.json (method, documents and
+    :func:`headloc.engine.supervision.recovery_fields`) to ``result_out``."""
+    from headloc.engine.supervision import recovery_fields
+
+    started = time.perf_counter()
+    result = get(params.method).algorithm(model, examples, params.options, params.seed, batch_size)
+    ranked = recovery_fields(result)
+    log.info("%s: %d fwd+bwd and %d forward passes in %.1f s, about %d masked evaluations; top heads %s",
+             params.method, result.cost.fwd_bwd_passes, result.cost.forward_passes, time.perf_counter() - started,
+             ranked["n_evals"], ", ".join(ranked["ranking"][:5]))
+    found = {"method": params.method, "n_docs": len(examples), **ranked}
+    write_json(result_out, found)
+    return found

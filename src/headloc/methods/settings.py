@@ -1,0 +1,214 @@
+"""Typed settings, each default written once: :class:`SearchSettings` (the config's ``search``
+section as a task sees it, with ``validation.top_k`` and every method's options) and
+:class:`MethodOptions` (a method's own section, e.g. ``group_testing``: its module declares a
+subclass). Both are frozen dataclasses checked when built: a bad value is refused with its key and
+what is valid, before any work.
+
+The workflow builds them once from its validated config
+(:func:`headloc.workflow.configured.task_settings`: a task's ``search`` keys over the section),
+``headloc.locate``, the CLI and
+:func:`headloc.methods.driver.drive` from their arguments, so every caller takes its defaults from
+here. config/schema.yaml holds the same keys, types and defaults for config files
+(tests/unit/test_settings.py holds the two equal).
+
+>>> settings = SearchSettings()
+>>> settings.n_masks, settings.alpha, settings.top_k
+(100, 'cv', 5)
+>>> SearchSettings(sparsity=1.5)
+Traceback (most recent call last):
+...
+ValueError: sparsity: 1.5 is not valid; expected a number in (0, 1)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, dataclass, field, fields
+from typing import ClassVar
+
+
+def _integer(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What one key accepts: ``expected``, in the words of the config's errors, ``valid`` its test
+    and ``read`` how a valid value is kept (a list as a tuple, so that settings stay frozen)."""
+
+    expected: str
+    valid: Callable[[object], bool]
+    read: Callable = lambda value: value  # noqa: E731 (a default, not a method)
+
+
+def integer(least: int) -> Rule:
+    return Rule(f"an integer >= {least}", lambda v: _integer(v) and v >= least)
+
+
+def integer_or(least: int, word: str) -> Rule:
+    return Rule(f"an integer >= {least} or {word}", lambda v: v == word or (_integer(v) and v >= least))
+
+
+def number_in(low: float, high: float | None = None, *, closed: bool = False) -> Rule:
+    """A number in (low, high), or above ``low`` (``>= low`` when ``closed``)."""
+    if high is None:
+        words = f"a number {'>=' if closed else '>'} {low:g}"
+        return Rule(words, lambda v: _number(v) and (v >= low if closed else v > low))
+    return Rule(f"a number in ({low:g}, {high:g})", lambda v: _number(v) and low < v < high)
+
+
+def choice(*values: str) -> Rule:
+    return Rule("one of: " + ", ".join(values), lambda v: isinstance(v, str) and v in values)
+
+
+def flag() -> Rule:
+    return Rule("true or false", lambda v: isinstance(v, bool))
+
+
+def penalty() -> Rule:
+    """The Lasso penalty: a number >= 0, or ``cv`` (cross-validated)."""
+    return Rule("a number >= 0 or one of: cv", lambda v: v == "cv" or (_number(v) and v >= 0))
+
+
+def numbers(count: int) -> Rule:
+    return Rule(f"a list of {count} numbers", lambda v: isinstance(v, (list, tuple)) and len(v) == count
+                and all(_number(x) for x in v), read=tuple)
+
+
+def distinct(item: Rule, *, least_items: int = 0) -> Rule:
+    """A list of distinct items, each valid by ``item``, at least ``least_items`` of them."""
+    def valid(value):
+        return (isinstance(value, (list, tuple)) and len(value) >= least_items and len(set(value)) == len(value)
+                and all(item.valid(x) for x in value))
+
+    return Rule(f"a list of distinct items (items: {item.expected})", valid, read=tuple)
+
+
+def method_name() -> Rule:
+    """A registered search method; the registry names the known ones when it is not (read when
+    checked, not when this module is imported: the method modules import it)."""
+    from headloc.methods.registry import get
+
+    return Rule("a registered search method", lambda v: get(v) is not None)
+
+
+def setting(default, rule: Rule, *, key: str | None = None):
+    """A dataclass field with its default and its rule; ``key``: its config key when it is not in
+    the class's section (``validation.top_k``)."""
+    return field(default=default, metadata={"rule": rule, "key": key})
+
+
+class Checked:
+    """A frozen dataclass whose fields are :func:`setting` s, checked (and read) when built.
+    ``SECTION``: the config section its keys belong to, named in its errors where it helps (a
+    method's options); empty for the search keys, which locate and drive take by their own names."""
+
+    SECTION: ClassVar[str] = ""
+
+    def __post_init__(self):
+        for item in fields(self):
+            rule, value = item.metadata.get("rule"), getattr(self, item.name)
+            if rule is None:
+                continue
+            try:
+                valid = rule.valid(value)
+            except ValueError as error:  # a rule that names what is valid itself (the method registry)
+                raise ValueError(f"{self.key(item.name)}: {error}") from None
+            if not valid:
+                raise ValueError(f"{self.key(item.name)}: {value!r} is not valid; expected {rule.expected}")
+            object.__setattr__(self, item.name, rule.read(value))
+
+    @classmethod
+    def key(cls, name: str) -> str:
+        """How errors name the field ``name``."""
+        return f"{cls.SECTION}.{name}" if cls.SECTION else name
+
+    @classmethod
+    def defaults(cls) -> dict:
+        """Each key and its default."""
+        return {item.name: item.default for item in fields(cls) if item.default is not MISSING}
+
+
+class MethodOptions(Checked):
+    """A method's own options (its config section): a subclass per method with options, declared in
+    its module as a frozen dataclass of :func:`setting` fields, named by ``section=``::
+
+        @dataclass(frozen=True)
+        class ChgOptions(MethodOptions, section="chg"):
+            seeds: int = setting(4, integer(1))
+    """
+
+    def __init_subclass__(cls, section: str = "", **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.SECTION = section
+
+    @classmethod
+    def of(cls, given: Mapping | MethodOptions | None = None) -> MethodOptions:
+        """The options from ``given`` (some or all of the keys, over the defaults; or options
+        already built); a key the method does not have is refused with the ones it has."""
+        if isinstance(given, cls):
+            return given
+        given = dict(given or {})
+        unknown = [key for key in given if key not in cls.defaults()]
+        if unknown:
+            known = ", ".join(f"{key} (default {value!r})" for key, value in cls.defaults().items())
+            raise ValueError(f"method {cls.SECTION!r} has no option {unknown[0]!r}; its options are {known}")
+        return cls(**given)
+
+    def as_config(self) -> dict:
+        """The options as a config section (lists, not tuples)."""
+        return {item.name: list(value) if isinstance(value := getattr(self, item.name), tuple) else value
+                for item in fields(self)}
+
+
+@dataclass(frozen=True)
+class SearchSettings(Checked):
+    """The search keys (config/README.md, section ``search``; ``top_k`` is ``validation.top_k``)
+    and each method's options (``options``: method name -> its :class:`MethodOptions`, or a mapping
+    read into them; a method left out has its defaults).
+
+    ``n_masks`` is the most masks a search scores: a mask design's size, a sequential search's cap
+    (its unablated row included); ``budgets`` are smaller designs cut from the first rows."""
+
+    methods: tuple = setting(("cs_stratified",), distinct(method_name(), least_items=1))
+    n_masks: int = setting(100, integer(2))
+    budgets: tuple = setting((), distinct(integer(5)))
+    repeats: int = setting(1, integer(1))
+    sparsity: float = setting(0.05, number_in(0, 1))
+    id_docs: int = setting(100, integer(1))
+    seed: int = setting(0, integer(0))
+    alpha: float | str = setting("cv", penalty())
+    chunks: int = setting(4, integer(1))
+    top_k: int = setting(5, integer(1), key="validation.top_k")
+    options: Mapping = field(default_factory=dict)
+
+    def __post_init__(self):
+        super().__post_init__()
+        from headloc.methods.registry import get
+
+        object.__setattr__(self, "options", {name: get(name).options_of(given) for name, given in self.options.items()})
+
+    def options_of(self, method) -> MethodOptions | None:
+        """A method's options (its defaults unless given); None for a method that has none."""
+        return method.options_of(self.options.get(method.name))
+
+
+@dataclass(frozen=True)
+class SearchSpec:
+    """One search: its method (a :class:`~headloc.methods.Method`), the settings it runs with (its
+    own ``n_masks``, ``seed`` and ``sparsity``: a repeat's seed, a budget's masks), the scored
+    metric's direction and, for a budget cut from the first rows of a larger design, those rows.
+    What each step of its kind is told is read from it (:meth:`headloc.methods.kinds.Kind.params`)."""
+
+    method: object
+    settings: SearchSettings
+    higher_is_better: bool = True
+    nested_rows: int | None = None
+
+    @property
+    def options(self) -> MethodOptions | None:
+        return self.settings.options_of(self.method)

@@ -1,0 +1,111 @@
+"""Typed settings (headloc.methods.settings): config/schema.yaml and the dataclasses hold the same
+keys, types, rules and defaults, and every entry point (the workflow, locate, the CLI, the driver)
+takes its defaults from the one settings object."""
+
+import inspect
+
+import pytest
+import yaml
+from jsonschema import Draft202012Validator
+
+from conftest import REPO, accuracy_demo
+from headloc import methods
+from headloc.methods.settings import SearchSettings
+from headloc.workflow.config import validate_config, with_method_enums
+from headloc.workflow.configured import task_settings
+
+SCHEMA = with_method_enums(yaml.safe_load((REPO / "config/schema.yaml").read_text()))
+WITH_OPTIONS = [name for name in methods.names() if methods.get(name).options]
+# values of every shape a config may hold: each key takes some and refuses the others
+PROBES = [-1, 0, 1, 2, 3, 5, 100, 0.5, 1.5, 2.5, "auto", "cv", "score", "damage", "16", True, False, None, [0, 1],
+          [-5, 0], [1, "a"], [0, 1, 2], [], [5, 50], [5, 5], [4], ["cs_stratified"], ["cs_stratified", "greedy"],
+          ["nope"], ["greedy", "greedy"]]
+
+
+def resolved(node: dict) -> dict:
+    ref = node.get("$ref")
+    return node if ref is None else {**resolved(SCHEMA["$defs"][ref.removeprefix("#/$defs/")]),
+                                     **{k: v for k, v in node.items() if k != "$ref"}}
+
+
+def schema_keys(section: str) -> dict:
+    """section -> {key: its resolved schema}; the search settings add validation.top_k."""
+    found = {key: resolved(node) for key, node in SCHEMA["properties"][section]["properties"].items()}
+    if section == "search":
+        found["top_k"] = SCHEMA["properties"]["validation"]["properties"]["top_k"]
+    return found
+
+
+def cases():
+    yield "search", SearchSettings, lambda **given: SearchSettings(**given)
+    for name in WITH_OPTIONS:
+        method = methods.get(name)
+        yield name, method.options, lambda method=method, **given: method.options_of(given)
+
+
+CASES = list(cases())
+
+
+@pytest.mark.parametrize("section, typed, build", CASES, ids=[case[0] for case in CASES])
+def test_the_schema_and_the_dataclass_hold_the_same_keys_and_defaults(section, typed, build):
+    keys = schema_keys(section)
+    defaults = typed.defaults()
+    assert set(defaults) == set(keys)
+    for key, schema in keys.items():
+        default = defaults[key]
+        assert (list(default) if isinstance(default, tuple) else default) == schema["default"], key
+
+
+@pytest.mark.parametrize("section, typed, build", CASES, ids=[case[0] for case in CASES])
+def test_a_value_is_refused_exactly_where_the_schema_refuses_it(section, typed, build):
+    """Every probe value of every key: accepted by the dataclass if and only if the schema accepts
+    it, and refused naming the key and what is valid."""
+    for key, schema in schema_keys(section).items():
+        for value in PROBES:
+            schema_accepts = Draft202012Validator({**schema, "$defs": SCHEMA["$defs"]}).is_valid(value)
+            try:
+                build(**{key: value})
+                accepted = True
+            except ValueError as error:
+                accepted = False
+                named = key if section == "search" else f"{section}.{key}"
+                assert str(error).startswith(f"{named}: "), str(error)
+            assert accepted == schema_accepts, f"{section}.{key} = {value!r}"
+
+
+def test_an_unknown_option_is_named_with_the_known_ones():
+    with pytest.raises(ValueError, match=r"method 'chg' has no option 'step'; its options are seeds \(default 4\), "
+                                         r"lam \(default 0.1\), steps \(default 500\)"):
+        methods.get("chg").options_of({"step": 3})
+    with pytest.raises(ValueError, match="method 'greedy' takes no options, got {'steps': 3}"):
+        SearchSettings(options={"greedy": {"steps": 3}})
+
+
+def test_a_task_s_settings_are_its_own_search_keys_over_the_section():
+    config = accuracy_demo()
+    config["search"].update(n_masks=200, sparsity=0.1, seed=4)
+    config["tasks"]["ioi"]["search"] = {"n_masks": 50, "methods": ["greedy"]}
+    config["group_testing"] = {"extra_heads": 0}
+    validate_config(config, REPO / "config/schema.yaml")
+    ioi, capitals = task_settings(config, "ioi"), task_settings(config, "capitals")
+    assert (ioi.n_masks, ioi.methods, ioi.sparsity, ioi.seed) == (50, ("greedy",), 0.1, 4)
+    assert (capitals.n_masks, capitals.methods) == (200, ("cs_stratified",))
+    assert ioi.top_k == config["validation"]["top_k"]
+    assert ioi.options_of(methods.get("group_testing")).extra_heads == 0
+    assert ioi.options_of(methods.get("chg")) == methods.get("chg").options_of()  # its defaults
+
+
+def test_locate_the_command_and_the_driver_take_their_defaults_from_the_settings():
+    from headloc.api.cli import parser
+    from headloc.api.locator import locate
+    from headloc.methods.driver import drive
+
+    defaults = SearchSettings()
+    signature = inspect.signature(locate).parameters
+    assert {key: signature[key].default for key in ("top_k", "seed", "sparsity", "alpha")} == {
+        "top_k": defaults.top_k, "seed": defaults.seed, "sparsity": defaults.sparsity, "alpha": defaults.alpha}
+    assert signature["method"].default == defaults.methods[0]
+    command = parser().parse_args(["locate", "--model", "m", "--task", "t"])
+    assert (command.top_k, command.seed, command.sparsity, command.alpha, command.method) == (
+        defaults.top_k, defaults.seed, defaults.sparsity, defaults.alpha, defaults.methods[0])
+    assert inspect.signature(drive).parameters["settings"].default is None  # None: SearchSettings()
