@@ -354,6 +354,34 @@ def test_the_driver_writes_the_pairs_and_background_by_head_name(tmp_path):
         SearchSettings(options={"conditional_group_testing": {"group_size": "16"}})
 
 
+def test_each_option_reaches_the_search_through_the_driver(tmp_path):
+    """The method's options, given as its config section, change what the driven search does: the
+    heads it wants (top_k + extra_heads), the heads confirmed alone before it searches beside them
+    (background) and the unions of groups it screens for pairs with the budget left (pair_screen)."""
+    heads = [5, 60, 130, 200, 17]
+    effect = np.zeros(256)
+    effect[heads] = [0.5, 0.4, 0.3, 0.2, 0.1]
+    names = [head_name(h, 8) for h in heads]
+
+    def drive(**options):
+        settings = SearchSettings(n_masks=200, top_k=3, options={"conditional_group_testing": options})
+        folder = tmp_path / ("_".join(f"{key}{value}" for key, value in options.items()) or "defaults")
+        return driver.drive(get("conditional_group_testing"), lambda m: 1.0 - m @ effect, HeadGeometry(32, 8), folder,
+                            settings)
+
+    default = drive()
+    assert (default["details"]["wanted"], default["details"]["confirmed"]) == (5, 5)  # top_k 3 + extra_heads 2
+    assert default["ranking"][:5] == names and default["details"]["background"] == names
+    assert [default["labels"][h] for h in names[:2]] == ["confirmed alone", "confirmed beside the background, and alone"]
+    fewer = drive(extra_heads=0)
+    assert (fewer["details"]["wanted"], fewer["details"]["confirmed"]) == (3, 3) and fewer["ranking"][:3] == names[:3]
+    wider = drive(background=2)
+    assert [wider["labels"][h] for h in names[:3]] == ["confirmed alone"] * 2 + [
+        "confirmed beside the background, and alone"]
+    screened = drive(pair_screen=True)
+    assert screened["ranking"][:5] == names and screened["n_evals"] > default["n_evals"]
+
+
 def test_the_benchmark_prints_the_comparison(capsys):
     spec = importlib.util.spec_from_file_location("interaction_search", REPO / "benchmarks/interaction_search.py")
     benchmark = importlib.util.module_from_spec(spec)
