@@ -295,6 +295,9 @@ def test_a_variant_is_its_method_with_the_benchmarks_options():
     method, options = gt.method_of("thompson_damage")
     assert method.name == "thompson" and options == {"score_range": [-3.0, 0.0], "reward": "damage"}
     assert gt.method_of("group_testing")[1] == {}
+    method, options = gt.method_of("conditional_screen")
+    assert method.name == "conditional_group_testing" and options == {"pair_screen": True}
+    assert method.options_of(options).pair_screen
     with pytest.raises(ValueError, match="unknown method 'greedy2'; expected one of attribution, .*thompson_damage"):
         gt.method_of("greedy2")
 
