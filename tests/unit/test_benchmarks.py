@@ -42,6 +42,23 @@ def test_the_smollm2_comparison_searches_the_workflows_identification_subset():
         assert vs_greedy.identification_ids(107, 20, seed) == kept
 
 
+def test_a_rerun_skips_the_searches_already_validated_and_runs_the_rest(tmp_path, tokenizer):
+    """Each search's record is appended as it ends; run again on the same folder, the comparison
+    runs only the methods with no validation record yet (a killed run resumes)."""
+    from dataclasses import replace
+
+    from conftest import tiny_llama
+
+    model, lines = tiny_llama(len(tokenizer)), []
+    task, search = {"lm_eval_task": "headloc_ioi", "n_docs": 6}, {"id_docs": 3, "sparsity": 0.25, "alpha": 0.001}
+    settings = vs_greedy.Comparison(methods=("random",), top_k=2, batch_size=8)
+    vs_greedy.compare_seed(model, tokenizer, "ioi", task, search, 0, tmp_path, settings, log=lines.append)
+    vs_greedy.compare_seed(model, tokenizer, "ioi", task, search, 0, tmp_path,
+                           replace(settings, methods=("random", "greedy1s")), log=lines.append)
+    records = vs_greedy.read_records([tmp_path])
+    assert [(r["method"], r["n_docs"]) for r in records] == [("random", 6), ("greedy1s", 6)] and len(lines) == 2
+
+
 def write_records(folder: Path, rows: list[dict]) -> None:
     """Records as the comparison's files hold them: one JSON object a line (written here by hand)."""
     with (folder / "ioi-s0.jsonl").open("w") as handle:
