@@ -223,6 +223,9 @@ def test_the_budget_fit_reads_the_smallest_budget_at_the_recall_goal():
     row = fit.iloc[0]
     assert row["masks_at_goal"] == 50 and row["k"] == 4  # budget 75: mean recall 0.96 >= 0.95
     assert row["per_k_log_n"] == pytest.approx(50 / (4 * np.log(64 / 4)))
+    at_goal = recall_rows()
+    at_goal.loc[at_goal["budget"] == 75, "recall"] = scoring.GOAL_RECALL  # mean recall exactly at the goal: met
+    assert scoring.budget_fit(at_goal).iloc[0]["masks_at_goal"] == 50
 
 
 def test_task_truth_gives_the_universal_head_and_the_pair_slots_of_their_own():
