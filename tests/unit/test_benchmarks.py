@@ -42,6 +42,23 @@ def test_the_smollm2_comparison_searches_the_workflows_identification_subset():
         assert vs_greedy.identification_ids(107, 20, seed) == kept
 
 
+def test_a_rerun_skips_the_searches_already_validated_and_runs_the_rest(tmp_path, tokenizer):
+    """Each search's record is appended as it ends; run again on the same folder, the comparison
+    runs only the methods with no validation record yet (a killed run resumes)."""
+    from dataclasses import replace
+
+    from conftest import tiny_llama
+
+    model, lines = tiny_llama(len(tokenizer)), []
+    task, search = {"lm_eval_task": "headloc_ioi", "n_docs": 6}, {"id_docs": 3, "sparsity": 0.25, "alpha": 0.001}
+    settings = vs_greedy.Comparison(methods=("random",), top_k=2, batch_size=8)
+    vs_greedy.compare_seed(model, tokenizer, "ioi", task, search, 0, tmp_path, settings, log=lines.append)
+    vs_greedy.compare_seed(model, tokenizer, "ioi", task, search, 0, tmp_path,
+                           replace(settings, methods=("random", "greedy1s")), log=lines.append)
+    records = vs_greedy.read_records([tmp_path])
+    assert [(r["method"], r["n_docs"]) for r in records] == [("random", 6), ("greedy1s", 6)] and len(lines) == 2
+
+
 def write_records(folder: Path, rows: list[dict]) -> None:
     """Records as the comparison's files hold them: one JSON object a line (written here by hand)."""
     with (folder / "ioi-s0.jsonl").open("w") as handle:
@@ -206,6 +223,9 @@ def test_the_budget_fit_reads_the_smallest_budget_at_the_recall_goal():
     row = fit.iloc[0]
     assert row["masks_at_goal"] == 50 and row["k"] == 4  # budget 75: mean recall 0.96 >= 0.95
     assert row["per_k_log_n"] == pytest.approx(50 / (4 * np.log(64 / 4)))
+    at_goal = recall_rows()
+    at_goal.loc[at_goal["budget"] == 75, "recall"] = scoring.GOAL_RECALL  # mean recall exactly at the goal: met
+    assert scoring.budget_fit(at_goal).iloc[0]["masks_at_goal"] == 50
 
 
 def test_task_truth_gives_the_universal_head_and_the_pair_slots_of_their_own():
@@ -295,6 +315,9 @@ def test_a_variant_is_its_method_with_the_benchmarks_options():
     method, options = gt.method_of("thompson_damage")
     assert method.name == "thompson" and options == {"score_range": [-3.0, 0.0], "reward": "damage"}
     assert gt.method_of("group_testing")[1] == {}
+    method, options = gt.method_of("conditional_screen")
+    assert method.name == "conditional_group_testing" and options == {"pair_screen": True}
+    assert method.options_of(options).pair_screen
     with pytest.raises(ValueError, match="unknown method 'greedy2'; expected one of attribution, .*thompson_damage"):
         gt.method_of("greedy2")
 

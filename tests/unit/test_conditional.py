@@ -14,8 +14,8 @@ from headloc.methods import driver, get
 from headloc.methods.contract import SearchParts
 from headloc.methods.settings import SearchSettings
 from headloc.heads import HeadGeometry, head_name
-from headloc.search.conditional import ConditionalGroupTesting, Probe, locate_pair
-from headloc.search.group_testing import GroupTesting
+from headloc.search.conditional import ConditionalGroupTesting, Found, Probe, Stage, locate_pair
+from headloc.search.group_testing import GroupTesting, Noise
 from headloc.search.simulate import (KINDS, compare_interactions, greedy_run, interaction_table, make_interaction_world,
                                      recall_by_kind, search_bounds)
 
@@ -76,10 +76,13 @@ def test_interaction_worlds_refuse_what_they_cannot_hold():
 def test_recall_by_kind_counts_each_kind_in_the_top_k():
     world = make_interaction_world(1, n_heads=128)
     role = world.heads_of("role")
-    ranking = [role[0], world.heads_of("redundant")[0], *[h for h in range(128) if h not in world.planted]]
+    others = [h for h in range(128) if h not in world.planted]
+    ranking = [role[0], world.heads_of("redundant")[0], role[1], *others]
     found = recall_by_kind(ranking, world, k=2)
     assert found == {"universal": 0, "role": pytest.approx(1 / 3), "backup": 0, "redundant": 0.5, "synergy": 0}
     assert set(found) == set(KINDS)
+    # without k: as many as are planted (9), which reach the second role head, not the third
+    assert recall_by_kind(ranking, world)["role"] == pytest.approx(2 / 3) and len(world.planted) == 9
 
 
 def test_the_two_bounds_of_the_brief():
@@ -230,6 +233,19 @@ def test_locating_a_pair_stops_after_two_masks_where_the_excess_is_spread():
         assert len(probe.memory) - before == spent  # 4 levels a side, both halves at the first
 
 
+def test_a_located_pair_is_kept_only_when_it_drops_more_than_its_heads_alone():
+    # Heads 3 and 40 measured as a pair beside no background: kept when together they drop 0.4
+    # more than alone, not when their drops just add up.
+    additive = lambda masks: 1.0 - 0.2 * masks[:, 3] - 0.1 * masks[:, 40]  # noqa: E731
+    paired = lambda masks: additive(masks) - 0.4 * masks[:, 3] * masks[:, 40]  # noqa: E731
+    for score, kept in ((additive, []), (paired, [(3, 40)])):
+        probe, stage = Probe(64, 20), Stage((), [], Noise(0.01))
+        found = Found(stage)
+        finish(ConditionalGroupTesting(64, 20, 0, k=2).confirm_pair(probe, stage, found, (3, 40)), score)
+        assert [pair.heads for pair in found.pairs] == kept and found.order == [h for pair in kept for h in pair]
+        assert len(probe.memory) == 4  # the unablated row, the pair and each head
+
+
 def test_the_pair_screen_finds_a_redundant_pair_across_groups():
     found_pairs, spent = [], []
     for seed in range(4):
@@ -243,6 +259,41 @@ def test_the_pair_screen_finds_a_redundant_pair_across_groups():
         assert pair <= set(found.ranking[:len(world.planted)].tolist())
         spent.append(found.n_evals - without.n_evals)
     assert all(found_pairs) and max(spent) <= 200  # 136 unions of 17 groups and their resolution
+
+
+def test_the_pair_screen_resolves_only_a_union_that_stands_out_of_the_unions_spread():
+    # Every two heads interact a little (the score is not additive), so each union of two groups
+    # drops somewhat more or less than its groups' sum: no union of those is resolved, and the
+    # screen spends the unablated row, the 8 groups and their 28 unions. A pair 0.4 above its
+    # heads' sum stands out of that spread and is found. (The heads' noise is set aside: a
+    # noiseless oracle, so that the screen's own rule decides.)
+    rng = np.random.default_rng(0)
+    alone, among = rng.uniform(0.0, 0.01, 64), np.triu(rng.normal(0.0, 0.002, (64, 64)), 1)
+    uneven = lambda masks: 1.0 - masks @ alone - np.einsum("ri,ij,rj->r", masks, among, masks)  # noqa: E731
+    paired = lambda masks: uneven(masks) - 0.4 * masks[:, 3] * masks[:, 40]  # noqa: E731
+    groups = [tuple(range(i, i + 8)) for i in range(0, 64, 8)]
+    for score, pairs in ((uneven, []), (paired, [(3, 40)])):
+        probe, stage = Probe(64, 200), Stage((), [], Noise(1e-6))
+        found = Found(stage)
+        search = ConditionalGroupTesting(64, 200, 0, k=2, pair_screen=True)
+        finish(search.screen_pairs(probe, found, stage, groups), score)
+        assert [pair.heads for pair in found.pairs] == pairs
+        if not pairs:
+            assert len(probe.memory) == 1 + 8 + 28
+
+
+def test_a_pair_found_by_the_screen_ranks_above_the_heads_of_less_than_half_its_drop():
+    # Heads a, b, w drop 0.5, 0.3 and 0.05 alone; p and q only together, by 0.4. The pair is found
+    # after w is confirmed, and ranks after a and b (more than half its drop) but before w.
+    a, b, w, p, q = 5, 60, 130, 200, 17
+
+    def score(masks):
+        return 1.0 - 0.5 * masks[:, a] - 0.3 * masks[:, b] - 0.05 * masks[:, w] - 0.4 * masks[:, p] * masks[:, q]
+
+    for seed in (1, 2):
+        _, _, found = ConditionalGroupTesting(256, 300, seed, k=3, extra_heads=0, pair_screen=True).complete(score)
+        assert found.details["pairs"] == [q, p] and found.details["pair_kinds"] == ["redundant"]
+        assert found.ranking[:5].tolist() == [a, b, q, p, w]
 
 
 def test_recall_and_evaluations_against_group_testing_and_greedy():
@@ -352,6 +403,34 @@ def test_the_driver_writes_the_pairs_and_background_by_head_name(tmp_path):
     with pytest.raises(ValueError, match="conditional_group_testing.group_size: '16' is not valid; expected an "
                                          "integer >= 1 or auto"):
         SearchSettings(options={"conditional_group_testing": {"group_size": "16"}})
+
+
+def test_each_option_reaches_the_search_through_the_driver(tmp_path):
+    """The method's options, given as its config section, change what the driven search does: the
+    heads it wants (top_k + extra_heads), the heads confirmed alone before it searches beside them
+    (background) and the unions of groups it screens for pairs with the budget left (pair_screen)."""
+    heads = [5, 60, 130, 200, 17]
+    effect = np.zeros(256)
+    effect[heads] = [0.5, 0.4, 0.3, 0.2, 0.1]
+    names = [head_name(h, 8) for h in heads]
+
+    def drive(**options):
+        settings = SearchSettings(n_masks=200, top_k=3, options={"conditional_group_testing": options})
+        folder = tmp_path / ("_".join(f"{key}{value}" for key, value in options.items()) or "defaults")
+        return driver.drive(get("conditional_group_testing"), lambda m: 1.0 - m @ effect, HeadGeometry(32, 8), folder,
+                            settings)
+
+    default = drive()
+    assert (default["details"]["wanted"], default["details"]["confirmed"]) == (5, 5)  # top_k 3 + extra_heads 2
+    assert default["ranking"][:5] == names and default["details"]["background"] == names
+    assert [default["labels"][h] for h in names[:2]] == ["confirmed alone", "confirmed beside the background, and alone"]
+    fewer = drive(extra_heads=0)
+    assert (fewer["details"]["wanted"], fewer["details"]["confirmed"]) == (3, 3) and fewer["ranking"][:3] == names[:3]
+    wider = drive(background=2)
+    assert [wider["labels"][h] for h in names[:3]] == ["confirmed alone"] * 2 + [
+        "confirmed beside the background, and alone"]
+    screened = drive(pair_screen=True)
+    assert screened["ranking"][:5] == names and screened["n_evals"] > default["n_evals"]
 
 
 def test_the_benchmark_prints_the_comparison(capsys):

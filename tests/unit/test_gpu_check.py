@@ -44,6 +44,19 @@ def test_gold_scores_are_each_masks_mean_gold_log_probability():
     assert kept == pytest.approx(expected, abs=1e-5)
 
 
+def test_a_pass_holds_at_most_rows_per_pass_rows():
+    """Documents x masks per forward pass stay within rows_per_pass (the engine's memory bound): 2
+    masks a pass in 4 rows take 2 documents at a time."""
+    model = tiny_llama(64)
+    rows, gold = torch.randint(3, 64, (5, 6), generator=torch.Generator().manual_seed(0)), torch.arange(3, 8)
+    masks = np.eye(8, dtype=np.int8)[:4]
+    passes = []
+    handle = model.get_input_embeddings().register_forward_pre_hook(lambda module, args: passes.append(len(args[0])))
+    gpu_check.gold_scores(model, rows, gold, masks, masks_per_pass=2, rows_per_pass=4)
+    handle.remove()
+    assert passes == [4, 4, 2] * 2  # 2 masks x (2, 2, 1) documents, for each pair of masks
+
+
 def planted_task():
     from planted import FIRST_TOKEN, LENGTH, N_HEADS, N_LAYERS, PLANTED, VOCAB
 
@@ -64,6 +77,23 @@ def test_the_planted_checks_pass_on_a_planted_model_and_fail_without_its_head():
     broken = gpu_check.Report(log=lambda line: None)
     gpu_check.planted_checks(broken, weakened(planted_model(), 0.0), planted_task())  # the planted head removed
     assert [f for f in broken.failed if f.startswith("planted: top single-head effect is planted (top ")]
+
+
+def test_the_planted_checks_fail_where_several_masks_a_pass_disagree_with_one(monkeypatch):
+    """Scores of 8 masks a pass that drift from 1 mask a pass (injected: 1e-3 on every mask scored
+    with others) fail the check that compares them."""
+    from planted import planted_model
+
+    real = gpu_check.gold_scores
+
+    def drifting(*args, masks_per_pass, **kwargs):
+        return real(*args, masks_per_pass=masks_per_pass, **kwargs) + (1e-3 if masks_per_pass > 1 else 0.0)
+
+    monkeypatch.setattr(gpu_check, "gold_scores", drifting)
+    report = gpu_check.Report(log=lambda line: None)
+    gpu_check.planted_checks(report, planted_model(), planted_task())
+    assert report.figures["planted"]["8 masks/pass == 1 mask/pass"] == "FAILED"
+    assert [f for f in report.failed if f.startswith("planted: 8 masks/pass == 1 mask/pass (max |diff| 1.00e-03)")]
 
 
 def test_the_backoff_section_halves_to_a_size_that_fits(monkeypatch):

@@ -108,6 +108,33 @@ def test_a_kind_is_checked_against_what_its_methods_supply():
                algorithm=len)
     with pytest.raises(ValueError, match="unknown method kind 'mask'; known: draw, gradient, masks, rounds, sequential"):
         Method(name="m", kind="mask", about="", label="", reading="", marker="o", search_id=str, recover=read_result)
+    # a masks kind has no recovery of its own: its methods bring theirs (the Lasso, one-shot greedy's)
+    with pytest.raises(ValueError, match=r"method m: a masks method supplies its recover\(inputs, names, params, log\)"):
+        Method(name="m", kind="masks", about="", label="", reading="", marker="o", search_id=str, algorithm=len)
+
+
+def test_the_recovery_refuses_a_one_job_result_of_another_search_or_of_other_heads(tmp_path):
+    """Rule recover_heads' step on a sequential job's result: recovered when it is the search's own;
+    refused by name when the file holds another method's search, or ranks or values other heads
+    than the model's (a result left by another config or model in the same folder)."""
+    from headloc.methods import steps
+
+    method, geometry = methods.get("group_testing"), HeadGeometry(2, 4)
+    settings = SearchSettings(n_masks=6, top_k=2, options={"group_testing": {"group_size": 2}})
+    effect = np.linspace(-0.4, 0.0, 8)
+    log = logging.getLogger("test")
+    driver.drive(method, lambda masks: 0.9 + masks @ effect, geometry, tmp_path, settings, log=log)
+    search = SearchSpec(method, settings)
+    inputs, params = method.kind.recovery_inputs(SearchFiles(str(tmp_path)), search), method.kind.params("recover", search)
+    result = tmp_path / "sequential.json"
+    own = json.loads(result.read_text())
+    assert steps.recover(params, inputs, geometry, log)["ranking"] == own["ranking"]
+    for changed, message in (({"method": "thompson"}, "holds a 'thompson' search, expected 'group_testing'"),
+                             ({"ranking": own["ranking"][:-1]}, "ranks 7 heads, not the model's 8"),
+                             ({"coef": {**own["coef"], "L2H0": 0.0}}, "ranks 8 heads, not the model's 8")):
+        write_json(result, {**own, **changed})
+        with pytest.raises(ValueError, match=message):
+            steps.recover(params, inputs, geometry, log)
 
 
 SOURCES = [*sorted((REPO / "src/headloc").rglob("*.py")), *sorted((REPO / "scripts").glob("*.py")),
