@@ -268,6 +268,7 @@ def test_found_scores_each_kind_in_the_top_k():
     assert got["universal_found"] is True and np.isnan(got["pair_found"])
     plain = scoring.found(["L1H0"], scoring.task_truth({"planted": {"L1H0": {"role": "copy"}}}))
     assert plain["recall"] == 1.0 and all(np.isnan(plain[f"recall_{k}"]) for k in scoring.KINDS)
+    assert np.isnan(plain["universal_found"]) and np.isnan(plain["pair_found"])  # none planted: not "found"
 
 
 def test_the_summary_reports_each_kinds_recall_and_p_all_found():

@@ -48,14 +48,18 @@ def task_truth(entry: dict) -> dict:
 
 def found(top: list[str], truth: dict) -> dict:
     """What a top k (head names) finds of a task's truth: the recall of its singles and of each
-    interaction kind's heads (NaN where the task has none), the universal head and the pair."""
+    interaction kind's heads (NaN where the task has none), the universal head and the pair (NaN
+    where the task has none)."""
     top = set(top)
 
     def share(heads):
         return len(top & set(heads)) / len(heads) if heads else np.nan
 
-    return {"recall": share(truth["roles"]), "universal_found": set(truth["universal"]) <= top,
-            "pair_found": set(truth["pair"]) <= top if truth["pair"] else np.nan,
+    def all_in(heads):  # NaN for a task without such heads: "found" would be vacuous
+        return set(heads) <= top if heads else np.nan
+
+    return {"recall": share(truth["roles"]), "universal_found": all_in(truth["universal"]),
+            "pair_found": all_in(truth["pair"]),
             **{f"recall_{kind}": share(truth[kind]) for kind in KINDS}}
 
 

@@ -23,10 +23,6 @@ from dataclasses import fields
 from headloc.methods.registry import registry
 from headloc.methods.settings import SearchSettings
 
-# the search keys a task may set for itself (config/schema.yaml, tasks.<name>.search)
-TASK_KEYS = ("methods", "n_masks", "sparsity")
-
-
 def searched_tasks(config: Mapping) -> list[str]:
     """The tasks heads are searched on (``localize: true``), in the config's order."""
     return [name for name, spec in config["tasks"].items() if spec.get("localize", True)]
