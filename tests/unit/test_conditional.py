@@ -282,6 +282,24 @@ def test_the_pair_screen_resolves_only_a_union_that_stands_out_of_the_unions_spr
             assert len(probe.memory) == 1 + 8 + 28
 
 
+def test_the_pair_screen_measures_a_union_from_the_unions_typical_excess_not_from_zero():
+    # Heads that all add up a little more than their sum (every two ablated heads cost 0.001 more):
+    # every union of two groups drops 0.064 more than its groups, far above zero but the same for
+    # all, so none is a pair; a pair 0.4 above that is found.
+    alone = np.random.default_rng(1).uniform(0.0, 0.01, 64)
+    together = lambda masks: 1.0 - masks @ alone - 0.0005 * masks.sum(1) ** 2  # noqa: E731
+    paired = lambda masks: together(masks) - 0.4 * masks[:, 3] * masks[:, 40]  # noqa: E731
+    groups = [tuple(range(i, i + 8)) for i in range(0, 64, 8)]
+    for score, pairs in ((together, []), (paired, [(3, 40)])):
+        probe, stage = Probe(64, 200), Stage((), [], Noise(1e-6))
+        found = Found(stage)
+        finish(ConditionalGroupTesting(64, 200, 0, k=2, pair_screen=True).screen_pairs(probe, found, stage, groups),
+               score)
+        assert [pair.heads for pair in found.pairs] == pairs
+        if not pairs:
+            assert len(probe.memory) == 1 + 8 + 28
+
+
 def test_a_pair_found_by_the_screen_ranks_above_the_heads_of_less_than_half_its_drop():
     # Heads a, b, w drop 0.5, 0.3 and 0.05 alone; p and q only together, by 0.4. The pair is found
     # after w is confirmed, and ranks after a and b (more than half its drop) but before w.

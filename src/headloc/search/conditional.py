@@ -40,9 +40,9 @@ shows none until both are. This search answers both questions, in stages (one
    ``2 g / N`` of them over both partitions), so ``pair_screen`` ablates, at the end, every union
    of two groups of the last partition beside the background (``m (m - 1) / 2`` masks for ``m``
    groups; neighbouring groups are merged until that fits the budget left) and resolves, largest
-   first, each union whose drop exceeds the sum of its two groups' by more than ``SCREEN_Z`` (4)
-   spreads of all unions' excesses (the score is not additive: many heads' small effects add up
-   unevenly, and a pair must stand out of that).
+   first, each union whose drop exceeds the sum of its two groups' by more than the unions' median
+   excess plus ``SCREEN_Z`` (4) spreads of it (the score is not additive: many heads' small effects
+   add up unevenly, often all in one direction, and a pair must stand out of that).
 4. **Stop** when ``k + extra_heads`` heads are confirmed (a pair counts as two), when the budget is
    spent, or when no lead lowers the score any more; ``pair_screen`` then screens what budget is left.
 
@@ -77,7 +77,7 @@ from headloc.search.sequential import Memory, Proposals, Recovery, SequentialSea
 
 PAIR_KINDS = ("redundant", "backup", "more than the sum")  # by how many of its heads stand out alone
 PAIR_RESERVE = 4  # masks per bit of N kept to locate and check a pair the screen flags
-SCREEN_Z = 4.0  # a union must exceed its groups' drops by 4 spreads of the unions' excesses
+SCREEN_Z = 4.0  # a union's excess must stand 4 spreads above the unions' median excess
 KEPT_OUT = " (kept out of the background: the next lead drops no more beside it)"
 
 
@@ -347,18 +347,19 @@ class ConditionalGroupTesting(SequentialSearch):
 
     def screen_pairs(self, probe: Probe, found: Found, stage: Stage, groups: list):
         """Every union of two screen groups beside the stage's background (module docstring, 3);
-        the unions whose drop exceeds their two groups' by more than ``SCREEN_Z`` spreads of the
-        unions' excesses (and by more than a pair's noise) are resolved, largest excess first."""
+        the unions whose excess over their two groups' drops stands ``SCREEN_Z`` spreads above the
+        unions' median excess (and above a pair's noise) are resolved, largest excess first."""
         groups = screen_groups(groups, probe.room() - PAIR_RESERVE * math.ceil(math.log2(self.n_heads)))
         drops = yield from probe.drops(stage.background, groups)
         unions = [(i, j) for i in range(len(groups)) for j in range(i + 1, len(groups))]
         joints = yield from probe.drops(stage.background, [groups[i] + groups[j] for i, j in unions])
         excess = np.array([joint - drops[i] - drops[j] for joint, (i, j) in zip(joints, unions)])
-        spread = 1.4826 * np.median(np.abs(excess - np.median(excess))) if len(excess) else 0.0
+        centre = float(np.median(excess)) if len(excess) else 0.0  # unions' typical excess: not a pair's
+        spread = 1.4826 * np.median(np.abs(excess - centre)) if len(excess) else 0.0
         for n in np.argsort(-excess, kind="stable"):
             (i, j), residual = unions[n], float(excess[n])
-            pair_noise = Lead((groups[i][0], groups[j][0]), residual, INFERRED)
-            if residual <= SCREEN_Z * spread or not stage.noise.stands_out(pair_noise):
+            pair_noise = Lead((groups[i][0], groups[j][0]), residual - centre, INFERRED)
+            if residual - centre <= SCREEN_Z * spread or not stage.noise.stands_out(pair_noise):
                 return
             if any(set(p.heads) <= set(groups[i] + groups[j]) for p in found.pairs):
                 continue  # a pair already found explains it
