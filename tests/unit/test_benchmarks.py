@@ -101,6 +101,14 @@ def test_the_smollm2_table_adds_the_searchs_continuous_score_in_its_own_unit(tmp
     assert table_row(out, "| ioi | group_testing |")[3] == "-60.0 ± 0.0"  # the accuracy rows stay
 
 
+def test_a_task_without_greedys_records_shows_no_gap_overlap_or_share(tmp_path):
+    write_records(tmp_path, [{"kind": "validation", "task": "capitals", "seed": s, "method": "group_testing",
+                              "top": ["A"], "n_evals": 50 + s, "seconds": 1.0, "clean": 0.8, "ablated": 0.2}
+                             for s in (0, 1)])
+    cells = table_row(vs_greedy_table(vs_greedy.read_records([tmp_path])), "| capitals | group_testing |")
+    assert cells[2:8] == ["2", "-60.0 ± 0.0", "-", "-", "50", "-"]
+
+
 class Found(SimpleNamespace):
     """What a validation reads of a search's result (headloc.api.Located): its ranking and record."""
 

@@ -29,6 +29,13 @@ def mean_se(values) -> str:
     return f"{values.mean():+.1f} ± {values.std(ddof=1) / np.sqrt(len(values)):.1f}"
 
 
+def _mean(values, form: str) -> str:
+    """The mean of the values that are not NaN in ``form``; "-" where there are none (no greedy
+    record of the task to compare with)."""
+    values = np.asarray(values, dtype=float)
+    return form.format(np.nanmean(values)) if (~np.isnan(values)).any() else "-"
+
+
 def vs_greedy_table(records: list[dict]) -> str:
     """The markdown table of validation records: per task and method, over the seeds validated,
     Delta Task (mean +- s.e., percentage points of the validation metric), its gap to greedy's on
@@ -48,7 +55,7 @@ def vs_greedy_table(records: list[dict]) -> str:
     lines = [HEADER, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for (task, method), g in frame.groupby(["task", "method"], sort=False):
         lines.append(f"| {task} | {method} | {len(g)} | {mean_se(g.delta)} | {mean_se(g.gap)} | "
-                     f"{g.overlap.mean():.1f} | {g.n_evals.mean():.0f} | {100 * g.share.mean():.1f} % | "
+                     f"{_mean(g.overlap, '{:.1f}')} | {g.n_evals.mean():.0f} | {_mean(100 * g.share, '{:.1f} %')} | "
                      f"{g.seconds.mean():.1f} | {mean_se(g.filtered)} |")
     return "\n".join(lines)
 
