@@ -213,6 +213,24 @@ def test_a_killed_lower_is_better_search_resumes_to_the_uninterrupted_result(tmp
         assert 0 < kept and len(spent) == expected["n_evals"] - kept, "only the masks the killed job had not scored"
 
 
+def test_a_killed_conditional_search_resumes_to_the_uninterrupted_result(tmp_path):
+    """Conditional group testing through the rule's step, its pair screen on: killed after 2, 6 and
+    12 rounds (in its background stage and its screen), rerun, it scores only what the killed job had
+    not and ends with the uninterrupted ranking, labels and evaluations."""
+    params = sequential.SequentialParams("conditional_group_testing", 90, 2, 4, 0.05, {"pair_screen": True})
+    expected = sequential.sequential(params, WORLD_GEOMETRY, WORLD.score, tmp_path / "ref.npz", tmp_path / "ref.json",
+                                     LOG)
+    for rounds in (2, 6, 12):
+        folder = tmp_path / f"killed{rounds}"
+        folder.mkdir()
+        run_killed(params, folder, WORLD.score, rounds)
+        kept, spent = len(record(folder)[0]), []
+        found = sequential.sequential(params, WORLD_GEOMETRY, scorer(WORLD.score, spent=spent), folder / "record.npz",
+                                      folder / "sequential.json", LOG)
+        assert found == expected
+        assert 0 < kept and len(spent) == expected["n_evals"] - kept
+
+
 def record_files(folder: Path) -> tuple[Path, Path]:
     """A model's file and a task's documents, as the rule's inputs."""
     model, docs = folder / "model.gguf", folder / "docs.jsonl"
