@@ -11,11 +11,9 @@ import logging
 from pathlib import Path
 
 import pandas as pd
-import yaml
 
 from headloc.groundtruth import benchmark as gt
-
-REPO = Path(__file__).resolve().parents[1]
+from headloc.methods.settings import SearchSettings
 
 
 def main(argv=None) -> None:
@@ -38,9 +36,8 @@ def main(argv=None) -> None:
         parser.error("name planted model folders, or --merge recall.csv files")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     logging.getLogger("matplotlib.font_manager").setLevel(logging.ERROR)  # fonts missing here: no finding
-    # the workflow's defaults, read where they live (config/schema.yaml's search section)
-    search = yaml.safe_load((REPO / "config" / "schema.yaml").read_text())["properties"]["search"]["properties"]
-    sparsity, alpha = search["sparsity"]["default"], search["alpha"]["default"]
+    defaults = SearchSettings()  # the workflow's defaults, where they live
+    sparsity, alpha = defaults.sparsity, defaults.alpha
     if args.merge:
         table = pd.concat([pd.read_csv(path) for path in args.merge], ignore_index=True)
     else:

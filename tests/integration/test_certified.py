@@ -228,21 +228,21 @@ def test_ground_truth_is_a_workflow_of_its_own(tmp_path):
 # ------------------------------------------------------------------ interactions
 
 
-def interaction_docs(recipe, folder, kind):
-    """(task, first head, second head, the test's documents) of the design's interaction of ``kind``."""
+def interaction(interacting, kind):
+    """(the model, first head, second head, the task's documents, the model's per-document scores on
+    them) of the interacting design's interaction of ``kind``."""
+    recipe, folder, _ = interacting
     design = recipe.design
     role = next(r for r, i in design.interactions.items() if i.kind == kind)
     task = next(t for t, kinds in design.tasks.items() if any(k.role == role for k in kinds))
     first, second = recipe.placement()[role]
-    return task, first, second, documents(folder, task, design.stratify)
+    model, data = load(folder), documents(folder, task, design.stratify)
+    return model, first, second, data, per_doc(model, *data)
 
 
 @pytest.mark.ground_truth
 def test_a_backup_head_copies_only_once_its_primary_is_gone(interacting):
-    recipe, folder, _ = interacting
-    model = load(folder)
-    task, primary, backup, data = interaction_docs(recipe, folder, "backup")
-    base = per_doc(model, *data)
+    model, primary, backup, data, base = interaction(interacting, "backup")
     assert base.mean() > -0.05  # answered
     assert np.abs(per_doc(without(model, [backup]), *data) - base).max() < 1e-6  # the backup alone: nothing
     no_primary = per_doc(without(model, [primary]), *data).mean()
@@ -252,10 +252,7 @@ def test_a_backup_head_copies_only_once_its_primary_is_gone(interacting):
 
 @pytest.mark.ground_truth
 def test_a_redundant_pair_does_nothing_alone_and_everything_together(interacting):
-    recipe, folder, _ = interacting
-    model = load(folder)
-    task, first, second, data = interaction_docs(recipe, folder, "redundant")
-    base = per_doc(model, *data)
+    model, first, second, data, base = interaction(interacting, "redundant")
     assert base.mean() > -0.05
     for head in (first, second):  # either alone: every document as it was
         assert np.abs(per_doc(without(model, [head]), *data) - base).max() < 1e-5, head
@@ -264,10 +261,8 @@ def test_a_redundant_pair_does_nothing_alone_and_everything_together(interacting
 
 @pytest.mark.ground_truth
 def test_a_synergy_pair_breaks_the_task_without_either_head(interacting):
-    recipe, folder, _ = interacting
-    model = load(folder)
-    task, first, second, data = interaction_docs(recipe, folder, "synergy")
-    assert per_doc(model, *data).mean() > -0.05
+    model, first, second, data, base = interaction(interacting, "synergy")
+    assert base.mean() > -0.05
     for heads in ([first], [second], [first, second]):
         assert per_doc(without(model, heads), *data).mean() < -1.0, heads
 

@@ -29,8 +29,7 @@ from headloc.workflow.plan import Plan
 # What adding a kind takes, tests and a docs row aside: its module and one rule (with its script).
 # test_a_new_kind_needs_only_its_module_and_its_rule shows the module is enough for everything but
 # the jobs; grow this list only with a reason.
-A_NEW_KIND_NEEDS = ("src/headloc/methods/kinds/<kind>.py", "rules/search.smk: rule <kind>_search",
-                    "scripts/<kind>_search.py")
+A_NEW_KIND_NEEDS = ["src/headloc/methods/kinds/<kind>.py", "rules/search.smk", "scripts/<rule>.py"]
 
 
 @dataclass(frozen=True)
@@ -91,13 +90,21 @@ def test_a_new_kind_needs_only_its_module_and_its_rule(toy_kind, tmp_path):
     assert search in plan.searches["ioi"] and plan.searches_run_by("alone_search") == {search}
     assert plan.step_params("ioi", search, "alone") == AloneParams("alone_heads", 0)
     assert plan.recovery_inputs("m", "ioi", search) == {"result": f"results/m/ioi/{search}/alone.json"}
-    assert len(A_NEW_KIND_NEEDS) == 3
 
     effect = np.zeros(8)
     effect[5] = -0.5
     found = driver.drive(toy_kind, lambda masks: 0.9 + masks @ effect, HeadGeometry(2, 4), tmp_path)
     assert found["ranking"][0] == "L1H1" and found["n_evals"] == 9 and found["top_heads"][0] == "L1H1"
     assert json.loads((tmp_path / "alone.json").read_text())["method"] == "alone_heads"
+
+
+def test_the_manual_lists_the_files_a_new_kind_needs_and_no_more():
+    """docs/extending.md's "A method kind" numbers the files a new kind is written in; a kind that
+    needed one more file would have to say so there, and this list would have to grow with it."""
+    text = (REPO / "docs" / "extending.md").read_text()
+    section = text[text.index("## A method kind"):]
+    section = section[:section.index("\n## ", 1)]
+    assert re.findall(r"^\d+\. \*\*`([^`]+)`\*\*", section, re.M) == A_NEW_KIND_NEEDS
 
 
 def test_a_kind_is_checked_against_what_its_methods_supply():
