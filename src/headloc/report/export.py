@@ -42,6 +42,8 @@ from headloc.heads import HeadGeometry, parse_head
 from headloc.io import write_text
 
 TIDY_COLUMNS = ("model", "task", "search", "head", "layer", "index", "value", "rank")
+# Which format the MIB files follow (see the module doc).
+MIB_FORMAT = "EAP-IG Graph.from_json, node scores (MIB circuit-localization track)"
 MIB_FILE = "importances.json"
 MIB_IDS = "headloc.tsv"  # the submission's sidecar: which headloc search each folder holds
 MIB_ID_COLUMNS = ("folder", "model", "task", "search", "method")
