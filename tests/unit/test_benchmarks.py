@@ -1,5 +1,6 @@
 """The benchmarks' library parts that decide what they report, against hand-worked numbers: the
-SmolLM2-vs-greedy comparison (headloc.api.vs_greedy, headloc.report.comparison), the ground-truth
+SmolLM2-vs-greedy comparison (headloc.api.vs_greedy, headloc.report.comparison), the landscape beside a
+background (headloc.api.landscape), the ground-truth
 benchmark (headloc.groundtruth.benchmark and .scoring) and the simulated searches' table
 (headloc.search.simulate); each script run as a user runs it where it is cheap."""
 
@@ -14,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from headloc.api import vs_greedy
+from headloc.api import landscape, vs_greedy
 from headloc.data.datasets import identification_subset
 from headloc.groundtruth import benchmark as gt
 from headloc.groundtruth import scoring
@@ -385,3 +386,124 @@ def test_the_simulation_script_prints_the_comparison(capsys):
     out = capsys.readouterr().out
     assert recall_table(compare(range(2), [30], n_heads=48), [30]) in out
     assert "N = 48, tau = 0.01, OR pair: False, sparsity 0.05, seeds 0..1" in out
+
+
+# ------------------------------------------------------------------ greedy's question measured whole
+
+
+LANDSCAPE_GEOMETRY = HeadGeometry(4, 8)  # 32 heads
+
+
+def additive(effect: np.ndarray, interaction=None):
+    """score_sets for a score of 1 - the sum of the ablated heads' effects (``interaction(set)``: more)."""
+    def score_sets(head_sets):
+        return [1.0 - effect[list(s)].sum() - (interaction(set(s)) if interaction else 0.0) for s in head_sets]
+    return score_sets
+
+
+def test_every_head_s_drop_beside_the_background_and_the_best_head_s_group_rank():
+    effect = np.zeros(32)
+    effect[[5, 9, 10, 11, 12]] = [1.0, 0.45, 0.4, 0.35, 0.3]  # four middling heads: a group of them beats the best
+    effect[[20, 21]] = [-0.25, -0.5]  # their ablation raises the score
+    record = landscape.measure(additive(effect), LANDSCAPE_GEOMETRY, [0], group_sizes=(8, 1), partitions=3, seed=4)
+    assert record["base"] == pytest.approx(1.0) and "0" not in record["drops"]
+    assert {int(h): d for h, d in record["drops"].items()} == pytest.approx({h: effect[h] for h in range(1, 32)})
+    found = landscape.summarise(record)
+    assert found["best"] == (5, pytest.approx(1.0)) and found["runner_up"] == (9, pytest.approx(0.45))
+    assert found["raising"] == 2 and found["raised"] == pytest.approx(-0.75)
+    assert found["lowered"] == pytest.approx(2.5)
+    for part, summary in zip(record["partitions"], found["partitions"]):
+        sums = [effect[g].sum() for g in part["groups"]]  # the planted drops, not the record's
+        holder = next(sums[i] for i, g in enumerate(part["groups"]) if 5 in g)
+        assert sorted(h for g in part["groups"] for h in g) == list(range(1, 32))
+        assert summary["rank"] == sum(s > holder for s in sums)
+        assert summary["additive"] == pytest.approx(1.0)
+    singles = [p for p in found["partitions"] if p["group_size"] == 1]
+    assert [p["rank"] for p in singles] == [0, 0, 0] and singles[0]["largest"] == pytest.approx(1.0)
+    ranks = [p["rank"] for p in found["partitions"] if p["group_size"] == 8]
+    assert any(rank > 0 for rank in ranks)  # 9-12 in one group of 8 outweigh head 5 (1.5 > 1.0 with 20, 21 apart)
+
+
+def test_the_background_is_ablated_under_every_set():
+    """A backup head (16 counts only once 3 is ablated): beside 3 it is the best head."""
+    effect = np.zeros(32)
+    effect[[3, 7]] = [1.0, 0.5]
+    backup = additive(effect, interaction=lambda s: 0.8 if {3, 16} <= s else 0.0)
+    assert landscape.summarise(landscape.measure(backup, LANDSCAPE_GEOMETRY, [], group_sizes=(4,)))["best"][0] == 3
+    record = landscape.measure(backup, LANDSCAPE_GEOMETRY, [3], group_sizes=(4,))
+    beside = landscape.summarise(record)
+    assert beside["best"] == (16, pytest.approx(0.8)) and beside["runner_up"] == (7, pytest.approx(0.5))
+    (part,) = record["partitions"]  # each group too is ablated beside 3: the one holding 16 drops by 0.8 more
+    assert part["drops"] == pytest.approx([effect[g].sum() + 0.8 * (16 in g) for g in part["groups"]])
+    assert beside["partitions"][0]["rank"] == 0
+
+
+def test_the_script_measures_a_checkpoint_beside_its_background_and_prints_the_table(tmp_path, tiny_model_dir,
+                                                                                     tokenizer, capsys):
+    """Through the script's command line on a tiny model; the drops checked against copies of the
+    model whose heads are zeroed in the weights, scored unablated."""
+    import yaml
+
+    from conftest import zeroed_copy
+
+    from headloc.api.tasks import mask_scorer, resolve_task
+    from headloc.api.vs_greedy import identification_ids
+    from headloc.model.loading import load_model
+
+    run = script("conditional_landscape")
+    args = ["--model", str(tiny_model_dir), "--background", "L0H1", "--seeds", "3", "--group-sizes", "2",
+            "--partitions", "1", "--batch-size", "8", "--out", str(tmp_path)]
+    run.main(args)
+    path = tmp_path / "ioi-s3.json"
+    record, stamp = landscape.read_records([tmp_path])[0], path.stat().st_mtime_ns
+    assert record["task"] == "ioi" and record["background"] == [1] and len(record["drops"]) == 7
+    assert [len(p["groups"]) for p in record["partitions"]] == [4]
+
+    config = yaml.safe_load((REPO / "config" / "demo.yaml").read_text())
+    task, data = config["tasks"]["ioi"], {"n_docs": config["tasks"]["ioi"]["n_docs"], "seed": 3}
+    ids = identification_ids(task["n_docs"], config["search"]["id_docs"], 3)
+    model, _ = load_model(str(tiny_model_dir), device="cpu")
+    resolved = resolve_task(task["id_task"], metric=task["id_metric"], documents=ids, dataset_kwargs=data)
+
+    def unablated(heads):
+        mask = np.zeros(8, dtype=np.int8)
+        mask[heads] = 1
+        score = mask_scorer(resolved, zeroed_copy(model, mask), tokenizer, batch_size=8, masks_per_pass=1,
+                            progress=False)
+        return score(np.zeros((1, 8), dtype=np.int8))[0]
+
+    base = unablated([1])
+    assert record["base"] == pytest.approx(base, abs=1e-4)
+    assert record["drops"]["6"] == pytest.approx(base - unablated([1, 6]), abs=1e-4)
+
+    run.main(args)  # a rerun finds the record and measures nothing
+    assert path.stat().st_mtime_ns == stamp
+    capsys.readouterr()
+    run.main(["--table", str(tmp_path)])
+    best = landscape.summarise(record)["best"][0]
+    cells = table_row(capsys.readouterr().out, "| ioi | 3 |")
+    assert cells[2] == "L0H1" and cells[3].startswith(f"L{best // 4}H{best % 4} (")
+
+
+def test_the_scorer_turns_a_lower_is_better_score_so_that_higher_is_better():
+    """A callable task's value under each set, against copies of the model with those heads zeroed
+    in the weights: as it is when higher is better, negated when it is declared lower-is-better."""
+    import torch
+
+    from conftest import tiny_llama, zeroed_copy
+    from headloc.api.tasks import resolve_task
+
+    model = tiny_llama(64)
+    logit = lambda m: float(m(torch.tensor([[5, 6, 7]])).logits[0, -1, 3].detach())
+    sets = [[], [2], [2, 5]]
+    expected = [logit(zeroed_copy(model, np.isin(np.arange(8), heads).astype(int))) for heads in sets]
+    assert len(set(expected)) == 3
+    for direction, sign in ((True, 1.0), (False, -1.0)):
+        score_sets = landscape.task_scorer(model, None, resolve_task(logit, higher_is_better=direction))
+        assert score_sets(sets) == pytest.approx([sign * value for value in expected], abs=1e-5)
+
+
+def test_the_script_refuses_a_task_the_config_lacks(tmp_path):
+    with pytest.raises(SystemExit):
+        script("conditional_landscape").main(["--task", "iio", "--out", str(tmp_path)])
+

@@ -1,0 +1,63 @@
+"""Greedy's question measured whole on SmolLM2 (headloc.api.landscape): every head's drop beside a
+background, and whether random groups' drops point at the best head.
+
+    .venv/bin/python benchmarks/conditional_landscape.py --background L23H3 L20H0 --seeds 0 1 2 3 4 \
+        --out results/benchmarks/landscape
+    .venv/bin/python benchmarks/conditional_landscape.py --table results/benchmarks/landscape
+"""
+
+import argparse
+from pathlib import Path
+
+import yaml
+
+from headloc.api import landscape
+
+REPO = Path(__file__).resolve().parents[1]
+# the workflow's converted SmolLM2, else the tests' (converted from the embedded GGUF when neither exists)
+MODEL_DIRS = [REPO / "results" / "models" / "smollm2-135m", REPO / "results" / "test-cache" / "smollm2-135m-instruct"]
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=landscape.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", help="checkpoint folder (default: the demo's converted SmolLM2)")
+    parser.add_argument("--task", default="ioi", help="a task of config/demo.yaml (default: ioi)")
+    parser.add_argument("--background", nargs="*", default=[], help="heads ablated under every set (e.g. L23H3 L20H0)")
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0])
+    parser.add_argument("--group-sizes", nargs="+", type=int, default=list(landscape.GROUP_SIZES))
+    parser.add_argument("--partitions", type=int, default=2, help="random partitions per group size")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--out", type=Path, help="folder of the records (<task>-s<seed>.json)")
+    parser.add_argument("--table", type=Path, nargs="+", help="print the table of these folders' records")
+    args = parser.parse_args(argv)
+    if args.table:
+        return print(landscape.landscape_table(landscape.read_records(args.table)))
+    if args.out is None:
+        parser.error("--out is required to measure")
+    config = yaml.safe_load((REPO / "config" / "demo.yaml").read_text())
+    if args.task not in config["tasks"]:
+        parser.error(f"--task {args.task!r} is not a task of config/demo.yaml; expected one of {sorted(config['tasks'])}")
+    import torch
+
+    from headloc.heads import HeadGeometry, head_index
+    from headloc.model.loading import converted_checkpoint, load_model
+    torch.set_num_threads(args.threads)
+    model, tokenizer = load_model(str(args.model or converted_checkpoint(MODEL_DIRS)), device=args.device)
+    geometry = HeadGeometry.of(model.config)
+    background = [head_index(h, geometry.n_layers, geometry.n_heads) for h in args.background]
+    for seed in args.seeds:
+        path = args.out / f"{args.task}-s{seed}.json"
+        if path.exists():
+            continue
+        task = landscape.identification_task(config["tasks"][args.task], config["search"], seed)
+        score_sets = landscape.task_scorer(model, tokenizer, task, batch_size=args.batch_size)
+        record = landscape.measure(score_sets, geometry, background, group_sizes=args.group_sizes,
+                                   partitions=args.partitions, seed=seed)
+        landscape.write_record(path, record)
+        print(landscape.landscape_table([{"task": args.task, **record}]))
+
+
+if __name__ == "__main__":
+    main()
