@@ -51,6 +51,26 @@ def test_attribution_equals_a_finite_difference_of_each_gate():
     assert not np.allclose(result.effects, removed, rtol=0.05)
 
 
+def test_beside_a_background_each_estimate_is_the_finite_difference_with_those_heads_ablated():
+    """The gradient taken with heads 2 and 5 ablated: each other head's estimate is the score's
+    change per unit of its gate there, and it differs from the estimate beside nothing."""
+    model, examples = random_gpt2(), random_examples()
+    background = [2, 5]
+    result = attribution(model, examples, batch_size=3, background=background)
+    gate = torch.ones(2, 4, dtype=torch.float64)
+    gate.view(-1)[background] = 0.0
+    base = reference_score(model, examples, gate)
+    assert result.baseline == pytest.approx(base, rel=1e-6)
+    eps = 2.0 ** -16
+    for head in [0, 1, 3, 4, 6, 7]:
+        lower, upper = gate.clone(), gate.clone()
+        lower.view(-1)[head], upper.view(-1)[head] = 1 - eps, 1 + eps
+        central = (reference_score(model, examples, lower) - reference_score(model, examples, upper)) / (2 * eps)
+        assert result.effects[head] == pytest.approx(central, rel=1e-5, abs=1e-8)
+    alone = attribution(model, examples, batch_size=3).effects
+    assert not np.allclose(np.delete(result.effects, background), np.delete(alone, background), rtol=0.01)
+
+
 def test_batching_does_not_change_the_estimate():
     model, examples = random_gpt2(), random_examples()
     one = attribution(model, examples, batch_size=len(examples))

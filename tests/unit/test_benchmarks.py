@@ -430,7 +430,7 @@ def test_the_background_is_ablated_under_every_set():
     effect[[3, 7]] = [1.0, 0.5]
     backup = additive(effect, interaction=lambda s: 0.8 if {3, 16} <= s else 0.0)
     assert landscape.summarise(landscape.measure(backup, LANDSCAPE_GEOMETRY, [], group_sizes=(4,)))["best"][0] == 3
-    record = landscape.measure(backup, LANDSCAPE_GEOMETRY, [3], group_sizes=(4,))
+    record = landscape.measure(backup, LANDSCAPE_GEOMETRY, [3], group_sizes=(4,), partitions=1)
     beside = landscape.summarise(record)
     assert beside["best"] == (16, pytest.approx(0.8)) and beside["runner_up"] == (7, pytest.approx(0.5))
     (part,) = record["partitions"]  # each group too is ablated beside 3: the one holding 16 drops by 0.8 more
@@ -507,3 +507,48 @@ def test_the_script_refuses_a_task_the_config_lacks(tmp_path):
     with pytest.raises(SystemExit):
         script("conditional_landscape").main(["--task", "iio", "--out", str(tmp_path)])
 
+
+
+def test_the_guided_greedy_script_records_its_heads_as_the_comparison_does(tmp_path, tiny_model_dir, tokenizer,
+                                                                            capsys):
+    """benchmarks/guided_greedy.py on a tiny model: a record the comparison's table reads, whose
+    first head's drop is the margin lost when that head is zeroed in a copy's weights; a rerun
+    skips it."""
+    import yaml
+
+    from conftest import zeroed_copy
+    from headloc.api.tasks import mask_scorer
+    from headloc.heads import head_index
+    from headloc.model.loading import load_model
+
+    args = ["--model", str(tiny_model_dir), "--tasks", "ioi", "--seeds", "1", "--top-k", "2", "--m", "2",
+            "--m-abs", "1", "--carry", "1", "--batch-size", "8", "--out", str(tmp_path)]
+    script("guided_greedy").main(args)
+    (row,) = vs_greedy.read_records([tmp_path])
+    assert row["method"] == "guided_greedy" and len(row["top"]) == 2 and row["gradient_passes"] == 2
+    assert 2 <= row["n_evals"] <= 1 + 2 * 4 and row["n_docs"] == 100
+
+    config = yaml.safe_load((REPO / "config" / "demo.yaml").read_text())
+    scored = landscape.identification_task(config["tasks"]["ioi"], config["search"], 1)
+    model, _ = load_model(str(tiny_model_dir), device="cpu")
+    first = np.zeros(8, dtype=np.int8)
+    first[head_index(row["top"][0], 2, 4)] = 1
+    margin = [mask_scorer(scored, copy, tokenizer, batch_size=8, masks_per_pass=1, progress=False)(
+        np.zeros((1, 8), dtype=np.int8))[0] for copy in (model, zeroed_copy(model, first))]
+    assert row["drops"][0] == pytest.approx(margin[0] - margin[1], abs=1e-4)
+    # the second step's list opens with the m heads attribution ranks first on a copy with the first
+    # head zeroed in its weights (beside it, without any gate at 0)
+    from headloc.engine.supervision import task_examples
+    from headloc.search.attribution import attribution
+
+    gold = landscape.identification_task(config["tasks"]["ioi"], config["search"], 1, gold=True)
+    effects = attribution(zeroed_copy(model, first), task_examples(tokenizer, gold.spec,
+                                                                  include_path=gold.task_folders)).effects
+    effects[np.flatnonzero(first)] = np.inf
+    assert row["lists"][1][:2] == [f"L{h // 4}H{h % 4}" for h in np.argsort(effects, kind="stable")[:2]]
+
+    script("guided_greedy").main(args)
+    assert len(vs_greedy.read_records([tmp_path])) == 1
+    capsys.readouterr()
+    script("smollm2_vs_greedy").main(["--table", str(tmp_path)])
+    assert table_row(capsys.readouterr().out, "| ioi | guided_greedy |")[2] == "1"

@@ -123,15 +123,27 @@ def landscape_table(records: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def identification_task(task: dict, search: dict, seed: int):
-    """A config task (its ``id_task`` and ``id_metric`` where it has them) on the identification
-    subset the workflow draws with ``seed`` (as :mod:`headloc.api.vs_greedy` searches it)."""
+def identification_documents(task: dict, search: dict, seed: int) -> tuple[list[int], dict, int]:
+    """The documents the workflow's identification subset keeps with ``seed`` (as
+    :mod:`headloc.api.vs_greedy` searches them), the data options that generate the task's full
+    data, and how many documents that holds."""
     from headloc.api.tasks import count_documents, resolve_task
     from headloc.api.vs_greedy import identification_ids
 
     data = {"n_docs": task.get("n_docs"), "seed": seed}
     n_full = count_documents(resolve_task(task["lm_eval_task"], dataset_kwargs=data))
-    ids = identification_ids(n_full, search["id_docs"], seed)
+    return identification_ids(n_full, search["id_docs"], seed), data, n_full
+
+
+def identification_task(task: dict, search: dict, seed: int, *, gold: bool = False):
+    """A config task on the identification subset drawn with ``seed``: its continuous score
+    (``id_task`` and ``id_metric`` where it has them), or with ``gold`` its ``lm_eval_task``
+    (whose gold continuations attribution differentiates)."""
+    from headloc.api.tasks import resolve_task
+
+    ids, data, _ = identification_documents(task, search, seed)
+    if gold:
+        return resolve_task(task["lm_eval_task"], documents=ids, dataset_kwargs=data)
     return resolve_task(task.get("id_task") or task["lm_eval_task"], metric=task.get("id_metric"), documents=ids,
                         dataset_kwargs=data)
 

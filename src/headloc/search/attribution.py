@@ -33,7 +33,7 @@ def rank_by_effect(effects: np.ndarray) -> list[int]:
 
 
 def attribution(model, examples: Sequence[Example], *, batch_size: int = 16, pad_id: int | None = None,
-                max_length: int | None = None) -> MethodResult:
+                max_length: int | None = None, background: Sequence[int] = ()) -> MethodResult:
     """First-order ablation effect of every head on the gold continuations' mean log-likelihood.
 
     Parameters
@@ -43,6 +43,8 @@ def attribution(model, examples: Sequence[Example], *, batch_size: int = 16, pad
     batch_size : documents per forward+backward pass (memory only: the result does not depend on it).
     pad_id : padding token id (never scored); default: the model config's pad or EOS id.
     max_length : cut contexts on the left to this many tokens (lm-eval's rule); default: no cut.
+    background : heads (flat indices) ablated throughout: the gradient is taken with their gates at
+        0, so each other head's estimate is its effect beside them (greedy's question, to first order).
 
     Returns
     -------
@@ -56,7 +58,9 @@ def attribution(model, examples: Sequence[Example], *, batch_size: int = 16, pad
     geometry = HeadGeometry.of(model.config)
     pad = pad_id_of(model=model) if pad_id is None else pad_id
     device = next(model.parameters()).device
-    gate = torch.ones(geometry.n_layers, geometry.n_heads, dtype=torch.float32, device=device, requires_grad=True)
+    gate = torch.ones(geometry.n_layers, geometry.n_heads, dtype=torch.float32, device=device)
+    gate.view(-1)[list(background)] = 0.0
+    gate.requires_grad_(True)
     cost = Cost(eval_tokens=total_tokens(examples))
     started, score = time.perf_counter(), 0.0
     with frozen(model):

@@ -1,0 +1,96 @@
+"""Gradient-guided greedy: greedy's question asked of a short list that attribution beside the
+background draws up (measured by benchmarks/guided_greedy.py; not yet a search method).
+
+Greedy ablates every head beside the heads chosen so far and adds the one that lowers the score
+most: N evaluations a step. Halving groups beside them (conditional group testing) is cheap but
+ranks groups by the sum of their heads' drops, and on SmolLM2's ioi margin a dozen heads each move
+the score beside the background and as many raise it, so the group holding greedy's next head
+drops most only about half the time (docs/results/conditional-landscape.md). Attribution beside
+the background (:func:`headloc.search.attribution.attribution` with ``background``: the gradient
+with the background's gates at 0) estimates every head's drop there at once, to first order, and
+puts greedy's next head among its first few on that task. So each step:
+
+1. one gradient pass at the background's gates: every other head's estimated drop beside it;
+2. a short list: the ``m`` heads with the largest estimated drops, the ``m_abs`` with the largest
+   estimates of either sign (a head far from linear in its gate can have a large estimate of the
+   wrong sign: ioi's L23H3 beside L20H0), and the ``carry`` best runners-up of the step before, by
+   the drop measured there (a head the gradient misses in every step is kept by its measurement);
+3. each head of the list ablated beside the background (a masked evaluation each, none twice);
+   the one that lowers the score most joins the background.
+
+Cost: at most ``m + m_abs + carry`` evaluations and one gradient pass a step, and the unablated
+score; with the defaults about 11 a step on SmolLM2 (the lists overlap).
+
+Not a search method yet: the workflow runs a method as one kind of job, and no kind both scores
+masks and takes gradients between rounds (docs/extending.md, "A method kind").
+
+>>> import numpy as np
+>>> effect = np.zeros(64); effect[[3, 40, 9]] = [1.0, 0.6, 0.3]
+>>> backup = lambda s: 0.5 if 3 in s and 17 in s else 0.0  # 17 counts only once 3 is ablated
+>>> score = lambda sets: [1.0 - effect[list(s)].sum() - backup(set(s)) for s in sets]
+>>> estimate = lambda bg: effect + (0.5 * np.eye(64)[17] if 3 in bg else 0.0)
+>>> found = guided_greedy(estimate, score, 64, 3, m=2, m_abs=0, carry=1)
+>>> found.heads, found.evaluations, found.gradient_passes
+([3, 40, 17], 7, 3)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from headloc.search.sequential import check_positive_int
+
+
+@dataclass(frozen=True)
+class Guided:
+    """The heads in the order chosen, each one's measured drop beside the heads before it, the
+    masked evaluations (distinct sets scored, the unablated one included), gradient passes, and
+    each step's short list."""
+
+    heads: list[int]
+    drops: list[float]
+    evaluations: int
+    gradient_passes: int
+    lists: list[list[int]]
+
+
+def guided_greedy(estimate: Callable[[list[int]], np.ndarray], score_sets: Callable[[list], list], n_heads: int,
+                  k: int, *, m: int = 8, m_abs: int = 4, carry: int = 3) -> Guided:
+    """``k`` heads chosen greedily from short lists (module docstring). ``estimate(background)``:
+    every head's estimated drop beside ``background`` (length ``n_heads``, larger = more damage:
+    minus attribution's effects); ``score_sets(head_sets)``: each set's score when ablated
+    (higher is better)."""
+    check_positive_int("k", k)
+    if k > n_heads:
+        raise ValueError(f"k must lie in 1..{n_heads} (number of heads), got {k}")
+    for name, value in (("m", m), ("m_abs", m_abs), ("carry", carry)):
+        check_positive_int(name, value, least=0, meaning="heads on each step's short list")
+    if m + m_abs == 0:
+        raise ValueError("m and m_abs cannot both be 0: the short list would hold only the runners-up")
+    known: dict[frozenset, float] = {}
+
+    def scores(head_sets: list) -> list[float]:
+        keys = [frozenset(s) for s in head_sets]
+        new = list(dict.fromkeys(key for key in keys if key not in known))
+        if new:
+            known.update(zip(new, (float(v) for v in score_sets([sorted(key) for key in new]))))
+        return [known[key] for key in keys]
+
+    background, drops, runners_up, lists = [], [], {}, []
+    for _ in range(k):
+        guess = np.asarray(estimate(list(background)), dtype=float).copy()
+        guess[background] = np.nan
+        ranked = [int(h) for h in np.argsort(-np.nan_to_num(guess, nan=-np.inf), kind="stable")]
+        magnitude = [int(h) for h in np.argsort(-np.nan_to_num(np.abs(guess), nan=-np.inf), kind="stable")]
+        carried = sorted(runners_up, key=lambda h: (-runners_up[h], h))[:carry]
+        short = [h for h in dict.fromkeys(ranked[:m] + magnitude[:m_abs] + carried) if h not in background]
+        lists.append(short)
+        base, *scored = scores([background] + [background + [h] for h in short])
+        measured = {h: base - s for h, s in zip(short, scored)}
+        best = max(short, key=lambda h: (measured[h], -h))
+        background, drops = background + [best], drops + [measured[best]]
+        runners_up = {h: d for h, d in measured.items() if h != best}
+    return Guided(background, drops, len(known), k, lists)
