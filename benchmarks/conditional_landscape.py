@@ -7,15 +7,14 @@ background, and whether random groups' drops point at the best head.
 """
 
 import argparse
+import json
 from pathlib import Path
 
 import yaml
 
-from headloc.api import landscape
+from headloc.api import landscape, vs_greedy
 
 REPO = Path(__file__).resolve().parents[1]
-# the workflow's converted SmolLM2, else the tests' (converted from the embedded GGUF when neither exists)
-MODEL_DIRS = [REPO / "results" / "models" / "smollm2-135m", REPO / "results" / "test-cache" / "smollm2-135m-instruct"]
 
 
 def main(argv=None) -> None:
@@ -42,16 +41,21 @@ def main(argv=None) -> None:
     import torch
 
     from headloc.heads import HeadGeometry, head_index
-    from headloc.model.loading import converted_checkpoint, load_model
+    from headloc.model.loading import demo_checkpoint, load_model
     torch.set_num_threads(args.threads)
-    model, tokenizer = load_model(str(args.model or converted_checkpoint(MODEL_DIRS)), device=args.device)
+    model, tokenizer = load_model(str(args.model or demo_checkpoint(REPO)), device=args.device)
     geometry = HeadGeometry.of(model.config)
     background = [head_index(h, geometry.n_layers, geometry.n_heads) for h in args.background]
     for seed in args.seeds:
         path = args.out / f"{args.task}-s{seed}.json"
         if path.exists():
+            try:
+                landscape.check_kept(json.loads(path.read_text()), background, args.group_sizes, args.partitions)
+            except ValueError as error:
+                parser.error(f"{path}: {error}")
             continue
-        task = landscape.identification_task(config["tasks"][args.task], config["search"], seed)
+        ids, data, _ = vs_greedy.identification_documents(config["tasks"][args.task], config["search"], seed)
+        task = landscape.identification_task(config["tasks"][args.task], ids, data)
         score_sets = landscape.task_scorer(model, tokenizer, task, batch_size=args.batch_size)
         record = landscape.measure(score_sets, geometry, background, group_sizes=args.group_sizes,
                                    partitions=args.partitions, seed=seed)

@@ -20,8 +20,6 @@ import yaml
 from headloc.api import landscape, vs_greedy
 
 REPO = Path(__file__).resolve().parents[1]
-# the workflow's converted SmolLM2, else the tests' (converted from the embedded GGUF when neither exists)
-MODEL_DIRS = [REPO / "results" / "models" / "smollm2-135m", REPO / "results" / "test-cache" / "smollm2-135m-instruct"]
 
 
 def main(argv=None) -> None:
@@ -45,15 +43,19 @@ def main(argv=None) -> None:
         parser.error(f"tasks {unknown} are not in config/demo.yaml; expected some of {sorted(config['tasks'])}")
     import torch
 
-    from headloc.model.loading import converted_checkpoint, load_model
+    from headloc.model.loading import demo_checkpoint, load_model
     torch.set_num_threads(args.threads)
-    model, tokenizer = load_model(str(args.model or converted_checkpoint(MODEL_DIRS)), device=args.device)
+    model, tokenizer = load_model(str(args.model or demo_checkpoint(REPO)), device=args.device)
     args.out.mkdir(parents=True, exist_ok=True)
     for name in args.tasks or list(config["tasks"]):
         for seed in args.seeds:
             record = args.out / f"{name}-s{seed}.jsonl"
-            if args.label in {row["method"] for row in vs_greedy.read_records([record.parent]) if
-                              row["task"] == name and row["seed"] == seed}:
+            kept = vs_greedy.finished(record).get(args.label)
+            if kept:
+                asked = {**options(args), "top_k": args.top_k}
+                if {**kept["options"], "top_k": len(kept["top"])} != asked:
+                    parser.error(f"{record}: its {args.label} record ran with {kept['options']} and top k "
+                                 f"{len(kept['top'])}, not {asked}; give another --label or --out")
                 continue
             row = run_seed(model, tokenizer, config, name, seed, args)
             vs_greedy.append_record(record, row)
@@ -68,10 +70,10 @@ def run_seed(model, tokenizer, config: dict, name: str, seed: int, args) -> dict
     from headloc.search.guided import guided_greedy
 
     task, geometry = config["tasks"][name], HeadGeometry.of(model.config)
-    _, data, n_full = landscape.identification_documents(task, config["search"], seed)
-    gold = landscape.identification_task(task, config["search"], seed, gold=True)
+    ids, data, n_full = vs_greedy.identification_documents(task, config["search"], seed)
+    gold = landscape.identification_task(task, ids, data, gold=True)
     examples = task_examples(tokenizer, gold.spec, include_path=gold.task_folders)
-    score_sets = landscape.task_scorer(model, tokenizer, landscape.identification_task(task, config["search"], seed),
+    score_sets = landscape.task_scorer(model, tokenizer, landscape.identification_task(task, ids, data),
                                        batch_size=args.batch_size)
 
     def estimate(background):
@@ -89,7 +91,11 @@ def run_seed(model, tokenizer, config: dict, name: str, seed: int, args) -> dict
                                       id_metric=task.get("id_metric"))
     return {**row, "gradient_passes": found.gradient_passes, "drops": found.drops,
             "lists": [[head_name(h, geometry.n_heads) for h in short] for short in found.lists],
-            "options": {"m": args.m, "m_abs": args.m_abs, "carry": args.carry}}
+            "options": options(args)}
+
+
+def options(args) -> dict:
+    return {"m": args.m, "m_abs": args.m_abs, "carry": args.carry}
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ from pathlib import Path
 from headloc.engine import throughput
 
 REPO = Path(__file__).resolve().parents[1]
-MODEL_DIRS = (REPO / "results" / "models" / "smollm2-135m", REPO / "results" / "test-cache" / "smollm2-135m-instruct")
 
 
 def main(argv=None) -> int:
@@ -43,9 +42,9 @@ def main(argv=None) -> int:
                        "TQDM_DISABLE": "1"} | dict(os.environ))
     import torch
     from headloc.methods import make_masks
-    from headloc.model.loading import check_checkpoint_dir, converted_checkpoint, head_geometry
+    from headloc.model.loading import check_checkpoint_dir, demo_checkpoint, head_geometry
     torch.set_num_threads(args.threads or torch.get_num_threads())
-    location = args.model_dir or converted_checkpoint(MODEL_DIRS)
+    location = args.model_dir or demo_checkpoint(REPO)
     check_checkpoint_dir(location)  # a folder named by --model-dir must hold a checkpoint
     masks = make_masks(head_geometry(str(location)).total, args.masks, method="cs_stratified", sparsity=args.sparsity,
                        random_state=args.seed)

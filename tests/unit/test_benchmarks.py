@@ -517,7 +517,7 @@ def test_the_guided_greedy_script_records_its_heads_as_the_comparison_does(tmp_p
     import yaml
 
     from conftest import zeroed_copy
-    from headloc.api.tasks import mask_scorer
+    from headloc.api.tasks import mask_scorer, resolve_task
     from headloc.heads import head_index
     from headloc.model.loading import load_model
 
@@ -529,7 +529,9 @@ def test_the_guided_greedy_script_records_its_heads_as_the_comparison_does(tmp_p
     assert 2 <= row["n_evals"] <= 1 + 2 * 4 and row["n_docs"] == 100
 
     config = yaml.safe_load((REPO / "config" / "demo.yaml").read_text())
-    scored = landscape.identification_task(config["tasks"]["ioi"], config["search"], 1)
+    task, data = config["tasks"]["ioi"], {"n_docs": config["tasks"]["ioi"]["n_docs"], "seed": 1}
+    ids = vs_greedy.identification_ids(task["n_docs"], config["search"]["id_docs"], 1)
+    scored = resolve_task(task["id_task"], metric=task["id_metric"], documents=ids, dataset_kwargs=data)
     model, _ = load_model(str(tiny_model_dir), device="cpu")
     first = np.zeros(8, dtype=np.int8)
     first[head_index(row["top"][0], 2, 4)] = 1
@@ -541,7 +543,7 @@ def test_the_guided_greedy_script_records_its_heads_as_the_comparison_does(tmp_p
     from headloc.engine.supervision import task_examples
     from headloc.search.attribution import attribution
 
-    gold = landscape.identification_task(config["tasks"]["ioi"], config["search"], 1, gold=True)
+    gold = resolve_task(task["lm_eval_task"], documents=ids, dataset_kwargs=data)
     effects = attribution(zeroed_copy(model, first), task_examples(tokenizer, gold.spec,
                                                                   include_path=gold.task_folders)).effects
     effects[np.flatnonzero(first)] = np.inf
@@ -552,3 +554,38 @@ def test_the_guided_greedy_script_records_its_heads_as_the_comparison_does(tmp_p
     capsys.readouterr()
     script("smollm2_vs_greedy").main(["--table", str(tmp_path)])
     assert table_row(capsys.readouterr().out, "| ioi | guided_greedy |")[2] == "1"
+
+
+def test_a_rerun_asking_another_measurement_than_the_kept_record_is_refused(tmp_path, tiny_model_dir):
+    """A landscape record of another background or group sizes, or a guided record of other options,
+    is not skipped as if it answered the new question."""
+    flat = landscape.measure(additive(np.zeros(8)), HeadGeometry(2, 4), [1], group_sizes=(2,), partitions=1)
+    landscape.write_record(tmp_path / "land" / "ioi-s3.json", flat)
+    base = ["--model", str(tiny_model_dir), "--seeds", "3", "--partitions", "1", "--out", str(tmp_path / "land")]
+    for other in (["--background", "L0H2", "--group-sizes", "2"], ["--background", "L0H1", "--group-sizes", "4"]):
+        with pytest.raises(SystemExit):
+            script("conditional_landscape").main(base + other)
+    script("conditional_landscape").main(base + ["--background", "L0H1", "--group-sizes", "2"])  # the same: skipped
+
+    row = {"kind": "validation", "task": "ioi", "seed": 0, "method": "guided_greedy", "top": ["L0H1", "L1H2"],
+           "options": {"m": 8, "m_abs": 4, "carry": 3}}
+    (tmp_path / "guided").mkdir()
+    vs_greedy.append_record(tmp_path / "guided" / "ioi-s0.jsonl", row)
+    guided = ["--model", str(tiny_model_dir), "--tasks", "ioi", "--seeds", "0", "--out", str(tmp_path / "guided")]
+    for other in (["--top-k", "2", "--carry", "0"], ["--top-k", "3"]):
+        with pytest.raises(SystemExit):
+            script("guided_greedy").main(guided + other)
+    script("guided_greedy").main(guided + ["--top-k", "2"])  # the same: skipped, nothing appended
+    assert len(vs_greedy.read_records([tmp_path / "guided"])) == 1
+
+
+def test_the_benchmarks_default_model_is_the_demo_configs_model_where_the_workflow_converts_it(tmp_path,
+                                                                                                  tiny_model_dir):
+    from headloc.model.loading import demo_checkpoint
+
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "demo.yaml").write_text((REPO / "config" / "demo.yaml").read_text())
+    converted = tmp_path / "results" / "models" / "smollm2-135m"  # rule prepare_model's folder for the demo's model
+    converted.parent.mkdir(parents=True)
+    converted.symlink_to(tiny_model_dir)
+    assert demo_checkpoint(tmp_path) == converted

@@ -59,6 +59,17 @@ def measure(score_sets: Callable[[list], list], geometry, background: list[int],
     return record
 
 
+def check_kept(record: dict, background: list[int], group_sizes, partitions: int) -> None:
+    """Refuse a record kept from a run that measured something else than is asked now (a rerun
+    into the same folder would otherwise skip it and report the other measurement)."""
+    kept = {"background": record["background"], "group sizes": sorted({p["group_size"] for p in record["partitions"]}),
+            "partitions": max((p["rep"] + 1 for p in record["partitions"]), default=0)}
+    asked = {"background": [int(h) for h in background], "group sizes": sorted(group_sizes), "partitions": partitions}
+    differ = [f"{key} {kept[key]} (asked: {asked[key]})" for key in kept if kept[key] != asked[key]]
+    if differ:
+        raise ValueError(f"the record kept there measured {', '.join(differ)}; give another --out or delete it")
+
+
 def summarise(record: dict) -> dict:
     """What the record says (module docstring): ``best``/``runner_up`` (head, drop), ``raising``
     (heads whose ablation raises the score) and ``raised`` (the sum of their drops), ``lowered``
@@ -123,25 +134,13 @@ def landscape_table(records: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def identification_documents(task: dict, search: dict, seed: int) -> tuple[list[int], dict, int]:
-    """The documents the workflow's identification subset keeps with ``seed`` (as
-    :mod:`headloc.api.vs_greedy` searches them), the data options that generate the task's full
-    data, and how many documents that holds."""
-    from headloc.api.tasks import count_documents, resolve_task
-    from headloc.api.vs_greedy import identification_ids
-
-    data = {"n_docs": task.get("n_docs"), "seed": seed}
-    n_full = count_documents(resolve_task(task["lm_eval_task"], dataset_kwargs=data))
-    return identification_ids(n_full, search["id_docs"], seed), data, n_full
-
-
-def identification_task(task: dict, search: dict, seed: int, *, gold: bool = False):
-    """A config task on the identification subset drawn with ``seed``: its continuous score
+def identification_task(task: dict, ids: list[int], data: dict, *, gold: bool = False):
+    """A config task on the documents ``ids`` of its data ``data`` (as
+    :func:`headloc.api.vs_greedy.identification_documents` gives them): its continuous score
     (``id_task`` and ``id_metric`` where it has them), or with ``gold`` its ``lm_eval_task``
     (whose gold continuations attribution differentiates)."""
     from headloc.api.tasks import resolve_task
 
-    ids, data, _ = identification_documents(task, search, seed)
     if gold:
         return resolve_task(task["lm_eval_task"], documents=ids, dataset_kwargs=data)
     return resolve_task(task.get("id_task") or task["lm_eval_task"], metric=task.get("id_metric"), documents=ids,
@@ -153,14 +152,15 @@ def task_scorer(model, tokenizer, task, *, batch_size: int = 128, masks_per_pass
     oriented by the task's declared direction so that higher is better."""
     from headloc.api.tasks import mask_scorer
     from headloc.heads import HeadGeometry
+    from headloc.io import oriented
 
     score = mask_scorer(task, model, tokenizer, batch_size=batch_size, masks_per_pass=masks_per_pass, progress=True)
-    sign, total = (1.0 if task.higher_is_better else -1.0), HeadGeometry.of(model.config).total
+    total = HeadGeometry.of(model.config).total
 
     def score_sets(head_sets: list) -> list:
         masks = np.zeros((len(head_sets), total), dtype=np.int8)
         for row, heads in zip(masks, head_sets):
             row[list(heads)] = 1
-        return [sign * float(s) for s in score(masks, desc=f"{len(head_sets)} sets")]
+        return [oriented(float(s), task.higher_is_better) for s in score(masks, desc=f"{len(head_sets)} sets")]
 
     return score_sets

@@ -55,6 +55,21 @@ def identification_ids(n_full: int, n: int, seed: int) -> list[int]:
     return identification_subset(list(range(n_full)), n, seed)
 
 
+def identification_documents(task: dict, search: dict, seed: int) -> tuple[list[int], dict, int]:
+    """For a config task at ``seed``: the documents of the identification subset (:func:`identification_ids`),
+    the data options that generate the task's full data, and how many documents that holds."""
+    from headloc.api.tasks import count_documents, resolve_task
+
+    data = {"n_docs": task.get("n_docs"), "seed": seed}
+    n_full = count_documents(resolve_task(task["lm_eval_task"], dataset_kwargs=data))
+    return identification_ids(n_full, search["id_docs"], seed), data, n_full
+
+
+def finished(record: Path) -> dict[str, dict]:
+    """Each method (label) with a validation record in ``record`` (a ``<task>-s<seed>.jsonl``): that record."""
+    return {row["method"]: row for row in _read(record) if row["kind"] == "validation"}
+
+
 def read_records(folders) -> list[dict]:
     """Every record of every ``*.jsonl`` under ``folders`` (in file-name order)."""
     return [row for folder in folders for path in sorted(Path(folder).glob("*.jsonl")) for row in _read(path)]
@@ -87,18 +102,15 @@ def compare_seed(model, tokenizer, name: str, task: dict, search: dict, seed: in
     """Every method's search of ``name`` at ``seed``, each one's top k validated on the full data as
     soon as it is found (a record line each); methods with a validation record already are skipped."""
     import headloc
-    from headloc.api.tasks import count_documents, resolve_task
     from headloc.heads import HeadGeometry
 
     record = out / f"{name}-s{seed}.jsonl"
-    finished = {row["method"] for row in _read(record) if row["kind"] == "validation"}
-    data = {"n_docs": task.get("n_docs"), "seed": seed}
-    n_full = count_documents(resolve_task(task["lm_eval_task"], dataset_kwargs=data))
-    ids = identification_ids(n_full, search["id_docs"], seed)
+    done = finished(record)
+    ids, data, n_full = identification_documents(task, search, seed)
     validate = validators(model, tokenizer, task, data, settings)
     for method in settings.methods:
         label = method + settings.label_suffix
-        if label in finished:
+        if label in done:
             continue
         spec = headloc.methods.get(method)
         started = time.perf_counter()

@@ -13,7 +13,7 @@ puts greedy's next head among its first few on that task. So each step:
 1. one gradient pass at the background's gates: every other head's estimated drop beside it;
 2. a short list: the ``m`` heads with the largest estimated drops, the ``m_abs`` with the largest
    estimates of either sign (a head far from linear in its gate can have a large estimate of the
-   wrong sign: ioi's L23H3 beside L20H0), and the ``carry`` best runners-up of the step before, by
+   wrong sign), and the ``carry`` best runners-up of the step before, by
    the drop measured there (a head the gradient misses in every step is kept by its measurement);
 3. each head of the list ablated beside the background (a masked evaluation each, none twice);
    the one that lowers the score most joins the background.
