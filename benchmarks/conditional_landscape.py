@@ -41,9 +41,9 @@ def main(argv=None) -> None:
     import torch
 
     from headloc.heads import HeadGeometry, head_index
-    from headloc.model.loading import demo_checkpoint, load_model
+    from headloc.model.loading import load_model
     torch.set_num_threads(args.threads)
-    model, tokenizer = load_model(str(args.model or demo_checkpoint(REPO)), device=args.device)
+    model, tokenizer = load_model(str(args.model or vs_greedy.demo_checkpoint(REPO)), device=args.device)
     geometry = HeadGeometry.of(model.config)
     background = [head_index(h, geometry.n_layers, geometry.n_heads) for h in args.background]
     for seed in args.seeds:

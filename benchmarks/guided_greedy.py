@@ -43,9 +43,9 @@ def main(argv=None) -> None:
         parser.error(f"tasks {unknown} are not in config/demo.yaml; expected some of {sorted(config['tasks'])}")
     import torch
 
-    from headloc.model.loading import demo_checkpoint, load_model
+    from headloc.model.loading import load_model
     torch.set_num_threads(args.threads)
-    model, tokenizer = load_model(str(args.model or demo_checkpoint(REPO)), device=args.device)
+    model, tokenizer = load_model(str(args.model or vs_greedy.demo_checkpoint(REPO)), device=args.device)
     args.out.mkdir(parents=True, exist_ok=True)
     for name in args.tasks or list(config["tasks"]):
         for seed in args.seeds:

@@ -43,11 +43,11 @@ def main(argv=None) -> None:
         parser.error("--out is required to run searches, and --gguf needs --model (the folder to convert into)")
     import torch
 
-    from headloc.model.loading import convert_gguf, demo_checkpoint, load_model
+    from headloc.model.loading import convert_gguf, load_model
     torch.set_num_threads(args.threads)
     if args.gguf and not (Path(args.model) / "config.json").is_file():
         convert_gguf(args.gguf, args.model)
-    model, tokenizer = load_model(str(args.model or demo_checkpoint(REPO)), device=args.device)
+    model, tokenizer = load_model(str(args.model or vs_greedy.demo_checkpoint(REPO)), device=args.device)
     settings = vs_greedy.Comparison(tuple(args.methods), args.budget, args.top_k, tuple(args.universal), args.options,
                                     args.label_suffix, args.batch_size, args.masks_per_pass)
     config = yaml.safe_load((REPO / "config" / "demo.yaml").read_text())

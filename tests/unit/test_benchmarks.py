@@ -581,7 +581,7 @@ def test_a_rerun_asking_another_measurement_than_the_kept_record_is_refused(tmp_
 
 def test_the_benchmarks_default_model_is_the_demo_configs_model_where_the_workflow_converts_it(tmp_path,
                                                                                                   tiny_model_dir):
-    from headloc.model.loading import demo_checkpoint
+    from headloc.api.vs_greedy import demo_checkpoint
 
     (tmp_path / "config").mkdir()
     (tmp_path / "config" / "demo.yaml").write_text((REPO / "config" / "demo.yaml").read_text())

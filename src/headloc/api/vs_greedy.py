@@ -48,6 +48,21 @@ class Comparison:
     masks_per_pass: int = 8
 
 
+def demo_checkpoint(repo) -> Path:
+    """The benchmarks' default model: config/demo.yaml's model where the workflow converts it
+    (:data:`headloc.workflow.paths.MODEL_DIR`), else the tests' copy (``results/test-cache/<source>``),
+    converted from the embedded GGUF into the latter when neither holds a checkpoint."""
+    import yaml
+
+    from headloc.model.loading import converted_checkpoint
+    from headloc.workflow.paths import MODEL_DIR
+
+    repo = Path(repo)
+    ((model, spec),) = yaml.safe_load((repo / "config" / "demo.yaml").read_text())["models"].items()
+    folders = [repo / MODEL_DIR.format(model=model), repo / "results" / "test-cache" / spec["source"]]
+    return converted_checkpoint(folders, spec["source"])
+
+
 def identification_ids(n_full: int, n: int, seed: int) -> list[int]:
     """The indices of the documents rule subset_dataset keeps, by its own draw."""
     from headloc.data.datasets import identification_subset

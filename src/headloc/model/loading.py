@@ -98,20 +98,6 @@ def converted_checkpoint(folders, name: str = "smollm2-135m-instruct") -> Path:
     return convert_gguf(resolve_source(name).location, str(folders[-1]))
 
 
-def demo_checkpoint(repo) -> Path:
-    """The benchmarks' default model: config/demo.yaml's model where the workflow converts it
-    (:data:`headloc.workflow.paths.MODEL_DIR`), else the tests' copy (``results/test-cache/<source>``),
-    converted from the embedded GGUF into the latter when neither holds a checkpoint."""
-    import yaml
-
-    from headloc.workflow.paths import MODEL_DIR
-
-    repo = Path(repo)
-    ((model, spec),) = yaml.safe_load((repo / "config" / "demo.yaml").read_text())["models"].items()
-    folders = [repo / MODEL_DIR.format(model=model), repo / "results" / "test-cache" / spec["source"]]
-    return converted_checkpoint(folders, spec["source"])
-
-
 def gguf_tokenizer(gguf_path):
     """The tokenizer stored in a GGUF file (with its chat template), read without the weights."""
     from transformers import AutoTokenizer
