@@ -92,6 +92,34 @@ rule sequential_search:
         "../scripts/sequential_search.py"
 
 
+rule guided_search:
+    """Gradient-guided greedy on the identification subset: one model load; each step a gradient of
+    the gold continuations beside the heads chosen so far, then the heads it lists scored on the
+    search's scoring task beside them; a killed job's rerun resumes from the search's record
+    (paths.RECORD)."""
+    input:
+        model=get_model_input,
+        docs=get_id_subset,
+    output:
+        f"{paths.SEARCH}/guided.json",
+    log:
+        "results/logs/guided_search/{model}/{task}/{search}.log",
+    benchmark:
+        "results/benchmarks/guided_search/{model}/{task}/{search}.tsv"
+    wildcard_constraints:
+        search=alternatives(PLAN.searches_run_by("guided_search")),
+    conda:
+        "../envs/headloc.yaml"
+    resources:
+        **EVALUATING,
+    params:
+        **evaluating_params(task=task_options),
+        gold=validation_task_options,
+        guided=step_params("guided", higher_is_better=scoring_direction),
+    script:
+        "../scripts/guided_search.py"
+
+
 rule refine_masks:
     """cs_adaptive, stage 2: from stage 1's scores, masks over the heads still uncertain (none when
     stage 1's top k is settled)."""

@@ -152,7 +152,7 @@ def test_an_lm_eval_tasks_direction_is_read_never_contradicted():
      "method 'group_testing' has no option 'extra_head'; its options are group_size (default 'auto'), "
      "masks_per_round (default 1), extra_heads (default 2)"),
     ({"options": {"steps": 3}}, "method 'cs_stratified' takes no options, got {'steps': 3}; the methods with "
-                                "options are chg, group_testing, conditional_group_testing, thompson"),
+                                "options are chg, group_testing, conditional_group_testing, guided_greedy, thompson"),
     ({"method": "group_testing", "options": {"extra_heads": -1}},
      "group_testing.extra_heads: -1 is not valid; expected an integer >= 0"),
     ({"top_k": 0}, "top_k: 0 is not valid; expected an integer >= 1"),

@@ -113,7 +113,7 @@ def test_a_kind_is_checked_against_what_its_methods_supply():
     with pytest.raises(ValueError, match="method m: a draw method supplies no algorithm"):
         Method(name="m", kind="draw", about="", label="", reading="", marker="o", search_id=str, recover=read_result,
                algorithm=len)
-    with pytest.raises(ValueError, match="unknown method kind 'mask'; known: draw, gradient, masks, rounds, sequential"):
+    with pytest.raises(ValueError, match="unknown method kind 'mask'; known: draw, gradient, guided, masks, rounds, sequential"):
         Method(name="m", kind="mask", about="", label="", reading="", marker="o", search_id=str, recover=read_result)
     # a masks kind has no recovery of its own: its methods bring theirs (the Lasso, one-shot greedy's)
     with pytest.raises(ValueError, match=r"method m: a masks method supplies its recover\(inputs, names, params, log\)"):

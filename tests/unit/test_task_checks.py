@@ -408,6 +408,10 @@ def test_a_gradient_method_on_a_task_without_gold_continuation_is_refused(tmp_pa
     out = config_error(config)
     assert out.startswith(f"config search.methods: attribution differentiate a gold continuation's log-likelihood, "
                           f"and task mine ({path}) has output_type loglikelihood_rolling")
+    config["search"]["methods"] = ["cs_stratified", "guided_greedy"]  # scores masks, and differentiates too
+    out = config_error(config)
+    assert out.startswith("config search.methods: guided_greedy differentiate a gold continuation's")
+    assert "guided_greedy" not in out[out.index("expected methods that score masks"):]
     config["search"]["methods"] = ["cs_stratified"]
     check_workflow_config(config, SCHEMA)
 

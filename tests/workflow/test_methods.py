@@ -43,7 +43,7 @@ CHG = {"seeds": 2, "lam": 0.1, "steps": 6}
 GROUP_TESTING = {"group_size": 2}  # 4 groups of 8 heads: the baseline and a partition fit the budget of 6
 # ioi is searched by every method; induction by the mask methods that need no gradients
 IOI_METHODS = ["cs_stratified", "greedy1s", "greedy", "cs_adaptive", "attribution", "chg", "random", "group_testing",
-               "thompson"]
+               "thompson", "guided_greedy"]
 METHODS = ["cs_stratified", "greedy1s", "greedy"]
 TASKS = ("ioi", "induction")
 BATCH_SIZE = 8
@@ -71,6 +71,7 @@ GRADIENT = {f"attribution_n{ID_DOCS}_s0", f"chg_x{CHG['seeds']}_l{CHG['lam']:g}_
 SEQUENTIAL = {f"{method}_m{budget}{middle}_n{ID_DOCS}_s0{f'_r{repeat}' if repeat else ''}": (method, budget, repeat)
               for method, middle in (("group_testing", f"_k{TOP_K}_g2_per1_x2"), ("thompson", "_p0.25_score"))
               for budget in (BUDGET, N_MASKS) for repeat in range(REPEATS)}
+GUIDED = f"guided_greedy_k{TOP_K}_l8_a4_c3_n{ID_DOCS}_s0"
 SEARCHES = {"cs_stratified": f"cs_stratified_m{N_MASKS}_p0.25_n{ID_DOCS}_s0",
             "attribution": f"attribution_n{ID_DOCS}_s0",
             "chg": f"chg_x{CHG['seeds']}_l{CHG['lam']:g}_t{CHG['steps']}_n{ID_DOCS}_s0"}
@@ -181,7 +182,7 @@ def test_table4_recall_and_unfiltered_columns(results):
     for task in TASKS:
         mine = table[table["task"] == task].set_index("search")
         assert set(mine.index) == searches | {GREEDY, ONE_SHOT} | (
-            adaptive | GRADIENT | set(DRAWS) | set(SEQUENTIAL) if task == "ioi" else set())
+            adaptive | GRADIENT | set(DRAWS) | set(SEQUENTIAL) | {GUIDED} if task == "ioi" else set())
         greedy_top = set(read_json(results / "tiny" / task / GREEDY / "recovery.json")["ranking"][:TOP_K])
         evals = results / "tiny" / "evals" / task
         baseline = read_json(evals / "none.json")["value"]
@@ -274,6 +275,33 @@ def test_sequential_searches_resume_from_a_record_and_recover_like_the_others(re
         assert f"done after {len(masks)} masks ({len(masks)} scored in this run)" in log.read_text()
 
 
+def test_the_guided_search_records_what_it_scored_and_chose_greedily_from_it(results):
+    """guided_greedy: one guided_search job, its record (every head set it scored once, with its raw
+    score, and each gradient beside the heads chosen before it), recovery.json read back against
+    it: each chosen head the lowest-scoring of its step's listed sets, its value its measured change."""
+    folder = results / "tiny" / "ioi" / GUIDED
+    found = read_json(folder / "recovery.json")
+    assert (found["method"], found["search"]) == ("guided_greedy", GUIDED)
+    assert sorted(found["ranking"]) == sorted(HEADS) and found["confirmed"] == found["top_heads"]
+    with np.load(folder / "record.npz") as record:
+        masks, scores, backgrounds, costs = record["masks"], record["scores"], record["backgrounds"], record["costs"]
+    assert len({row.tobytes() for row in masks}) == len(masks)
+    score = {frozenset(np.flatnonzero(row).tolist()): value for row, value in zip(masks, scores)}
+    chosen = []
+    for step, name in enumerate(found["top_heads"]):
+        assert sorted(np.flatnonzero(backgrounds[step]).tolist()) == sorted(chosen)  # the gradient beside them
+        base = score[frozenset(chosen)]
+        listed = [HEADS.index(h) for h in found["details"]["steps"][step]["list"]]
+        beside = {h: score[frozenset(chosen + [h])] for h in listed}
+        best = min(beside, key=lambda h: (beside[h], h))
+        assert name == HEADS[best] and found["coef"][name] == pytest.approx(beside[best] - base)
+        chosen.append(best)
+    assert found["n_evals"] == len(masks) + math.ceil(costs.sum() - 1e-9) and len(backgrounds) == TOP_K
+    assert found["intercept"] == pytest.approx(score[frozenset()])
+    log = results / "logs" / "guided_search" / "tiny" / "ioi" / f"{GUIDED}.log"
+    assert f"{TOP_K} gradient passes" in log.read_text()
+
+
 # ---------------------------------------------------------------- one GPU per job
 
 STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ", re.M)  # headloc.io.log_to_file's lines
@@ -291,10 +319,11 @@ def job_span(log: Path) -> tuple[datetime, datetime, str]:
 def test_concurrent_evaluating_jobs_each_hold_their_own_gpu(results):
     """The run had CUDA_VISIBLE_DEVICES=0,1,2 and --resources gpu=3: Snakemake ran three evaluating
     jobs at a time and said nothing of which GPU each should use. Every score_masks and
-    sequential_search job claimed one, from its first log line to its last no other job held it,
+    sequential_search and guided_search job claimed one, from its first log line to its last no other job held it,
     and all three were used (the third is claimed only while the other two are held)."""
     logs = sorted((results / "logs" / "score_masks").rglob("*.log"))
     logs += sorted((results / "logs" / "sequential_search").rglob("*.log"))
+    logs += sorted((results / "logs" / "guided_search").rglob("*.log"))
     spans = [job_span(log) for log in logs]
     assert len(spans) >= 6 and {gpu for *_, gpu in spans} == set(FAKE_GPUS.split(","))
     overlapping = [(a, b) for i, a in enumerate(spans) for b in spans[i + 1:] if a[0] < b[1] and b[0] < a[1]]
@@ -420,7 +449,8 @@ def test_table9_lists_every_search(results):
 READING = {"cs_stratified": "stratified: every mask", "greedy1s": "head alone is ablated",
            "greedy": "greedy round it was chosen in", "attribution": "minus d score / d gate",
            "chg": "Causal Head Gating", "cs_adaptive": "two stages", "random": "drawn from the seed",
-           "group_testing": "smallest group of heads that holds it", "thompson": "posterior mean reward"}
+           "group_testing": "smallest group of heads that holds it", "thompson": "posterior mean reward",
+           "guided_greedy": "step's short list"}
 
 
 def embedded(page: str, name: str):
@@ -523,7 +553,7 @@ def test_heatmaps_match_their_records(methods_run):
 # ---------------------------------------------------------------- headloc.locate and the exports (issue 34)
 
 LOCATED = {"cs_stratified": {"budget": N_MASKS}, "cs_adaptive": {"budget": N_MASKS}, "greedy1s": {},
-           "attribution": {}, "chg": {"options": CHG}, "random": {}}
+           "attribution": {}, "chg": {"options": CHG}, "random": {}, "guided_greedy": {}}
 
 
 @pytest.fixture(scope="module")

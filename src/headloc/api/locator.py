@@ -106,7 +106,7 @@ def locate(model, tokenizer, task, *, method: str = SETTINGS.methods[0], budget:
 def _check_gold(spec, task: Task) -> None:
     """A method that differentiates the gold continuations needs an lm-eval task: a callable has none."""
     if spec.kind.gold and task.callable:
-        scoring = [name for name in methods.names() if methods.get(name).scored]
+        scoring = [name for name in methods.names() if methods.get(name).scored and not methods.get(name).kind.gold]
         raise ValueError(f"method {spec.name!r} differentiates the gold continuations of an lm-eval task; "
                          f"a callable task has none. Use an lm-eval task, or one of {', '.join(scoring)}")
 

@@ -224,6 +224,15 @@ class MaskEvaluator:
         self.budget = RowBudget(rows, log=log)
         self.task_dict = load_task(task, include_path)
 
+    @property
+    def model(self):
+        """The model it scores (a job that also differentiates it shares the one load)."""
+        return self.lm.model
+
+    @property
+    def tokenizer(self):
+        return self.lm.tokenizer
+
     def _at(self, rows: int):
         """The LM set to ``rows`` rows per forward pass (HFLM's attribute behind its batch_size)."""
         self.lm.batch_size_per_gpu = rows

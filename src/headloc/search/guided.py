@@ -1,5 +1,5 @@
 """Gradient-guided greedy: greedy's question asked of a short list that attribution beside the
-background draws up (measured by benchmarks/guided_greedy.py; not yet a search method).
+background draws up (search method ``guided_greedy``, :mod:`headloc.methods.guided_greedy`).
 
 Greedy ablates every head beside the heads chosen so far and adds the one that lowers the score
 most: N evaluations a step. Halving groups beside them (conditional group testing) is cheap but
@@ -21,8 +21,8 @@ puts greedy's next head among its first few on that task. So each step:
 Cost: at most ``m + m_abs + carry`` evaluations and one gradient pass a step, and the unablated
 score; with the defaults about 11 a step on SmolLM2 (the lists overlap).
 
-Not a search method yet: the workflow runs a method as one kind of job, and no kind both scores
-masks and takes gradients between rounds (docs/extending.md, "A method kind").
+The workflow runs it as one job of kind ``guided`` (:mod:`headloc.methods.kinds.guided`), which
+both scores masks and takes the gradients, and keeps both in a record to resume from.
 
 >>> import numpy as np
 >>> effect = np.zeros(64); effect[[3, 40, 9]] = [1.0, 0.6, 0.3]
@@ -47,14 +47,18 @@ from headloc.search.sequential import check_positive_int
 @dataclass(frozen=True)
 class Guided:
     """The heads in the order chosen, each one's measured drop beside the heads before it, the
-    masked evaluations (distinct sets scored, the unablated one included), gradient passes, and
-    each step's short list."""
+    masked evaluations (distinct sets scored, the unablated one included), gradient passes, each
+    step's short list and the drop measured for each head of it, the unablated score, and every
+    head by the last step's estimate, largest drop first."""
 
     heads: list[int]
     drops: list[float]
     evaluations: int
     gradient_passes: int
     lists: list[list[int]]
+    measured: list[dict[int, float]]
+    baseline: float
+    last_order: list[int]
 
 
 def guided_greedy(estimate: Callable[[list[int]], np.ndarray], score_sets: Callable[[list], list], n_heads: int,
@@ -79,7 +83,7 @@ def guided_greedy(estimate: Callable[[list[int]], np.ndarray], score_sets: Calla
             known.update(zip(new, (float(v) for v in score_sets([sorted(key) for key in new]))))
         return [known[key] for key in keys]
 
-    background, drops, runners_up, lists = [], [], {}, []
+    background, drops, runners_up, lists, steps = [], [], {}, [], []
     for _ in range(k):
         guess = np.asarray(estimate(list(background)), dtype=float).copy()
         guess[background] = np.nan
@@ -90,7 +94,8 @@ def guided_greedy(estimate: Callable[[list[int]], np.ndarray], score_sets: Calla
         lists.append(short)
         base, *scored = scores([background] + [background + [h] for h in short])
         measured = {h: base - s for h, s in zip(short, scored)}
+        steps.append(measured)
         best = max(short, key=lambda h: (measured[h], -h))
         background, drops = background + [best], drops + [measured[best]]
         runners_up = {h: d for h, d in measured.items() if h != best}
-    return Guided(background, drops, len(known), k, lists)
+    return Guided(background, drops, len(known), k, lists, steps, known[frozenset()], ranked)

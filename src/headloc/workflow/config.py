@@ -624,7 +624,8 @@ def check_methods(config: dict, name: str, read: TaskYaml) -> list[Problem]:
                               f"table uses; expected the methods of task {name} to include it"))
     gradient = [m for m in methods if search_methods.get(m).kind.gold]
     if gradient and read.yaml.get("output_type") == "loglikelihood_rolling":
-        scored = [m for m in search_methods.names() if search_methods.get(m).scored]
+        kinds = {m: search_methods.get(m).kind for m in search_methods.names()}
+        scored = [m for m, kind in kinds.items() if kind.scored and not kind.gold]
         problems.append((key, f"{', '.join(gradient)} differentiate a gold continuation's log-likelihood, and "
                               f"task {read.task} ({read.path}) has output_type loglikelihood_rolling, which has no "
                               f"gold continuation; expected methods that score masks for it: {', '.join(scored)}"))

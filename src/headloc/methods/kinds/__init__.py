@@ -13,13 +13,13 @@ Every file of one search lies under its folder as :class:`SearchFiles` lays it o
 the workflow (``results/<model>/<task>/<search id>``, :mod:`headloc.workflow.paths`) and the driver.
 
 >>> names()
-['draw', 'gradient', 'masks', 'rounds', 'sequential']
+['draw', 'gradient', 'guided', 'masks', 'rounds', 'sequential']
 >>> get("sequential").scored, get("gradient").scored, get("gradient").gold
 (True, False, True)
 >>> get("search")
 Traceback (most recent call last):
 ...
-ValueError: unknown method kind 'search'; known: draw, gradient, masks, rounds, sequential
+ValueError: unknown method kind 'search'; known: draw, gradient, guided, masks, rounds, sequential
 """
 
 from __future__ import annotations

@@ -1,0 +1,57 @@
+"""Gradient-guided greedy (:mod:`headloc.search.guided`): greedy's question (which head hurts most
+beside the heads chosen so far) asked of a short list that attribution beside them draws up, one
+gradient and about ``m + m_abs + carry`` masked evaluations a step instead of one per head; stops
+at ``validation.top_k`` heads. Options: section ``guided_greedy`` (``m``: heads of largest
+estimated drop listed each step; ``m_abs``: heads of largest estimate of either sign; ``carry``:
+runners-up of the step before kept on the list). Kind ``guided``: it scores masks on the
+identification subset's scoring task and differentiates the same documents' gold continuations, so
+it needs an lm-eval task with gold continuations."""
+
+from dataclasses import dataclass
+
+from headloc.methods.contract import SCALE, Method
+from headloc.methods.settings import MethodOptions, integer, setting
+
+
+@dataclass(frozen=True)
+class GuidedGreedyOptions(MethodOptions, section="guided_greedy"):
+    """``m``, ``m_abs``, ``carry``: the short list of each step (:func:`headloc.search.guided.guided_greedy`)."""
+
+    m: int = setting(8, integer(0))
+    m_abs: int = setting(4, integer(0))
+    carry: int = setting(3, integer(0))
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.m + self.m_abs == 0:
+            raise ValueError(f"{self.key('m')} and {self.key('m_abs')}: both 0 is not valid; expected at least one "
+                             "of them >= 1 (the short list would hold only the runners-up)")
+
+
+def search(estimate, score_sets, n_heads, params):
+    from headloc.search.guided import guided_greedy
+
+    o = params.options
+    return guided_greedy(estimate, score_sets, n_heads, params.top_k, m=o.m, m_abs=o.m_abs, carry=o.carry)
+
+
+def search_id(parts) -> str:
+    o = parts.options
+    return f"guided_greedy_k{parts.top_k}_l{o.m}_a{o.m_abs}_c{o.carry}_{parts.tail}"
+
+
+# how to read its heatmap (the caption in Snakemake's report)
+READING = """A chosen head's cell (one of its top heads) is the change in the task's score when that head was
+ablated beside the heads chosen before it (greedy's gain). A head listed at some step but not
+chosen shows the change measured for it beside that step's heads (its last such step); a head
+never listed is 0 and ranked by the last step's gradient. ``labels`` in recovery.json says which;
+``details`` gives each step's short list.
+
+""" + SCALE
+
+
+METHODS = (
+    Method(name="guided_greedy", kind="guided", algorithm=search, options=GuidedGreedyOptions, search_id=search_id,
+           marker="8", about="greedy's rounds over short lists that attribution beside the chosen heads draws up",
+           label="score change when ablated beside the heads chosen before it (0: never listed)", reading=READING),
+)

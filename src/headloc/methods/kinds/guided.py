@@ -1,0 +1,213 @@
+"""Kind ``guided``: one job that both scores masks and takes gradients between its steps: each step
+a gradient beside the heads chosen so far (attribution with their gates at 0) draws up a short
+list, and the job scores each listed head ablated beside them (gradient-guided greedy,
+:mod:`headloc.search.guided`), keeping a record to resume from.
+
+Steps: :func:`guided` (rule guided_search, which loads the model once and hands the step both the
+scoring task's ``score(masks)`` and the gold continuations of the same documents), then the
+recovery (rule recover_heads), which reads the job's result. Its methods supply the search
+(``algorithm``), which chooses heads from the estimates and scores the step gives it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from headloc.heads import HeadGeometry
+from headloc.io import atomic_path, oriented, write_json
+from headloc.methods.kinds import Kind, SearchFiles, read_result
+from headloc.methods.registry import get
+from headloc.methods.steps import RecoverInputs, RecoverParams, WithOptions
+
+BATCH = 256  # documents per gradient pass when driven in one process: memory only, not the result
+
+
+@dataclass(frozen=True)
+class GuidedParams(WithOptions):
+    """Rule guided_search: the method, the top k it chooses, its options and the scored metric's
+    direction."""
+
+    method: str
+    top_k: int
+    options: object = None
+    higher_is_better: bool = True
+
+    @classmethod
+    def of(cls, search) -> GuidedParams:
+        return cls(search.method.name, search.settings.top_k, search.options, search.higher_is_better)
+
+
+class Guided(Kind):
+    name = "guided"
+    algorithm = ("search(estimate, score_sets, n_heads, params: GuidedParams) -> headloc.search.guided.Guided "
+                 "(estimate(background): every head's estimated drop beside it; score_sets(head sets): "
+                 "higher-is-better scores)")
+    scored = True
+    gold = True
+    rule = "guided_search"
+    recover = staticmethod(read_result)
+    steps = {"guided": GuidedParams, "recover": RecoverParams}
+
+    def recovery_inputs(self, files: SearchFiles, search, model=()) -> RecoverInputs:
+        return RecoverInputs(result=files.result(self.name))
+
+    def drive(self, search, job) -> RecoverInputs:
+        model, examples = job.gradient
+        guided(self.params("guided", search), job.geometry, job.score, model, examples, BATCH, job.files.record(),
+               job.files.result(self.name), job.log)
+        return self.recovery_inputs(job.files, search)
+
+
+def guided(params: GuidedParams, geometry: HeadGeometry, score, model, examples, batch_size: int, record_path,
+           result_out, log, *, key: str = "") -> dict:
+    """Rule guided_search: the method's search, ``score(masks) -> raw scores`` (in the metric's
+    direction; one call per step, so that a step's masks share forward passes) scoring its head
+    sets, attribution on ``examples`` (the same documents' gold continuations, ``batch_size`` per
+    pass: memory only) estimating each head's drop beside a background. Every score and estimate
+    goes into the record at ``record_path`` as soon as it is known; a record left by a killed run
+    of the same search (same parameters and ``key``, as the sequential kind's) is resumed: nothing
+    it holds is scored or differentiated again. Writes the method's part of recovery.json to
+    ``result_out``."""
+    identity = json.dumps({"params": asdict(params), "key": key}, sort_keys=True, default=str)
+    record = Record.read(record_path, identity, geometry.total, log)
+
+    def score_sets(head_sets: list) -> list[float]:
+        masks = np.zeros((len(head_sets), geometry.total), dtype=np.int8)
+        for row, heads in zip(masks, head_sets):
+            row[list(heads)] = 1
+        new = [row for row in masks if record.score(row) is None]
+        if new:
+            raw = np.asarray(score(np.array(new)), dtype=float).reshape(-1)
+            if len(raw) != len(new):
+                raise ValueError(f"score returned {len(raw)} scores for {len(new)} masks")
+            record.add_scores(np.array(new), raw)
+            record.write(record_path)
+            log.info("%s: scored %d head sets, %d in the record", params.method, len(new), len(record.masks))
+        return list(oriented(np.array([record.score(row) for row in masks]), params.higher_is_better))
+
+    def estimate(background: list[int]) -> np.ndarray:
+        found = record.estimate(background)
+        if found is None:
+            from headloc.search.attribution import attribution
+
+            result = attribution(model, examples, batch_size=batch_size, background=background)
+            found = -result.effects
+            record.add_estimate(background, found, result.cost.eval_equivalent)
+            record.write(record_path)
+            log.info("%s: gradient beside %d heads (%.1f masked evaluations' worth)", params.method,
+                     len(background), result.cost.eval_equivalent)
+        return found
+
+    chosen = get(params.method).algorithm(estimate, score_sets, geometry.total, params)
+    result = {"method": params.method, "n_docs": len(examples),
+              **guided_fields(chosen, record.equivalent(), geometry.names)}
+    log.info("%s: %d masked evaluations and %d gradient passes (%d evaluations in all); heads %s", params.method,
+             chosen.evaluations, chosen.gradient_passes, result["n_evals"], ", ".join(result["ranking"][:params.top_k]))
+    write_json(result_out, result)
+    return result
+
+
+def guided_fields(chosen, gradient_equivalent: float, names) -> dict:
+    """recovery.json's ranking fields of a :class:`headloc.search.guided.Guided`: the chosen heads
+    in their order, each one's value the score change measured when it joined (beside the heads
+    before it); every other head's value the change measured for it at the last step that listed
+    it, or 0 where it was never listed. Heads after the chosen ones: the measured ones by their
+    change, then the rest in the last gradient's order. ``n_evals``: the masked evaluations (the
+    unablated one included) and the gradient passes' worth in masked evaluations, rounded up."""
+    coef, labels = np.zeros(len(names)), ["not measured"] * len(names)
+    for step, (listed, measured) in enumerate(zip(chosen.lists, chosen.measured)):
+        for head in listed:
+            coef[head] = -measured[head]
+            labels[head] = f"measured beside {step} heads"
+    for step, (head, drop) in enumerate(zip(chosen.heads, chosen.drops)):
+        coef[head], labels[head] = -drop, f"chosen {step + 1}, beside {step} heads"
+    measured = sorted({h for listed in chosen.lists for h in listed} - set(chosen.heads), key=lambda h: (coef[h], h))
+    rest = [h for h in chosen.last_order if h not in set(chosen.heads) | set(measured)]
+    ranking = list(chosen.heads) + measured + rest
+    steps = [{"chosen": names[head], "drop": float(drop), "list": [names[h] for h in listed]}
+             for head, drop, listed in zip(chosen.heads, chosen.drops, chosen.lists)]
+    return {
+        "n_evals": int(chosen.evaluations + math.ceil(gradient_equivalent - 1e-9)), "alpha": None, "r2": None,
+        "intercept": float(chosen.baseline), "ranking": [names[h] for h in ranking],
+        "coef": {name: float(value) for name, value in zip(names, coef)},
+        "labels": dict(zip(names, labels)),
+        "details": {"steps": steps, "masked_evaluations": chosen.evaluations,
+                    "gradient_passes": chosen.gradient_passes, "gradient_equivalent": float(gradient_equivalent)},
+        "confirmed": [names[h] for h in chosen.heads],
+        "warnings": [],
+    }
+
+
+@dataclass
+class Record:
+    """What a guided search has scored and differentiated so far: head sets (as masks) with their
+    raw scores, backgrounds (as masks) with the estimates beside them and each gradient's cost in
+    masked evaluations; ``identity``: the search and inputs it belongs to."""
+
+    identity: str
+    masks: np.ndarray
+    scores: np.ndarray
+    backgrounds: np.ndarray
+    estimates: np.ndarray
+    costs: np.ndarray
+
+    @classmethod
+    def empty(cls, identity: str, n_heads: int) -> Record:
+        rows = np.zeros((0, n_heads), dtype=np.int8)
+        return cls(identity, rows, np.zeros(0), rows.copy(), np.zeros((0, n_heads)), np.zeros(0))
+
+    @classmethod
+    def read(cls, path, identity: str, n_heads: int, log) -> Record:
+        """The record at ``path``; empty when there is none or it is another search's."""
+        if not Path(path).exists():
+            return cls.empty(identity, n_heads)
+        with np.load(path) as kept:
+            if str(kept["identity"]) != identity:
+                log.info("%s was left by another search or inputs: starting afresh", path)
+                return cls.empty(identity, n_heads)
+            found = cls(identity, *(kept[name] for name in ("masks", "scores", "backgrounds", "estimates", "costs")))
+        log.info("resuming from %s: %d head sets scored, %d gradients taken", path, len(found.masks),
+                 len(found.backgrounds))
+        return found
+
+    def write(self, path) -> None:
+        """The whole record, atomically: a kill leaves the previous record or this one."""
+        with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+            np.savez(handle, identity=np.array(self.identity), masks=self.masks, scores=self.scores,
+                     backgrounds=self.backgrounds, estimates=self.estimates, costs=self.costs)
+
+    @staticmethod
+    def _find(rows: np.ndarray, row: np.ndarray):
+        hits = np.flatnonzero((rows == row).all(axis=1)) if len(rows) else []
+        return int(hits[0]) if len(hits) else None
+
+    def score(self, mask: np.ndarray) -> float | None:
+        at = self._find(self.masks, mask)
+        return None if at is None else float(self.scores[at])
+
+    def add_scores(self, masks: np.ndarray, raw: np.ndarray) -> None:
+        self.masks = np.vstack([self.masks, masks.astype(np.int8)])
+        self.scores = np.concatenate([self.scores, raw])
+
+    def estimate(self, background) -> np.ndarray | None:
+        at = self._find(self.backgrounds, self._mask(background))
+        return None if at is None else self.estimates[at].copy()
+
+    def add_estimate(self, background, estimate: np.ndarray, cost: float) -> None:
+        self.backgrounds = np.vstack([self.backgrounds, self._mask(background)[None]])
+        self.estimates = np.vstack([self.estimates, np.asarray(estimate, dtype=float)[None]])
+        self.costs = np.append(self.costs, cost)
+
+    def equivalent(self) -> float:
+        """The gradients' cost, in masked evaluations."""
+        return float(self.costs.sum())
+
+    def _mask(self, heads) -> np.ndarray:
+        mask = np.zeros(self.masks.shape[1], dtype=np.int8)
+        mask[list(heads)] = 1
+        return mask
