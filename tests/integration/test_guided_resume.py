@@ -61,7 +61,7 @@ def greedy(model, examples, k: int) -> list[int]:
 
 def test_listing_every_head_it_is_greedy_and_its_values_are_the_measured_changes(model, examples, tmp_path):
     spent = []
-    found = run(model, examples, tmp_path, spent, {"m": GEOMETRY.total, "m_abs": 0, "carry": 0, "extra_heads": 0})
+    found = run(model, examples, tmp_path, spent, {"m": GEOMETRY.total, "m_abs": 0, "carry": 0})
     names = [head_name(h, N_HEADS) for h in greedy(model, examples, K)]
     assert found["ranking"][:K] == names and found["confirmed"] == names
     unablated = reference_score(model, examples)
@@ -81,7 +81,7 @@ def test_listing_every_head_it_is_greedy_and_its_values_are_the_measured_changes
 
 
 def test_a_lower_is_better_score_chooses_the_same_heads(model, examples, tmp_path):
-    options = {"m": 3, "m_abs": 1, "carry": 1, "extra_heads": 0}
+    options = {"m": 3, "m_abs": 1, "carry": 1}
     expected = run(model, examples, tmp_path / "a", [], options)
     spent = []
     loss = scorer(model, examples, spent)
@@ -97,7 +97,7 @@ class Killed(Exception):
 
 @pytest.mark.parametrize("stop", ["scoring", "gradient"])
 def test_a_killed_guided_search_resumes_to_the_same_result(stop, model, examples, tmp_path, monkeypatch):
-    options = {"m": 3, "m_abs": 1, "carry": 1, "extra_heads": 0}
+    options = {"m": 3, "m_abs": 1, "carry": 1}
     reference = tmp_path / "reference"
     expected = run(model, examples, reference, [], options)
 
@@ -135,7 +135,7 @@ def test_a_killed_guided_search_resumes_to_the_same_result(stop, model, examples
 
 
 def test_a_record_of_other_inputs_is_not_resumed(model, examples, tmp_path):
-    options = {"m": 3, "m_abs": 1, "carry": 1, "extra_heads": 0}
+    options = {"m": 3, "m_abs": 1, "carry": 1}
     first, spent = run(model, examples, tmp_path, [], options), []
     again = run(model, examples, tmp_path, spent, options)
     assert spent == [] and again == first, "the same search's record: nothing scored again"

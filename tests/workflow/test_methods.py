@@ -71,7 +71,7 @@ GRADIENT = {f"attribution_n{ID_DOCS}_s0", f"chg_x{CHG['seeds']}_l{CHG['lam']:g}_
 SEQUENTIAL = {f"{method}_m{budget}{middle}_n{ID_DOCS}_s0{f'_r{repeat}' if repeat else ''}": (method, budget, repeat)
               for method, middle in (("group_testing", f"_k{TOP_K}_g2_per1_x2"), ("thompson", "_p0.25_score"))
               for budget in (BUDGET, N_MASKS) for repeat in range(REPEATS)}
-GUIDED = f"guided_greedy_k{TOP_K}_l8_a4_c3_x2_n{ID_DOCS}_s0"
+GUIDED = f"guided_greedy_k{TOP_K}_l8_a4_c3_n{ID_DOCS}_s0"
 SEARCHES = {"cs_stratified": f"cs_stratified_m{N_MASKS}_p0.25_n{ID_DOCS}_s0",
             "attribution": f"attribution_n{ID_DOCS}_s0",
             "chg": f"chg_x{CHG['seeds']}_l{CHG['lam']:g}_t{CHG['steps']}_n{ID_DOCS}_s0"}
@@ -282,15 +282,13 @@ def test_the_guided_search_records_what_it_scored_and_chose_greedily_from_it(res
     folder = results / "tiny" / "ioi" / GUIDED
     found = read_json(folder / "recovery.json")
     assert (found["method"], found["search"]) == ("guided_greedy", GUIDED)
-    # validation.top_k + extra_heads (2) steps, each choosing a head; the first top k are its top heads
-    assert sorted(found["ranking"]) == sorted(HEADS) and len(found["confirmed"]) == TOP_K + 2
-    assert found["top_heads"] == found["confirmed"][:TOP_K] == found["ranking"][:TOP_K]
+    assert sorted(found["ranking"]) == sorted(HEADS) and found["confirmed"] == found["top_heads"]
     with np.load(folder / "record.npz") as record:
         masks, scores, backgrounds, costs = record["masks"], record["scores"], record["backgrounds"], record["costs"]
     assert len({row.tobytes() for row in masks}) == len(masks)
     score = {frozenset(np.flatnonzero(row).tolist()): value for row, value in zip(masks, scores)}
     chosen = []
-    for step, name in enumerate(found["confirmed"]):
+    for step, name in enumerate(found["top_heads"]):
         assert sorted(np.flatnonzero(backgrounds[step]).tolist()) == sorted(chosen)  # the gradient beside them
         base = score[frozenset(chosen)]
         listed = [HEADS.index(h) for h in found["details"]["steps"][step]["list"]]
@@ -298,10 +296,10 @@ def test_the_guided_search_records_what_it_scored_and_chose_greedily_from_it(res
         best = min(beside, key=lambda h: (beside[h], h))
         assert name == HEADS[best] and found["coef"][name] == pytest.approx(beside[best] - base)
         chosen.append(best)
-    assert found["n_evals"] == len(masks) + math.ceil(costs.sum() - 1e-9) and len(backgrounds) == TOP_K + 2
+    assert found["n_evals"] == len(masks) + math.ceil(costs.sum() - 1e-9) and len(backgrounds) == TOP_K
     assert found["intercept"] == pytest.approx(score[frozenset()])
     log = results / "logs" / "guided_search" / "tiny" / "ioi" / f"{GUIDED}.log"
-    assert f"{TOP_K + 2} gradient passes" in log.read_text()
+    assert f"{TOP_K} gradient passes" in log.read_text()
 
 
 # ---------------------------------------------------------------- one GPU per job

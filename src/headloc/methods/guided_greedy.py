@@ -1,10 +1,9 @@
 """Gradient-guided greedy (:mod:`headloc.search.guided`): greedy's question (which head hurts most
 beside the heads chosen so far) asked of a short list that attribution beside them draws up, one
 gradient and about ``m + m_abs + carry`` masked evaluations a step instead of one per head; stops
-at ``validation.top_k`` + ``extra_heads`` heads. Options: section ``guided_greedy`` (``m``: heads of
-largest estimated drop listed each step; ``m_abs``: heads of largest estimate of either sign;
-``carry``: runners-up of the step before kept on the list; ``extra_heads``: steps beyond the top
-k, so that a top k with universal heads filtered out still holds chosen heads). Kind ``guided``: it scores masks on the
+at ``validation.top_k`` heads. Options: section ``guided_greedy`` (``m``: heads of largest
+estimated drop listed each step; ``m_abs``: heads of largest estimate of either sign; ``carry``:
+runners-up of the step before kept on the list). Kind ``guided``: it scores masks on the
 identification subset's scoring task and differentiates the same documents' gold continuations, so
 it needs an lm-eval task with gold continuations."""
 
@@ -16,13 +15,11 @@ from headloc.methods.settings import MethodOptions, integer, setting
 
 @dataclass(frozen=True)
 class GuidedGreedyOptions(MethodOptions, section="guided_greedy"):
-    """``m``, ``m_abs``, ``carry``: the short list of each step (:func:`headloc.search.guided.guided_greedy`);
-    ``extra_heads``: heads chosen beyond the top k."""
+    """``m``, ``m_abs``, ``carry``: the short list of each step (:func:`headloc.search.guided.guided_greedy`)."""
 
     m: int = setting(8, integer(0))
     m_abs: int = setting(4, integer(0))
     carry: int = setting(3, integer(0))
-    extra_heads: int = setting(2, integer(0))
 
     def __post_init__(self):
         super().__post_init__()
@@ -35,13 +32,12 @@ def search(estimate, score_sets, n_heads, params):
     from headloc.search.guided import guided_greedy
 
     o = params.options
-    k = min(n_heads, params.top_k + o.extra_heads)
-    return guided_greedy(estimate, score_sets, n_heads, k, m=o.m, m_abs=o.m_abs, carry=o.carry)
+    return guided_greedy(estimate, score_sets, n_heads, params.top_k, m=o.m, m_abs=o.m_abs, carry=o.carry)
 
 
 def search_id(parts) -> str:
     o = parts.options
-    return f"guided_greedy_k{parts.top_k}_l{o.m}_a{o.m_abs}_c{o.carry}_x{o.extra_heads}_{parts.tail}"
+    return f"guided_greedy_k{parts.top_k}_l{o.m}_a{o.m_abs}_c{o.carry}_{parts.tail}"
 
 
 # how to read its heatmap (the caption in Snakemake's report)
