@@ -18,6 +18,7 @@ from types import SimpleNamespace
 import yaml
 
 from headloc.api import landscape, vs_greedy
+from headloc.methods.guided_greedy import GuidedGreedyOptions
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -28,9 +29,10 @@ def main(argv=None) -> None:
     parser.add_argument("--tasks", nargs="+", help="tasks of config/demo.yaml (default: all)")
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
     parser.add_argument("--top-k", type=int, default=5)
-    parser.add_argument("--m", type=int, default=8, help="heads of largest estimated drop on each short list")
-    parser.add_argument("--m-abs", type=int, default=4, help="heads of largest estimate of either sign")
-    parser.add_argument("--carry", type=int, default=3, help="runners-up of the step before")
+    defaults = GuidedGreedyOptions.defaults()  # the method's
+    parser.add_argument("--m", type=int, default=defaults["m"], help="heads of largest estimated drop on each short list")
+    parser.add_argument("--m-abs", type=int, default=defaults["m_abs"], help="heads of largest estimate of either sign")
+    parser.add_argument("--carry", type=int, default=defaults["carry"], help="runners-up of the step before")
     parser.add_argument("--label", default="guided_greedy", help="the method's name in the records")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--batch-size", type=int, default=128)

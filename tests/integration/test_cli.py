@@ -87,10 +87,11 @@ def test_method_options_and_an_automatic_batch_size_reach_the_search(tmp_path, t
     (["--method", "group_testing", "--option", "extra_head=3"],
      "method 'group_testing' has no option 'extra_head'; its options are group_size (default 'auto'), "
      "masks_per_round (default 1), extra_heads (default 2)"),
-    (["--option", "steps=3"], "method 'cs_stratified' takes no options, got {'steps': 3}"),
+    (["--method", "cs_stratified", "--option", "steps=3"], "method 'cs_stratified' takes no options, got {'steps': 3}"),
     (["--method", "group_testing", "--option", "extra_heads=1", "--option", "extra_heads=2"],
      "--option extra_heads given twice (1 and 2)"),
-    (["--budget", "1"], "budget 1 is too small for cs_stratified: it needs at least 2 masks"),
+    (["--method", "cs_stratified", "--budget", "1"], "budget 1 is too small for cs_stratified: it needs at least 2 masks"),
+    (["--budget", "1"], "method 'guided_greedy' spends no mask budget (budget=1)"),  # the default method
     (["--method", "cs_adaptive", "--budget", "2"], "budget 2 is too small for cs_adaptive: it needs at least 3"),
     (["--method", "thompson", "--budget", "1"], "budget 1 is too small for thompson: it needs at least 2 masks "
                                                  "(the unablated model's score, then at least one mask)"),

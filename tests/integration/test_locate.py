@@ -146,12 +146,15 @@ def test_an_lm_eval_tasks_direction_is_read_never_contradicted():
 @pytest.mark.parametrize("kwargs, message", [
     ({"method": "lasso"}, "unknown search method 'lasso'; known: attribution"),
     ({"method": "greedy", "budget": 10}, "method 'greedy' spends no mask budget (budget=10)"),
-    ({"budget": 0}, "budget 0 is too small for cs_stratified: it needs at least 2 masks"),
-    ({"budget": 2.5}, "budget must be a whole number of masks for cs_stratified, got 2.5"),
+    ({"method": "cs_stratified", "budget": 0}, "budget 0 is too small for cs_stratified: it needs at least 2 masks"),
+    ({"method": "cs_stratified", "budget": 2.5}, "budget must be a whole number of masks for cs_stratified, got 2.5"),
+    ({"budget": 10}, "method 'guided_greedy' spends no mask budget (budget=10)"),  # the default method
+    ({}, "method 'guided_greedy' differentiates the gold continuations of an lm-eval task; a callable task has none. "
+         "Use an lm-eval task, or one of cs_stratified"),
     ({"method": "group_testing", "options": {"extra_head": 3}},
      "method 'group_testing' has no option 'extra_head'; its options are group_size (default 'auto'), "
      "masks_per_round (default 1), extra_heads (default 2)"),
-    ({"options": {"steps": 3}}, "method 'cs_stratified' takes no options, got {'steps': 3}; the methods with "
+    ({"method": "cs_stratified", "options": {"steps": 3}}, "method 'cs_stratified' takes no options, got {'steps': 3}; the methods with "
                                 "options are chg, group_testing, conditional_group_testing, guided_greedy, thompson"),
     ({"method": "group_testing", "options": {"extra_heads": -1}},
      "group_testing.extra_heads: -1 is not valid; expected an integer >= 0"),

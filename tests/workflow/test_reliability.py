@@ -220,10 +220,10 @@ def test_slurm_profile_dry_run_without_slurm(monkeypatch, tmp_path):
                        "--directory", str(tmp_path))
     out = result.stdout + result.stderr
     assert "Using profiles" in out and "profiles/slurm" in out
-    # the demo's main method: one sequential_search job per task (group testing scores its own masks)
+    # the demo's main method: one guided_search job per task (guided greedy scores its own masks)
     demo = yaml.safe_load((REPO / "config/demo.yaml").read_text())
-    assert demo["search"]["methods"] == ["group_testing"], "the demo's default changed: update this test"
-    search_jobs = [block for block in out.split("\nrule ") if block.startswith("sequential_search:")]
+    assert demo["search"]["methods"] == ["guided_greedy"], "the demo's default changed: update this test"
+    search_jobs = [block for block in out.split("\nrule ") if block.startswith("guided_search:")]
     assert search_jobs, out[-2000:]
     for block in search_jobs:
         resources = next(line for line in block.splitlines() if line.strip().startswith("resources:"))
@@ -233,9 +233,9 @@ def test_slurm_profile_dry_run_without_slurm(monkeypatch, tmp_path):
                      "mem_mb=6000", "runtime=120"):
             assert item in resources, resources
     counts = dict(line.split()[:2] for line in result.stdout.splitlines()
-                  if line.split()[:1] and line.split()[0] in {"sequential_search", "score_masks", "recover_heads"})
+                  if line.split()[:1] and line.split()[0] in {"guided_search", "score_masks", "recover_heads"})
     n_tasks = len(demo["tasks"])
-    assert int(counts["sequential_search"]) == n_tasks == len(search_jobs) and int(counts["recover_heads"]) == n_tasks
+    assert int(counts["guided_search"]) == n_tasks == len(search_jobs) and int(counts["recover_heads"]) == n_tasks
     assert "score_masks" not in counts  # no mask design to score in chunks
     materialize = next(block for block in out.split("\nrule ") if block.startswith("materialize_dataset:"))
     assert "slurm_partition=," in materialize or "slurm_partition=\n" in materialize  # SBATCH_PARTITION unset
@@ -243,7 +243,7 @@ def test_slurm_profile_dry_run_without_slurm(monkeypatch, tmp_path):
 
 # the rules that load a model to evaluate it: each takes the evaluating jobs' template (rules/resources.smk)
 EVALUATING = {"score_masks", "score_stage2_masks", "score_greedy_masks", "gradient_search", "sequential_search",
-              "score_top_heads", "validate_headset"}
+              "guided_search", "score_top_heads", "validate_headset"}
 
 
 def test_every_job_holding_a_gpu_goes_to_the_gpu_partition_on_slurm(monkeypatch, tmp_path):
@@ -256,7 +256,7 @@ def test_every_job_holding_a_gpu_goes_to_the_gpu_partition_on_slurm(monkeypatch,
     config = {"models": {"smollm2-135m": {"source": "smollm2-135m-instruct"}},
               "tasks": {"ioi": {"lm_eval_task": "headloc_ioi", "n_docs": 20}},
               "search": {"methods": ["cs_stratified", "cs_adaptive", "greedy1s", "greedy", "attribution", "random",
-                                     "group_testing"], "n_masks": 20, "id_docs": 10},
+                                     "group_testing", "guided_greedy"], "n_masks": 20, "id_docs": 10},
               "tuning": {"tasks": ["ioi"], "n_masks": [20], "sparsity": [0.05]}, "universal": {"filter": False}}
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
     result = snakemake("all", "tuning", "results/smollm2-135m/evals/ioi/none.json", "-n", "--profile",

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from headloc import methods
-from headloc.api.locator import BATCH_SIZE, MASKS_PER_PASS, SETTINGS  # the defaults of headloc.locate
+from headloc.api.locator import BATCH_SIZE, MASKS_PER_PASS, METHOD, SETTINGS  # the defaults of headloc.locate
 
 
 def _alpha(text: str):
@@ -79,8 +79,8 @@ def parser() -> argparse.ArgumentParser:
                    help="a transformers checkpoint folder or a Hugging Face hub id")
     p.add_argument("--task", required=True, metavar="NAME_OR_YAML",
                    help="an lm-eval task name (headloc's tasks, --include-path, lm-eval's registry) or a task YAML file")
-    p.add_argument("--method", default=SETTINGS.methods[0], choices=methods.names(),
-                   help=f"the search method (default: {SETTINGS.methods[0]})")
+    p.add_argument("--method", default=METHOD, choices=methods.names(),
+                   help=f"the search method (default: {METHOD})")
     budgeted = [name for name in methods.names() if methods.get(name).budgeted]
     p.add_argument("--budget", type=int, metavar="M",
                    help=f"masked evaluations a budgeted method spends ({', '.join(budgeted)}; default "

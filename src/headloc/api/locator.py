@@ -41,11 +41,13 @@ from headloc.methods.driver import drive
 from headloc.methods.settings import SearchSettings
 
 SETTINGS = SearchSettings()  # the workflow's search defaults: every default of a search here is one of these
+# but the method: the demo's (config/demo.yaml), not the paper's cs_stratified (docs/results/demo-default.md)
+METHOD = "guided_greedy"
 BATCH_SIZE, MASKS_PER_PASS = 16, 8  # config/schema.yaml's models.<name>.batch_size and masks_per_pass
 LOG = logging.getLogger("headloc.locate")
 
 
-def locate(model, tokenizer, task, *, method: str = SETTINGS.methods[0], budget: int | None = None,
+def locate(model, tokenizer, task, *, method: str = METHOD, budget: int | None = None,
            top_k: int = SETTINGS.top_k, seed: int = SETTINGS.seed, sparsity: float = SETTINGS.sparsity,
            alpha=SETTINGS.alpha, options: dict | None = None, documents=None, metric: str | None = None,
            chat: bool = False, include_path=(), dataset_kwargs: dict | None = None,
@@ -59,7 +61,9 @@ def locate(model, tokenizer, task, *, method: str = SETTINGS.methods[0], budget:
     task : an lm-eval task name (headloc's tasks, ``include_path``, lm-eval's registry), the path
         of a task YAML (its folder is searched for includes and utils), or a callable
         ``task(model) -> float`` that scores the model (called with the heads of a mask ablated).
-    method : a registered search method (``headloc.methods.names()``).
+    method : a registered search method (``headloc.methods.names()``); default ``guided_greedy``,
+        the demo's, which needs an lm-eval task (it differentiates the gold continuations): name
+        one that only scores masks (``group_testing``) for a callable task.
     budget : masks a budgeted method spends, the config's ``search.n_masks`` (compressed sensing, and
         the most a sequential search spends, the unablated row included; default 100); others take
         none. The least: 2 (a Lasso's fit; a sequential search's baseline and one mask), 3 for

@@ -17,9 +17,11 @@ from headloc.methods.settings import MethodOptions, integer, setting
 class GuidedGreedyOptions(MethodOptions, section="guided_greedy"):
     """``m``, ``m_abs``, ``carry``: the short list of each step (:func:`headloc.search.guided.guided_greedy`)."""
 
-    m: int = setting(8, integer(0))
-    m_abs: int = setting(4, integer(0))
-    carry: int = setting(3, integer(0))
+    # defaults measured on SmolLM2 (docs/results/vs-greedy-smollm2.md): 10 + 10 lists greedy's first
+    # ioi head where 8 + 4 (+ 3 carried) missed it in 3 seeds of 5
+    m: int = setting(10, integer(0))
+    m_abs: int = setting(10, integer(0))
+    carry: int = setting(0, integer(0))
 
     def __post_init__(self):
         super().__post_init__()

@@ -19,7 +19,7 @@ puts greedy's next head among its first few on that task. So each step:
    the one that lowers the score most joins the background.
 
 Cost: at most ``m + m_abs + carry`` evaluations and one gradient pass a step, and the unablated
-score; with the defaults about 11 a step on SmolLM2 (the lists overlap).
+score; with the defaults about 14 a step on SmolLM2 (the lists overlap).
 
 The workflow runs it as one job of kind ``guided`` (:mod:`headloc.methods.kinds.guided`), which
 both scores masks and takes the gradients, and keeps both in a record to resume from.
@@ -62,7 +62,7 @@ class Guided:
 
 
 def guided_greedy(estimate: Callable[[list[int]], np.ndarray], score_sets: Callable[[list], list], n_heads: int,
-                  k: int, *, m: int = 8, m_abs: int = 4, carry: int = 3) -> Guided:
+                  k: int, *, m: int = 10, m_abs: int = 10, carry: int = 0) -> Guided:
     """``k`` heads chosen greedily from short lists (module docstring). ``estimate(background)``:
     every head's estimated drop beside ``background`` (length ``n_heads``, larger = more damage:
     minus attribution's effects); ``score_sets(head_sets)``: each set's score when ablated
