@@ -141,3 +141,15 @@ def test_a_record_of_other_inputs_is_not_resumed(model, examples, tmp_path):
     assert spent == [] and again == first, "the same search's record: nothing scored again"
     other = run(model, examples, tmp_path, spent, options, key="other documents")
     assert len(spent) == first["details"]["masked_evaluations"] and other == first
+
+
+def test_heads_rank_in_the_order_chosen_even_where_a_later_gain_is_larger(model, examples, tmp_path):
+    """A backup head (its drop appears only once its primary is ablated) joins second with a larger
+    gain than the first head's: greedy's order, not the values', is the ranking."""
+    def score(masks):  # head 1 hurts alone (0.5); head 6 only beside head 1 (1.0); head 3 a little
+        return np.array([1.0 - 0.5 * row[1] - 1.0 * row[1] * row[6] - 0.1 * row[3] for row in masks])
+
+    found = run(model, examples, tmp_path, [], {"m": GEOMETRY.total, "m_abs": 0, "carry": 0}, score=score)
+    names = [head_name(h, N_HEADS) for h in (1, 6, 3)]
+    assert found["ranking"][:K] == names
+    assert [found["coef"][n] for n in names] == pytest.approx([-0.5, -1.0, -0.1])

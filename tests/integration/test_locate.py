@@ -156,6 +156,8 @@ def test_an_lm_eval_tasks_direction_is_read_never_contradicted():
      "masks_per_round (default 1), extra_heads (default 2)"),
     ({"method": "cs_stratified", "options": {"steps": 3}}, "method 'cs_stratified' takes no options, got {'steps': 3}; the methods with "
                                 "options are chg, group_testing, conditional_group_testing, guided_greedy, thompson"),
+    ({"method": "guided_greedy", "options": {"m": 0, "m_abs": 0}},
+     "guided_greedy.m and guided_greedy.m_abs: both 0 is not valid; expected at least one of them >= 1"),
     ({"method": "group_testing", "options": {"extra_heads": -1}},
      "group_testing.extra_heads: -1 is not valid; expected an integer >= 0"),
     ({"top_k": 0}, "top_k: 0 is not valid; expected an integer >= 1"),
