@@ -1387,7 +1387,7 @@ def test_tables_mark_the_shown_top_heads_a_search_did_not_confirm():
 
     t9 = TABLES["table9"].build({"recoveries": recoveries}, options)
     assert t9.set_index("search")["heads"].to_dict() == {"gt": "L2H2, L3H3?", "cs": "L4H4, L3H3"}
-    assert t9.attrs["note"].startswith("?: a head not confirmed by ablating it alone (its search stopped at its cap")
+    assert t9.attrs["note"].startswith("?: a head its search did not confirm (group testing: not ablated alone before its cap")
     assert f"*{t9.attrs['note']}*" in to_markdown(t9, title="t9", footer="f")
 
     evals = [{"model": "m", "task": "ioi", "headset": headset, "value": value}
@@ -1396,7 +1396,7 @@ def test_tables_mark_the_shown_top_heads_a_search_did_not_confirm():
     t2 = TABLES["table2"].build({"evals_main": tsv_round_trip(evals_frame(main, evals, directions={"ioi": True})),
                                  "recoveries_main": recoveries}, options)
     assert t2["delta_task"].tolist() == pytest.approx([-40.0])
-    assert t2.attrs["note"].startswith("Unconfirmed top heads, m ioi (gt): L3H3. Each is a head not confirmed")
+    assert t2.attrs["note"].startswith("Unconfirmed top heads, m ioi (gt): L3H3. Each is a head its search did not confirm")
     assert "Unconfirmed top heads, m ioi (gt): L3H3." in to_latex(t2, caption="t2", footer="f", label="tab:t2")
     confirmed = recoveries.assign(unconfirmed=np.nan)  # every shown head confirmed: no note, no mark
     assert "note" not in TABLES["table2"].build({"evals_main": tsv_round_trip(evals_frame(main, evals, directions={"ioi": True})),

@@ -869,8 +869,10 @@ _add(TableSpec(
 # ---------------------------------------------------------------- heads a search did not confirm
 
 UNCONFIRMED_MARK = "?"
-UNCONFIRMED_WHY = ("not confirmed by ablating it alone (its search stopped at its cap, or ran out of leads, "
-                   "first), so known only by a group's drop (warnings in recovery.json)")
+UNCONFIRMED_WHY = ("its search did not confirm (group testing: not ablated alone before its cap or its leads ran "
+                   "out, known only by a group's drop; guided greedy: not chosen, measured as a runner-up or not "
+                   "at all), often because universal heads were filtered out of the heads it did confirm "
+                   "(labels and warnings in recovery.json)")
 
 
 def unconfirmed_heads(recoveries: pd.DataFrame) -> dict[tuple[str, str, str], list[str]]:
