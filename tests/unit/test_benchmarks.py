@@ -568,11 +568,11 @@ def test_a_rerun_asking_another_measurement_than_the_kept_record_is_refused(tmp_
     script("conditional_landscape").main(base + ["--background", "L0H1", "--group-sizes", "2"])  # the same: skipped
 
     row = {"kind": "validation", "task": "ioi", "seed": 0, "method": "guided_greedy", "top": ["L0H1", "L1H2"],
-           "options": {"m": 8, "m_abs": 4, "carry": 3}}
+           "options": {"m": 10, "m_abs": 10, "carry": 0}}  # the method's defaults
     (tmp_path / "guided").mkdir()
     vs_greedy.append_record(tmp_path / "guided" / "ioi-s0.jsonl", row)
     guided = ["--model", str(tiny_model_dir), "--tasks", "ioi", "--seeds", "0", "--out", str(tmp_path / "guided")]
-    for other in (["--top-k", "2", "--carry", "0"], ["--top-k", "3"]):
+    for other in (["--top-k", "2", "--carry", "3"], ["--top-k", "3"]):
         with pytest.raises(SystemExit):
             script("guided_greedy").main(guided + other)
     script("guided_greedy").main(guided + ["--top-k", "2"])  # the same: skipped, nothing appended

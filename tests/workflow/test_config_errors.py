@@ -18,6 +18,8 @@ from headloc import methods
 from headloc.workflow.config import check_workflow_config
 
 DEMO = yaml.safe_load((REPO / "config/demo.yaml").read_text())
+# the budget checks below are those of a search with a cap (the demo's guided_greedy has none)
+DEMO["search"]["methods"], DEMO["validation"]["method"] = ["group_testing"], "group_testing"
 SCHEMA = REPO / "config/schema.yaml"
 
 
@@ -86,7 +88,7 @@ def test_dry_run_stops_on_a_head_outside_the_model(tmp_path):
 
 
 def test_dry_run_refuses_a_group_testing_cap_below_one_partition(tmp_path):
-    """The demo's main search is group testing: a cap of 3 cannot score the 17 groups of 16 of
+    """The demo's config with group testing: a cap of 3 cannot score the 17 groups of 16 of
     SmolLM2's 270 heads, whose ranking would put unmeasured heads in the top k; refused at parse."""
     change = set_key("search", "n_masks", value=3)
     out = dry_run_error(tmp_path, change)
