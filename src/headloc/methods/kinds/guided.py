@@ -77,9 +77,7 @@ def guided(params: GuidedParams, geometry: HeadGeometry, score, model, examples,
     record = Record.read(record_path, identity, geometry.total, log)
 
     def score_sets(head_sets: list) -> list[float]:
-        masks = np.zeros((len(head_sets), geometry.total), dtype=np.int8)
-        for row, heads in zip(masks, head_sets):
-            row[list(heads)] = 1
+        masks = np.array([record.mask(heads) for heads in head_sets])
         new = [row for row in masks if record.score(row) is None]
         if new:
             raw = np.asarray(score(np.array(new)), dtype=float).reshape(-1)
@@ -195,11 +193,11 @@ class Record:
         self.scores = np.concatenate([self.scores, raw])
 
     def estimate(self, background) -> np.ndarray | None:
-        at = self._find(self.backgrounds, self._mask(background))
+        at = self._find(self.backgrounds, self.mask(background))
         return None if at is None else self.estimates[at].copy()
 
     def add_estimate(self, background, estimate: np.ndarray, cost: float) -> None:
-        self.backgrounds = np.vstack([self.backgrounds, self._mask(background)[None]])
+        self.backgrounds = np.vstack([self.backgrounds, self.mask(background)[None]])
         self.estimates = np.vstack([self.estimates, np.asarray(estimate, dtype=float)[None]])
         self.costs = np.append(self.costs, cost)
 
@@ -207,7 +205,8 @@ class Record:
         """The gradients' cost, in masked evaluations."""
         return float(self.costs.sum())
 
-    def _mask(self, heads) -> np.ndarray:
+    def mask(self, heads) -> np.ndarray:
+        """``heads`` (flat indices) as a mask row."""
         mask = np.zeros(self.masks.shape[1], dtype=np.int8)
         mask[list(heads)] = 1
         return mask
