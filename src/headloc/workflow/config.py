@@ -96,6 +96,9 @@ def validate_config(config: dict, schema_path) -> None:
     errors = sorted(validator.iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:
         raise ValueError("\n".join(dict.fromkeys(_describe(error) for error in errors)))
+    # the main method, when not named: the first method searched (the default search's, or the one
+    # line `search: {methods: [cs_stratified]}` that runs the paper's method)
+    config["validation"].setdefault("method", config["search"]["methods"][0])
 
 
 def with_method_enums(schema: dict) -> dict:
