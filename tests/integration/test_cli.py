@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -123,3 +124,58 @@ def test_malformed_options_are_usage_errors(arguments, message, capsys):
 def test_the_command_names_a_model_it_cannot_load(tmp_path, capsys):
     assert main(["locate", "--model", str(tmp_path / "nothing"), "--task", "headloc_ioi"]) == 2
     assert f"cannot load model {str(tmp_path / 'nothing')!r}" in capsys.readouterr().err
+
+
+def test_a_gguf_model_is_converted_once_and_reused(tmp_path, monkeypatch, capsys):
+    """The embedded model's name: converted into --models-dir/<name> on first use, read from there
+    after; a checkpoint folder is read where it is."""
+    from headloc.api import cli
+    from headloc.model import loading
+
+    conversions = []
+
+    def convert(gguf, out):
+        conversions.append(gguf)
+        Path(out).mkdir(parents=True)
+        (Path(out) / "config.json").write_text("{}")
+        (Path(out) / "model.safetensors").write_bytes(b"")
+        return Path(out)
+
+    monkeypatch.setattr(loading, "convert_gguf", convert)
+    first = cli.model_location("smollm2-135m-instruct", tmp_path / "models")
+    assert first == str(tmp_path / "models" / "smollm2-135m-instruct") and len(conversions) == 1
+    assert conversions[0] == loading.resolve_source("smollm2-135m-instruct").location
+    assert "converting smollm2-135m-instruct" in capsys.readouterr().err
+    assert cli.model_location("smollm2-135m-instruct", tmp_path / "models", quiet=True) == first
+    assert len(conversions) == 1 and capsys.readouterr().err == ""
+    assert cli.model_location(first, tmp_path / "elsewhere") == str(Path(first).resolve())
+
+
+def test_an_unknown_model_name_says_what_is_valid(tmp_path, capsys):
+    assert main(["locate", "--model", "smollm2", "--task", "headloc_ioi", "--models-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "cannot load model 'smollm2'" in err and "smollm2-135m-instruct" in err
+
+
+def run_locate(*arguments, cwd, extra=""):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HEADLOC_LOCATE_ARGS": extra}
+    env.pop("TQDM_DISABLE", None)
+    return subprocess.run([sys.executable, "-m", "headloc", "locate", *arguments], capture_output=True, text=True,
+                          env=env, cwd=cwd)
+
+
+def test_one_progress_bar_per_search_and_none_when_quiet(tmp_path, tiny_model_dir):
+    """The default method on a tiny random Llama, through the real entry point: every line it draws
+    on stderr is the search's one bar (guided greedy scores round after round; lm-eval's bars and
+    messages are off); --quiet draws none. HEADLOC_LOCATE_ARGS comes after the command line."""
+    common = ["--model", str(tiny_model_dir), "--task", "headloc_ioi", "--documents", "2", "--batch-size", "8"]
+    shown = run_locate(*common, "--out", str(tmp_path / "shown"), cwd=tmp_path, extra="--top-k 2")
+    assert shown.returncode == 0, shown.stderr[-3000:]
+    drawn = [line for line in re.split(r"[\r\n]", shown.stderr) if line.strip()]
+    assert drawn and all(line.startswith("guided_greedy masks: ") for line in drawn), drawn[:20]
+    record = json.loads((tmp_path / "shown" / "recovery.json").read_text())
+    assert record["method"] == "guided_greedy" and len(record["ranking"]) == 8 and "k2" in record["search"]
+    assert re.search(rf"guided_greedy masks: {record['n_evals'] - 1}|{record['n_evals']}", drawn[-1])
+    quiet = run_locate(*common, "--top-k", "2", "--out", str(tmp_path / "quiet"), "--quiet", cwd=tmp_path)
+    assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr[-3000:]
+    assert quiet.stdout.splitlines()[0] == shown.stdout.splitlines()[0]  # the same search

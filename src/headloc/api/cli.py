@@ -1,21 +1,28 @@
 """``python -m headloc locate``: :func:`headloc.locate` from a shell, no config file.
 
-    python -m headloc locate --model DIR_OR_HUB_ID --task NAME_OR_YAML [--method M] [--budget N]
+    python -m headloc locate --model NAME_DIR_OR_HUB_ID --task NAME_OR_YAML [--method M] [--budget N]
 
-loads the model, runs the search, prints the top k and writes the result folder
-(:meth:`headloc.api.Located.save`: recovery.json, heatmap.png, the search's masks and scores,
-heads.csv and the MIB files). Only ``locate`` imports torch and lm-eval, so ``--help`` is quick.
+loads the model (a GGUF, the embedded one's included, converted once into headloc-results/models/),
+runs the search (one progress bar; ``--quiet``: none), prints the top k and writes the result
+folder (:meth:`headloc.api.Located.save`: recovery.json, heatmap.png, the search's masks and
+scores, heads.csv and the MIB files). ``HEADLOC_LOCATE_ARGS`` is appended to the command line.
+Only ``locate`` imports torch and lm-eval, so ``--help`` is quick.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 from pathlib import Path
 
 from headloc import methods
 from headloc.api.locator import BATCH_SIZE, MASKS_PER_PASS, METHOD, SETTINGS  # the defaults of headloc.locate
+from headloc.model.loading import EMBEDDED
+
+RESULTS_DIR = Path("headloc-results")
+MODELS_DIR = RESULTS_DIR / "models"  # converted GGUF models, as the workflow's results/models/<model>
 
 
 def _alpha(text: str):
@@ -75,8 +82,11 @@ def parser() -> argparse.ArgumentParser:
     p = commands.add_parser("locate", help="search one model for the heads of one task",
                             description="Search one model for the heads that carry one task (headloc.locate) "
                                         "and write the result folder.")
-    p.add_argument("--model", required=True, metavar="DIR_OR_HUB_ID",
-                   help="a transformers checkpoint folder or a Hugging Face hub id")
+    p.add_argument("--model", required=True, metavar="NAME_DIR_OR_HUB_ID",
+                   help=f"a transformers checkpoint folder, a Hugging Face hub id, a .gguf file or the embedded "
+                        f"model ({', '.join(EMBEDDED)}); a GGUF is converted once into --models-dir and reused")
+    p.add_argument("--models-dir", type=Path, default=MODELS_DIR, metavar="DIR",
+                   help=f"where a GGUF model's converted checkpoint folder is kept (default {MODELS_DIR})")
     p.add_argument("--task", required=True, metavar="NAME_OR_YAML",
                    help="an lm-eval task name (headloc's tasks, --include-path, lm-eval's registry) or a task YAML file")
     p.add_argument("--method", default=METHOD, choices=methods.names(),
@@ -121,7 +131,13 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
+EXTRA = "HEADLOC_LOCATE_ARGS"  # arguments appended to every locate command line (docs/library.md)
+
+
 def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["locate"]:  # later arguments win: the tests run the documented commands on a small budget
+        argv += shlex.split(os.environ.get(EXTRA, ""))
     args = parser().parse_args(argv)
     return locate_command(args)
 
@@ -140,7 +156,8 @@ def locate_command(args) -> int:
         print(f"headloc locate: {error}", file=sys.stderr)
         return 2
     try:
-        model, tokenizer = load_model(args.model, dtype=args.dtype, device=args.device)
+        location = model_location(args.model, args.models_dir, quiet=args.quiet)
+        model, tokenizer = load_model(location, dtype=args.dtype, device=args.device)
     except (OSError, ValueError) as error:
         print(f"headloc locate: cannot load model {args.model!r} (a checkpoint folder or a hub id): {error}",
               file=sys.stderr)
@@ -155,9 +172,29 @@ def locate_command(args) -> int:
     except ValueError as error:
         print(f"headloc locate: {error}", file=sys.stderr)
         return 2
-    folder = found.save(args.out or Path("headloc-results") / found.record["task"] / found.search_id)
+    folder = found.save(args.out or RESULTS_DIR / found.record["task"] / found.search_id)
     print(summary(found, folder))
     return 0
+
+
+def model_location(name: str, models_dir: Path, *, quiet: bool = False) -> str:
+    """What ``load_model`` reads for ``--model``: a folder or hub id as given; a GGUF (the embedded
+    model's, or a .gguf file) converted once into ``models_dir/<name>`` (the workflow's rule
+    prepare_model) and reused from there. ValueError for a name that is none of these."""
+    from headloc.model.loading import check_checkpoint_dir, convert_gguf, resolve_source
+
+    source = resolve_source(name)
+    if not source.needs_preparation:
+        return source.location
+    folder = Path(models_dir) / (name if name in EMBEDDED else Path(name).stem)
+    try:
+        check_checkpoint_dir(folder)
+        return str(folder)  # converted before (the conversion renames a finished folder into place)
+    except ValueError:
+        pass
+    if not quiet:
+        print(f"converting {name} into {folder} (once)", file=sys.stderr)
+    return str(convert_gguf(source.location, str(folder)))
 
 
 def summary(found, folder) -> str:

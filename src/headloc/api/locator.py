@@ -7,14 +7,15 @@
     found.heatmap(); found.validate(tasks=["headloc_capitals"]); found.to_frame(); found.save("ioi-search")
 
 The search is the workflow's: :func:`headloc.methods.driver.drive` makes the calls its rules make
-(the steps of :mod:`headloc.methods.steps`: mask design, scoring, refinement, greedy rounds,
-gradient job, draw, then the recovery that ranks the heads); only the scoring runs here, on your model,
+(the steps of its kind, :mod:`headloc.methods.kinds`: mask design, scoring, refinement, greedy
+rounds, gradient job, sequential or guided search, draw, then the recovery that ranks the heads); only the scoring runs here, on your model,
 through the engine the workflow's scoring jobs use. The defaults are the workflow's
 (config/schema.yaml): budget 100 masks, sparsity 0.05, Lasso penalty by cross-validation, seed 0,
 top 5, 16 rows per forward pass, 8 masks per pass.
 
-For a notebook: the model is searched in eval() mode and given back in the mode it came in;
-``progress=False`` prints nothing (lm-eval's own output included); the result shows itself in a few
+For a notebook: the model is searched in eval() mode and given back in the mode it came in; a
+search shows one progress bar, ``progress=False`` none (lm-eval's own bars and messages are always
+off); the result shows itself in a few
 lines, or as HTML with its heatmap; what cannot be searched is refused before any work.
 """
 
@@ -41,7 +42,8 @@ from headloc.methods.driver import drive
 from headloc.methods.settings import SearchSettings
 
 SETTINGS = SearchSettings()  # the workflow's search defaults: every default of a search here is one of these
-# but the method: the demo's (config/demo.yaml), not the paper's cs_stratified (docs/results/demo-default.md)
+# and so is the method: config/schema.yaml's search.methods, config/demo.yaml's and the command's, the measured
+# best on SmolLM2 (docs/results/demo-default.md); the paper's is cs_stratified
 METHOD = "guided_greedy"
 BATCH_SIZE, MASKS_PER_PASS = 16, 8  # config/schema.yaml's models.<name>.batch_size and masks_per_pass
 LOG = logging.getLogger("headloc.locate")
@@ -62,7 +64,7 @@ def locate(model, tokenizer, task, *, method: str = METHOD, budget: int | None =
         of a task YAML (its folder is searched for includes and utils), or a callable
         ``task(model) -> float`` that scores the model (called with the heads of a mask ablated).
     method : a registered search method (``headloc.methods.names()``); default ``guided_greedy``,
-        the demo's, which needs an lm-eval task (it differentiates the gold continuations): name
+        the workflow's default (config/schema.yaml), which needs an lm-eval task (it differentiates the gold continuations): name
         one that only scores masks (``group_testing``) for a callable task.
     budget : masks a budgeted method spends, the config's ``search.n_masks`` (compressed sensing, and
         the most a sequential search spends, the unablated row included; default 100); others take
@@ -71,7 +73,7 @@ def locate(model, tokenizer, task, *, method: str = METHOD, budget: int | None =
     top_k : heads to report and validate; also greedy's rounds and cs_adaptive's target.
     seed, sparsity, alpha : the mask design's seed, the share of heads a mask ablates, the Lasso
         penalty (``"cv"``: cross-validated).
-    options : a gradient or sequential method's hyperparameters (e.g. CHG's ``{"steps": 50}``,
+    options : a gradient, sequential or guided method's hyperparameters (e.g. CHG's ``{"steps": 50}``,
         Thompson sampling's ``{"reward": "damage"}``), over its defaults; a key the method does not
         have, or a value it does not take, is refused.
     documents : which documents the search scores (see :func:`headloc.api.tasks.resolve_task`).
@@ -81,8 +83,9 @@ def locate(model, tokenizer, task, *, method: str = METHOD, budget: int | None =
         memory is retried with half the rows), masks sharing one pass (the result does not depend on them).
     higher_is_better : the metric's direction, read from an lm-eval task (give it only where the task
         and lm-eval declare none); a callable's score is higher-is-better unless this is False.
-    progress : headloc's progress bar and lm-eval's own output (its bars and messages); False
-        prints nothing but the result's warnings (the ``headloc.locate`` logger).
+    progress : one progress bar for the search (the masks it scores); False prints nothing but the
+        result's warnings (the ``headloc.locate`` logger). lm-eval's own bars and messages are off
+        either way.
     """
     spec, settings = check_search(method, budget, options, top_k=top_k, seed=seed, sparsity=sparsity, alpha=alpha)
     check_model(model, tokenizer, task)
@@ -92,8 +95,8 @@ def locate(model, tokenizer, task, *, method: str = METHOD, budget: int | None =
                             dataset_kwargs=dataset_kwargs, higher_is_better=higher_is_better)
     _check_gold(spec, resolved)
     work = tempfile.TemporaryDirectory(prefix="headloc-locate-")  # the files drive writes, kept for save()
-    with evaluation_mode(model), _quiet(progress, resolved):
-        score = _scorer(spec, resolved, model, tokenizer, batch_size, masks_per_pass, progress)
+    with evaluation_mode(model), _quiet(resolved), _search_bar(spec, settings, progress) as bar:
+        score = _scorer(spec, resolved, model, tokenizer, batch_size, masks_per_pass, progress, bar)
         gradient = _gradient(spec, resolved, model, tokenizer)
         found = drive(spec, score, geometry, work.name, settings, gradient=gradient,
                       higher_is_better=resolved.higher_is_better, log=LOG)
@@ -217,21 +220,33 @@ def evaluation_mode(model):
             module.training = training
 
 
-def _quiet(progress: bool, task: Task):
-    """lm-eval's own bars and messages off unless ``progress`` (a callable task runs no lm-eval)."""
-    if progress or task.callable:
+def _quiet(task: Task):
+    """lm-eval's own bars and messages off (a callable task runs no lm-eval): headloc's bar says
+    how far a search or a validation is, lm-eval's would add one per mask."""
+    if task.callable:
         return contextlib.nullcontext()
     from headloc.engine.evaluation import lm_eval_quiet
 
     return lm_eval_quiet()
 
 
-def _scorer(spec, task: Task, model, tokenizer, batch_size, masks_per_pass, progress):
+def _search_bar(spec, settings: SearchSettings, progress: bool):
+    """One bar for the whole search, over every call of its ``score(masks)`` (a greedy method's
+    rounds, a sequential search's proposals): the masks scored, out of the budget where the method
+    spends one. None when ``progress`` is off or the method scores no masks."""
+    if not (progress and spec.scored):
+        return contextlib.nullcontext()
+    from tqdm.auto import tqdm
+
+    return tqdm(total=settings.n_masks if spec.budgeted else None, desc=f"{spec.name} masks", unit="mask")
+
+
+def _scorer(spec, task: Task, model, tokenizer, batch_size, masks_per_pass, progress, bar=None):
     """The driver's ``score(masks)``; a method that scores nothing (gradient, draw) never calls it."""
     if not spec.scored:
         return None
     score = mask_scorer(task, model, tokenizer, batch_size=batch_size, masks_per_pass=masks_per_pass,
-                        progress=progress)
+                        progress=progress, bar=bar)
     return lambda masks: score(masks, desc=f"{spec.name} masks")
 
 
@@ -446,7 +461,7 @@ class Located:
         shown = _units(units, named)
         heads = self.ranking[:k]
         mask = headset_mask(heads, self.record["n_layers"], self.record["n_heads"])
-        with evaluation_mode(self.model), _quiet(progress, self.task):
+        with evaluation_mode(self.model), _quiet(self.task):
             frame = pd.DataFrame([{"task": name, **self._score(task, mask, shown[name], progress)}
                                   for name, task in named])
         signed = frame["delta"].where(frame["higher_is_better"], -frame["delta"])  # negative: damage (Table 2)

@@ -153,22 +153,23 @@ def count_documents(task: Task) -> int | None:
     return counted(spec, task.task_folders)
 
 
-def mask_scorer(task: Task, model, tokenizer, *, batch_size: int, masks_per_pass: int, progress: bool):
-    """``score(masks, desc) -> list of scores``: headloc's engine for an lm-eval task, else the callable."""
+def mask_scorer(task: Task, model, tokenizer, *, batch_size: int, masks_per_pass: int, progress: bool, bar=None):
+    """``score(masks, desc) -> list of scores``: headloc's engine for an lm-eval task, else the callable.
+    ``bar``: one tqdm bar that every call advances (a search's), instead of a bar per call."""
     if task.callable:
-        return _callable_scorer(task.fn, model, progress)
+        return _callable_scorer(task.fn, model, progress, bar)
     from headloc.engine.evaluation import MaskEvaluator
 
     evaluator = MaskEvaluator(model, tokenizer, task.spec, batch_size=batch_size, masks_per_pass=masks_per_pass,
                               include_path=task.task_folders)
 
     def score(masks, desc="masks"):
-        return [result.score for result in evaluator.evaluate_masks(masks, progress=progress, desc=desc)]
+        return [result.score for result in evaluator.evaluate_masks(masks, progress=progress, desc=desc, bar=bar)]
 
     return score
 
 
-def _callable_scorer(fn, model, progress: bool):
+def _callable_scorer(fn, model, progress: bool, bar=None):
     from tqdm.auto import tqdm
 
     from headloc.heads import HeadGeometry
@@ -183,6 +184,12 @@ def _callable_scorer(fn, model, progress: bool):
             return float(fn(model))
 
     def score(masks, desc="masks"):
-        return [one(mask) for mask in tqdm(np.atleast_2d(masks), desc=desc, disable=not progress)]
+        if bar is None:
+            return [one(mask) for mask in tqdm(np.atleast_2d(masks), desc=desc, disable=not progress)]
+        scores = []
+        for mask in np.atleast_2d(masks):
+            scores.append(one(mask))
+            bar.update(1)
+        return scores
 
     return score

@@ -289,11 +289,13 @@ class MaskEvaluator:
         gate = masks_to_gate(mask, self.geometry) if mask.any() else None
         return self.evaluate(gate)
 
-    def evaluate_masks(self, masks, *, progress: bool = True, desc: str = "masks") -> list[MaskResult]:
-        """Score each row of ``masks`` (M x N, 1 = ablated), ``masks_per_pass`` at a time."""
+    def evaluate_masks(self, masks, *, progress: bool = True, desc: str = "masks", bar=None) -> list[MaskResult]:
+        """Score each row of ``masks`` (M x N, 1 = ablated), ``masks_per_pass`` at a time. ``bar``:
+        a tqdm bar of the caller's to advance (one bar over many calls) instead of a bar of its own."""
         masks = np.atleast_2d(masks)
         results: list[MaskResult] = []
-        with tqdm(total=len(masks), desc=desc, disable=not progress) as bar:
+        own = tqdm(total=len(masks), desc=desc, disable=not progress) if bar is None else contextlib.nullcontext(bar)
+        with own as bar:
             for start in range(0, len(masks), self.masks_per_pass):
                 group = masks[start:start + self.masks_per_pass]
                 if self.masks_per_pass == 1:
