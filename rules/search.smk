@@ -101,7 +101,7 @@ rule guided_search:
         model=get_model_input,
         docs=get_id_subset,
     output:
-        f"{paths.SEARCH}/guided.json",
+        paths.GUIDED,
     log:
         "results/logs/guided_search/{model}/{task}/{search}.log",
     benchmark:

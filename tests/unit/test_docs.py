@@ -148,3 +148,46 @@ def test_every_docs_page_is_linked_from_another():
               for page in PAGES for target in relative_links(page) if target.partition("#")[0]}
     orphans = [name(page) for page in sorted(DOCS.rglob("*.md")) if page.resolve() not in linked]
     assert orphans == [], f"pages no other page links to: {orphans}"
+
+
+MEASURED = re.compile(r"(?<![\w.,])(\d[\d,]*(?:\.\d+)?)(?:\s?-\s?(\d[\d,]*(?:\.\d+)?))?\s?(?:%|min\b|evaluations\b)")
+RESULTS_LINK = re.compile(r"\]\(((?:\.\./)*(?:docs/)?results/[\w.-]+\.md)(?:#[^)]*)?\)")
+
+
+def sentences(text: str) -> list[str]:
+    """The prose's sentences (a paragraph, a list item or a table row split at '. ' before a capital)."""
+    found = []
+    for paragraph in re.split(r"\n\s*\n|\n(?=\s*[-*] |\|)", FENCE.sub("", text)):
+        found += re.split(r"(?<=[.!?])\s+(?=[A-Z*(`])", " ".join(paragraph.split()))
+    return found
+
+
+def unquoted_numbers(page: Path) -> list[str]:
+    """Numbers with a unit of a measurement (%, min, evaluations) in a sentence of ``page`` that links
+    a docs/results page, which none of the linked pages holds."""
+    problems = []
+    for sentence in sentences(page.read_text()):
+        linked = [(page.parent / target).resolve() for target in RESULTS_LINK.findall(sentence)]
+        if not linked:
+            continue
+        held = " ".join(target.read_text() for target in linked if target.is_file())
+        for match in MEASURED.finditer(CODE.sub("", sentence)):
+            for number in filter(None, match.groups()):
+                if not re.search(rf"(?<![\d.,]){re.escape(number)}(?![\d,]|\.\d)", held):
+                    problems.append(f"{number} ({match[0]!r}) is not on {[t.name for t in linked]}: {sentence[:120]!r}")
+    return problems
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if RESULTS not in p.parents], ids=name)
+def test_measured_numbers_come_from_the_linked_results_page(page):
+    problems = unquoted_numbers(page)
+    assert problems == [], f"{name(page)} quotes numbers its results pages do not hold:\n" + "\n".join(problems)
+
+
+def test_the_number_check_sees_numbers(tmp_path):
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "x.md").write_text("greedy: 98.7 % in 64 evaluations, 6 min 59 s; 1,341 masks\n")
+    page = tmp_path / "page.md"
+    page.write_text("It reaches 98.7-99.5 % with 64 evaluations ([x](results/x.md)). Elsewhere 12 % (no link).\n\n"
+                    "- 7 min, 1,341 evaluations: [x](results/x.md)\n")
+    assert [p.split(" ")[0] for p in unquoted_numbers(page)] == ["99.5", "7"]

@@ -5,9 +5,9 @@ A method module of :mod:`headloc.methods` declares one or more :class:`Method` i
 lm-eval) is imported inside those functions, so that reading the registry (the Snakefile does, at
 parse time) stays fast.
 
-A method's kind (:mod:`headloc.methods.kinds`: masks, rounds, gradient, sequential, draw) decides
+A method's kind (:mod:`headloc.methods.kinds`: masks, rounds, gradient, sequential, guided, draw) decides
 how it spends its evaluations: the steps and rules that run it, and what its ``algorithm`` is
-(a mask design, a gradient fit, a sequential search's builder, or none).
+(a mask design, a gradient fit, a sequential search's builder, a guided search, or none).
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ class Method:
         its kind's (a one-job kind reads the job's result: :func:`headloc.methods.kinds.read_result`).
     algorithm: what its kind's step calls (the kind's ``algorithm`` says its signature): a mask
         design (kind masks), a gradient fit (kind gradient), a sequential search's builder (kind
-        sequential); None for a kind that calls none.
+        sequential), the guided search (kind guided); None for a kind that calls none.
     least_budget: kind ``sequential``, optional: ``least_budget(n_heads, top_k, options) -> (masks,
         setting, need)``: the smallest budget its search runs with on a model of ``n_heads`` heads,
         the setting it follows from ("groups of 16") and what it pays for ("to score ..."); the config

@@ -2,7 +2,7 @@
 ``score`` function in place of the scoring jobs.
 
 The workflow spreads a search over jobs (make_masks, score_masks, refine_masks, greedy's rounds,
-gradient_search, sequential_search, recover_heads), each a script that makes one step's call.
+gradient_search, sequential_search, guided_search, recover_heads), each a script that makes one step's call.
 :func:`drive` has the method's kind make the same calls (:meth:`headloc.methods.kinds.Kind.drive`),
 writing the same files under one folder, laid out as a workflow's search folder
 (:class:`~headloc.methods.kinds.SearchFiles`); headloc.locate, benchmarks/ground_truth.py and the

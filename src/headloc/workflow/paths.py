@@ -40,8 +40,10 @@ ROUND_SAMPLES = _IN_SEARCH.samples("round{round}", "{chunk}")
 CHOSEN = _IN_SEARCH.chosen("{round}")
 GRADIENT = _IN_SEARCH.result("gradient")
 SEQUENTIAL = _IN_SEARCH.result("sequential")
-# a sequential search's scored masks so far: no rule's output (Snakemake would delete a killed
-# job's outputs), so a rerun of the killed job resumes from it (headloc.methods.kinds.sequential)
+GUIDED = _IN_SEARCH.result("guided")
+# a one-job search's scores (and a guided search's gradients) so far: no rule's output (Snakemake
+# would delete a killed job's outputs), so a rerun of the killed job resumes from it
+# (headloc.methods.kinds.sequential and .guided)
 RECORD = _IN_SEARCH.record()
 RECOVERY = f"{SEARCH}/recovery.json"
 HEATMAP = f"{SEARCH}/heatmap.png"

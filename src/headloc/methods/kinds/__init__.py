@@ -72,11 +72,13 @@ class SearchFiles:
         return self.path("chosen.json", f"round{round_}")
 
     def result(self, kind: str) -> str:
-        """The result of a kind's one job, named by the kind (``gradient.json``, ``sequential.json``)."""
+        """The result of a kind's one job, named by the kind (``gradient.json``, ``sequential.json``,
+        ``guided.json``)."""
         return self.path(f"{kind}.json")
 
     def record(self) -> str:
-        """A sequential search's record: every mask scored so far, to resume from."""
+        """A sequential or guided search's record: every mask scored (and a guided search's every
+        gradient) so far, to resume from."""
         return self.path("record.npz")
 
 
@@ -141,7 +143,7 @@ class Kind:
 
 
 def read_result(inputs, names, params, log) -> dict:
-    """A one-job search's part of recovery.json (``inputs.result``: a gradient or sequential job's
+    """A one-job search's part of recovery.json (``inputs.result``: a gradient, sequential or guided job's
     output), checked: its ``method`` must be the search's, its ranking and values cover every head
     of the model."""
     from headloc.io import read_json  # numpy: not at registry import
