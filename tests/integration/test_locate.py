@@ -287,11 +287,13 @@ def test_the_model_comes_back_in_the_mode_it_came_in(tokenizer):
     assert {name: module.training for name, module in model.named_modules()} == before
 
 
-def test_progress_false_prints_nothing_and_progress_true_still_shows_lm_evals_bars(tokenizer, capfd, caplog):
+def test_progress_false_prints_nothing_and_progress_true_draws_headlocs_bars_only(tokenizer, capfd, caplog):
     """Nothing on stdout or stderr and no lm-eval log message from a quiet search and validation on an
-    lm-eval task (lm-eval warns at each task build and model wrap, and draws its own bars); a
-    validation with progress afterwards shows lm-eval's bars and messages again."""
+    lm-eval task (lm-eval warns at each task build and model wrap, and draws its own bars); with
+    progress, a search draws its one bar and a validation its own, lm-eval still silent; afterwards
+    lm-eval's logger is as it was."""
     caplog.set_level(logging.WARNING)
+    level = logging.getLogger("lm_eval").level
     model = tiny_llama(len(tokenizer))
     found = headloc.locate(model, tokenizer, "headloc_ioi", method="greedy1s", top_k=1, documents=2,
                            batch_size=8, progress=False)
@@ -300,10 +302,13 @@ def test_progress_false_prints_nothing_and_progress_true_still_shows_lm_evals_ba
     out, err = capfd.readouterr()
     assert (out, err) == ("", "")
     assert [r.getMessage() for r in caplog.records if r.name.startswith("lm_eval")] == []
+    headloc.locate(model, tokenizer, "headloc_ioi", method="greedy1s", top_k=1, documents=2, batch_size=8)
     found.validate(documents=2, progress=True)
     err = capfd.readouterr().err
-    assert "Running loglikelihood requests" in err and "validate headloc_ioi" in err
-    assert any(r.name.startswith("lm_eval") for r in caplog.records)
+    bars = {line.split(":")[0] for line in re.split(r"[\r\n]", err) if line.strip()}
+    assert bars == {"greedy1s masks", "validate headloc_ioi"}, bars
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("lm_eval")] == []
+    assert logging.getLogger("lm_eval").level == level
 
 
 class _Page(HTMLParser):
