@@ -11,5 +11,8 @@ chosen = collection_selections(p.collection, recoveries, options, p.main_method)
 frame = recoveries_frame(recoveries, chosen, options["capabilities"])
 for column in ("top_heads", "unconfirmed"):
     frame[column] = frame[column].str.join(",")
+# found: empty when none was found above noise, "-" when the search assessed none (no_head_found: why)
+frame["found"] = [",".join(heads) if heads is not None else "-" for heads in frame["found"]]
+frame["effects"] = frame["effects"].str.join("; ")
 write_table(snakemake.output[0], frame)
 log.info("%s: %d searches", p.collection, len(frame))

@@ -13,6 +13,9 @@ wanted = {tuple(pair) for pair in snakemake.params.mib_searches}
 submitted = [record for record in records if (record["task"], record["search"]) in wanted]
 cfgs = {model: mib_cfg(load_config(location)) for model, location in snakemake.params.locations.items()}
 names = snakemake.params.mib_names
-written = write_submission(snakemake.output.mib, submitted, cfgs, tasks=names.get("tasks"), models=names.get("models"))
+# with the universal filter on, the universal heads rank after the others, as Table 2 validates them
+universal = {record["model"]: record["heads"] for record in map(read_json, snakemake.input.universal)}
+written = write_submission(snakemake.output.mib, submitted, cfgs, tasks=names.get("tasks"), models=names.get("models"),
+                           universal=universal, log=log)
 log.info("%d searches: %s; %d in the MIB submission (%s) under %s", len(records), snakemake.output.csv,
          len(written), MIB_FORMAT, snakemake.output.mib)

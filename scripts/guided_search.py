@@ -5,9 +5,7 @@ masks_per_pass at a time) and the gradients of the same documents' gold continua
 headloc.methods.kinds.guided.guided, which resumes from the search's record when a killed run of the
 same job left one."""
 
-import numpy as np
-
-from headloc.engine.evaluation import TaskSpec
+from headloc.engine.evaluation import TaskSpec, scored
 from headloc.engine.supervision import task_examples
 from headloc.methods.kinds import guided, sequential
 from headloc.model.memory import CPU_ROWS
@@ -26,8 +24,8 @@ examples = task_examples(evaluator.tokenizer, gold, include_path=[str(folder) fo
 batch_size = CPU_ROWS if p.model["batch_size"] == "auto" else p.model["batch_size"]
 
 
-def score(masks):
-    return np.array([result.score for result in evaluator.evaluate_masks(masks, desc=p.guided["method"])])
+def score(masks):  # scores and per-document scores (each head's evidence: headloc.search.evidence)
+    return scored(evaluator.evaluate_masks(masks, desc=p.guided["method"]))
 
 
 # a record left by a run on other model files, documents or task files is not resumed

@@ -1,11 +1,9 @@
 """Score one chunk of masks on the identification subset (rule score_masks)."""
 
-import json
-
 import numpy as np
-import pandas as pd
 
-from headloc.io import write_table, write_text
+from headloc.engine.evaluation import scored
+from headloc.io import write_scores
 from headloc.workflow.jobs import scoring_evaluator, start_evaluating_job
 
 log = start_evaluating_job(snakemake.log[0], snakemake.threads, spread=bool(snakemake.params.model.get("device_map")))
@@ -20,12 +18,11 @@ else:
     log.info("scoring masks %d..%d of %d on %s", rows[0], rows[-1], len(masks), evaluator.task.lm_eval_task)
     results = evaluator.evaluate_masks(masks[rows], desc=f"chunk {snakemake.wildcards.chunk}")
 
-write_text(snakemake.output.samples, "".join(
-    json.dumps({"mask": int(row), "score": result.score, "samples": result.samples}) + "\n"
-    for row, result in zip(rows, results)
-))
-# the task's declared direction travels with the raw scores; headloc.io.read_scores orients them
-write_table(snakemake.output.scores, pd.DataFrame({"mask": rows, "score": [r.score for r in results],
-                                                   "higher_is_better": snakemake.params.higher_is_better}))
+# the task's declared direction travels with the raw scores (headloc.io.read_scores orients them), and
+# each mask's per-document scores with lm-eval's samples (each head's evidence: headloc.search.evidence)
+found = scored(results)
+write_scores(snakemake.output.scores, snakemake.output.samples, rows, found, snakemake.params.higher_is_better,
+             records=[r.samples for r in results])
 if results:
-    log.info("mean score %.4f", np.mean([r.score for r in results]))
+    log.info("mean score %.4f%s", np.mean(found.scores),
+             "" if found.per_doc is None else f" over {found.per_doc.shape[1]} documents")

@@ -3,8 +3,7 @@ sequential_search): one model load, then headloc.methods.kinds.sequential.sequen
 round through the evaluator (a round's masks share forward passes, masks_per_pass at a time) and
 resumes from the search's record when a killed run of the same job left one."""
 
-import numpy as np
-
+from headloc.engine.evaluation import scored
 from headloc.methods.kinds import sequential
 from headloc.workflow import paths
 from headloc.workflow.jobs import scoring_evaluator, start_evaluating_job
@@ -14,8 +13,8 @@ p = snakemake.params
 evaluator = scoring_evaluator(p.location, p.model, p.task, snakemake.input.docs, snakemake.config, log)
 
 
-def score(masks):
-    return np.array([result.score for result in evaluator.evaluate_masks(masks, desc=p.sequential["method"])])
+def score(masks):  # scores and per-document scores (each head's evidence: headloc.search.evidence)
+    return scored(evaluator.evaluate_masks(masks, desc=p.sequential["method"]))
 
 
 # a record left by a run on other model files, documents or task files is not resumed

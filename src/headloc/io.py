@@ -126,3 +126,38 @@ def read_scores(paths):
 def oriented(scores, higher_is_better: bool):
     """``scores`` as higher-is-better: negated for a lower-is-better metric (see :func:`read_scores`)."""
     return scores if higher_is_better else -scores
+
+
+def write_scores(table, samples, rows, found, higher_is_better: bool, records=None) -> None:
+    """A scoring job's two files: the score table (``table``: mask, raw score, the metric's
+    direction) and one JSON line per mask (``samples``: its score, its per-document scores where
+    ``found``, a :class:`headloc.search.evidence.Scored`, has them, and lm-eval's per-document
+    ``records`` where given), from which a search's evidence is drawn (:func:`read_per_doc`)."""
+    import pandas as pd
+
+    per_doc = found.per_doc
+    lines = []
+    for i, (row, score) in enumerate(zip(rows, found.scores)):
+        line = {"mask": int(row), "score": float(score), "per_doc": None if per_doc is None else per_doc[i].tolist()}
+        if records is not None:
+            line["samples"] = records[i]
+        lines.append(json.dumps(line) + "\n")
+    write_text(samples, "".join(lines))
+    write_table(table, pd.DataFrame({"mask": np.asarray(rows, dtype=int), "score": np.asarray(found.scores, dtype=float),
+                                     "higher_is_better": higher_is_better}))
+
+
+def read_per_doc(paths, n_masks: int, higher_is_better: bool) -> np.ndarray | None:
+    """The per-document scores of a design's ``n_masks`` masks (masks x documents, in mask order,
+    oriented as :func:`read_scores` orients the scores) from its scoring jobs' samples files; None
+    where a mask has none (a callable task, an aggregate metric, or files written before they were
+    kept)."""
+    rows = {}
+    for path in paths:
+        for line in Path(path).read_text(encoding="utf-8").splitlines():
+            record = json.loads(line)
+            rows[int(record["mask"])] = record.get("per_doc")
+    from headloc.search.evidence import per_doc_matrix
+
+    found = per_doc_matrix([rows.get(i) for i in range(n_masks)], n_masks)
+    return None if found is None else oriented(found, higher_is_better)

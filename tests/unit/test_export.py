@@ -228,3 +228,60 @@ def test_export_names_and_method_are_checked(config):
     assert check_export(bad)[0][1].startswith("'lasso' is not a search method; valid: ")
     with pytest.raises(ValueError, match="config export.mib.method: 'lasso' is not a search method"):
         check_config(bad, {})
+
+
+# ---------------------------------------------------------------- what was measured
+
+# guided greedy: two heads measured, two never scored (their values are placeholders)
+GUIDED = {**record("guided_greedy", {"L0H0": -0.5, "L0H1": -0.2, "L1H0": 0.0, "L1H1": 0.0},
+                   ["L0H0", "L0H1", "L1H1", "L1H0"], search="guided", top=["L0H0", "L0H1"]),
+          "status": {"L0H0": "measured", "L0H1": "measured", "L1H0": "unmeasured", "L1H1": "unmeasured"},
+          "interval": {"L0H0": [-0.7, -0.3], "L0H1": [-0.4, 0.05], "L1H0": None, "L1H1": None},
+          "p_top_k": {"L0H0": 1.0, "L0H1": 0.8, "L1H0": None, "L1H1": None}, "found": ["L0H0"]}
+
+
+def test_unmeasured_heads_tie_below_every_measured_head_in_mibs_order(tmp_path):
+    write_submission(tmp_path, [GUIDED], {"org/model": CFG})
+    graph = mib_format.read_graph(tmp_path / "ioi_org-model" / "importances.json")
+    unscored = {"input", "m0", "m1"}
+    for absolute in (False, True):
+        assert mib_format.top_n(graph, 1, absolute) == {"a0.h0", *unscored}
+        assert mib_format.top_n(graph, 2, absolute) == {"a0.h0", "a0.h1", *unscored}
+        with pytest.raises(ValueError, match="tie"):  # MIB may take either unmeasured head: they tie
+            mib_format.top_n(graph, 3, absolute)
+    sidecar = pd.read_csv(tmp_path / "headloc.tsv", sep="\t")
+    assert sidecar[["measured", "estimated", "unmeasured"]].values.tolist() == [[2, 0, 2]]
+
+
+def test_universal_heads_rank_after_the_others_as_table_2_filters_them(tmp_path):
+    """With the universal filter on, MIB's top n is the filtered ranking's, the universal head after
+    every other scored one, so MIB scores the circuit Table 2 validates."""
+    write_submission(tmp_path, [LASSO], {"org/model": CFG}, universal={"org/model": ["L0H1"]})
+    graph = mib_format.read_graph(tmp_path / "ioi_org-model" / "importances.json")
+    filtered = ["L1H1", "L0H0", "L1H0", "L0H1"]  # LASSO's ranking, L0H1 (its first head) moved last
+    assert mib_format.ranking_problems(graph, filtered) == []
+    graph_json = json.loads((tmp_path / "ioi_org-model" / "importances.json").read_text())
+    assert [n for n, node in graph_json["nodes"].items() if n.startswith("a") and node["in_graph"]] == ["a1.h1"]
+    sidecar = pd.read_csv(tmp_path / "headloc.tsv", sep="\t")
+    assert sidecar["universal_ranked_down"].tolist() == ["L0H1"]
+
+
+def test_a_folder_mib_would_skip_is_named_in_the_sidecar_and_the_log(tmp_path, caplog):
+    import logging
+
+    log = logging.getLogger("test-export")
+    write_submission(tmp_path, [LASSO], {"org/model": CFG}, models={"org/model": "gpt2"}, log=log)
+    write_submission(tmp_path / "other", [LASSO], {"org/model": CFG}, tasks={"ioi": "ioi"}, log=log)
+    assert pd.read_csv(tmp_path / "headloc.tsv", sep="\t")["mib_skips"].isna().all()  # ioi_gpt2: read
+    skipped = pd.read_csv(tmp_path / "other" / "headloc.tsv", sep="\t")["mib_skips"].tolist()
+    assert skipped == ["model 'org-model' not in MIB's lists: MIB's evaluation skips this folder"]
+    assert "ioi_org-model: model 'org-model' not in MIB's lists" in caplog.text
+
+
+def test_tidy_rows_carry_each_heads_status_interval_and_whether_it_was_found(tmp_path):
+    write_tidy(tmp_path / "heads.csv", [GUIDED, LASSO])
+    table = pd.read_csv(tmp_path / "heads.csv")
+    guided = table[table["search"] == "guided"].set_index("head")
+    assert guided.loc["L0H0", ["status", "low", "high", "p_top_k"]].tolist() == ["measured", -0.7, -0.3, 1.0]
+    assert guided["found"].tolist() == [True, False, False, False]
+    assert guided.loc["L1H0", "status"] == "unmeasured" and math.isnan(guided.loc["L1H0", "low"])

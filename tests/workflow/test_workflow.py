@@ -233,8 +233,35 @@ def test_tables_3_6_and_10_follow_the_evaluation_files(tiny_run):
             row = table10.query("model == @model and task == @task").iloc[0]
             found = recovery(tiny_run, model, task, "cs_stratified")
             assert (row["method"], row["search"]) == ("cs_stratified", SEARCHES["cs_stratified"].format(ID_DOCS[task]))
-            assert row["heads"].split(", ") == main_top(tiny_run, model, task, TOP_K)
+            shown = "none" if found["found"] == [] else ", ".join(main_top(tiny_run, model, task, TOP_K))
+            assert row["heads"] == shown
             assert row["n_evals"] == found["n_evals"] == 6
+
+
+@pytest.mark.slow
+def test_a_random_model_finds_no_head_and_every_table_says_so(tiny_run):
+    """A random model carries no capability: its searches keep per-document scores, give each head an
+    interval, find no head above the noise and say why; Tables 2, 3 and 10 say "none" for those rows
+    with the reason in the note; greedy's rounds say they were not assessed."""
+    for method in ("cs_stratified", "greedy1s"):
+        found = recovery(tiny_run, "tiny-a", "ioi", method)
+        assert found["found"] == [], (method, found["found"])
+        assert found["no_head_found"] and not found["no_head_found"].startswith("not assessed")
+        assert found["evidence"]["documents"] == ID_DOCS["ioi"]
+        assert set(found["status"].values()) == {"measured" if method == "greedy1s" else "estimated"}
+        assert any(interval is not None for interval in found["interval"].values())
+        assert found["noise_floor"] > 0
+    greedy = recovery(tiny_run, "tiny-a", "ioi", "greedy")
+    assert greedy["found"] is None and greedy["no_head_found"].startswith("not assessed")
+    search = tiny_run / "tiny-a" / "ioi" / SEARCHES["cs_stratified"].format(4)
+    lines = [json.loads(line) for c in (0, 1) for line in (search / f"scores/{c}.samples.jsonl").read_text().splitlines()]
+    assert all(len(line["per_doc"]) == 4 and np.mean(line["per_doc"]) == pytest.approx(line["score"]) for line in lines)
+    reason = recovery(tiny_run, "tiny-a", "ioi", "cs_stratified")["no_head_found"]
+    for name in ("table2", "table3", "table10"):
+        table = pd.read_csv(tiny_run / f"tables/{name}.csv")
+        task = "task" if "task" in table.columns else "id_on"
+        assert table.loc[table[task] == "ioi", "found"].eq("none").all(), name
+        assert reason in (tiny_run / f"tables/{name}.md").read_text(), name
 
 
 @pytest.mark.slow

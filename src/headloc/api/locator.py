@@ -246,7 +246,7 @@ def _scorer(spec, task: Task, model, tokenizer, batch_size, masks_per_pass, prog
     if not spec.scored:
         return None
     score = mask_scorer(task, model, tokenizer, batch_size=batch_size, masks_per_pass=masks_per_pass,
-                        progress=progress, bar=bar)
+                        progress=progress, bar=bar, per_doc=True)
     return lambda masks: score(masks, desc=f"{spec.name} masks")
 
 
@@ -365,6 +365,24 @@ class Located:
         return list(self.record["top_heads"])
 
     @property
+    def found(self) -> list[str] | None:
+        """The heads found above the noise, most damaging first (:mod:`headloc.search.evidence`): empty
+        when none was (:attr:`no_head_found` says why), None when the search assessed none."""
+        found = self.record.get("found")
+        return None if found is None else list(found)
+
+    @property
+    def no_head_found(self) -> str:
+        """Why no head was found above the noise, or why none was assessed; empty when one was found."""
+        return self.record.get("no_head_found", "")
+
+    @property
+    def intervals(self) -> dict:
+        """Head -> the 95 % interval of its value under document resampling, [low, high]; None where it
+        has none (an unmeasured head, a search that assessed none)."""
+        return dict(self.record.get("interval") or {})
+
+    @property
     def n_evals(self) -> int:
         return self.record["n_evals"]
 
@@ -376,9 +394,27 @@ class Located:
     SHOWN = 10  # top heads a repr lists
 
     def _top(self) -> list[tuple[str, str]]:
-        """The first :attr:`SHOWN` top heads and their values as text."""
-        return [(head, "-" if self.values[head] is None else f"{self.values[head] + 0.0:.4g}")
-                for head in self.top_heads[: self.SHOWN]]
+        """The first :attr:`SHOWN` top heads and their values as text, each with its 95 % interval and
+        P(top k) where it has them."""
+        shown = []
+        for head in self.top_heads[: self.SHOWN]:
+            value, interval = self.values[head], self.intervals.get(head)
+            p = (self.record.get("p_top_k") or {}).get(head)
+            text = "-" if value is None else f"{value + 0.0:.4g}"
+            if interval:
+                text += f" [{interval[0] + 0.0:.3g}, {interval[1] + 0.0:.3g}]"
+            if p is not None:
+                text += f" P {p:.2f}"
+            shown.append((head, text))
+        return shown
+
+    def _evidence(self) -> str:
+        """One line: the heads found above the noise, or "no head found above noise" and why."""
+        if self.found is None:
+            return f"evidence: {self.no_head_found or 'not assessed'}"
+        if not self.found:
+            return f"no head found above noise: {self.no_head_found}"
+        return f"found above noise: {', '.join(self.found)}"
 
     def _title(self) -> str:
         return (f"{self.record['method']} on {self.record['task']} (model {self.record['model']}): "
@@ -387,7 +423,8 @@ class Located:
     def __repr__(self) -> str:
         more = len(self.top_heads) - self.SHOWN
         top = ", ".join(f"{head} {value}" for head, value in self._top()) + (f", ... {more} more" if more > 0 else "")
-        lines = [f"<Located {self._title()}>", f"top {len(self.top_heads)}: {top}", f"value: {self.label}"]
+        lines = [f"<Located {self._title()}>", self._evidence(), f"top {len(self.top_heads)}: {top}",
+                 f"value: {self.label} [95 % interval over resampled documents] P(in the top k)"]
         lines += [f"warning: {_cut(warning, 200)}" for warning in self.warnings]
         return "\n".join(lines)
 
@@ -399,7 +436,7 @@ class Located:
         rows = "".join(f"<tr><td>{rank}</td><td>{html.escape(head)}</td><td>{value}</td></tr>"
                        for rank, (head, value) in enumerate(self._top(), 1))
         warned = "".join(f"<li>warning: {html.escape(warning)}</li>" for warning in self.warnings)
-        return (f"<div><p><b>Located</b> {html.escape(self._title())}</p>"
+        return (f"<div><p><b>Located</b> {html.escape(self._title())}</p><p>{html.escape(self._evidence())}</p>"
                 f"<p>value: {html.escape(self.label)}</p>"
                 f"<table><tr><th>rank</th><th>head</th><th>value</th></tr>{rows}</table>"
                 + (f"<ul>{warned}</ul>" if warned else "")

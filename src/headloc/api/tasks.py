@@ -153,43 +153,59 @@ def count_documents(task: Task) -> int | None:
     return counted(spec, task.task_folders)
 
 
-def mask_scorer(task: Task, model, tokenizer, *, batch_size: int, masks_per_pass: int, progress: bool, bar=None):
+def mask_scorer(task: Task, model, tokenizer, *, batch_size: int, masks_per_pass: int, progress: bool, bar=None,
+                per_doc: bool = False):
     """``score(masks, desc) -> list of scores``: headloc's engine for an lm-eval task, else the callable.
-    ``bar``: one tqdm bar that every call advances (a search's), instead of a bar per call."""
+    ``bar``: one tqdm bar that every call advances (a search's), instead of a bar per call. ``per_doc``:
+    a :class:`headloc.search.evidence.Scored` instead, with each mask's per-document scores where the
+    task's metric is a mean over documents (a callable that returns one number: none)."""
     if task.callable:
-        return _callable_scorer(task.fn, model, progress, bar)
-    from headloc.engine.evaluation import MaskEvaluator
+        return _callable_scorer(task.fn, model, progress, bar, per_doc)
+    from headloc.engine.evaluation import MaskEvaluator, scored
 
     evaluator = MaskEvaluator(model, tokenizer, task.spec, batch_size=batch_size, masks_per_pass=masks_per_pass,
                               include_path=task.task_folders)
 
     def score(masks, desc="masks"):
-        return [result.score for result in evaluator.evaluate_masks(masks, progress=progress, desc=desc, bar=bar)]
+        results = evaluator.evaluate_masks(masks, progress=progress, desc=desc, bar=bar)
+        return scored(results) if per_doc else [result.score for result in results]
 
     return score
 
 
-def _callable_scorer(fn, model, progress: bool, bar=None):
+def _callable_scorer(fn, model, progress: bool, bar=None, per_doc: bool = False):
     from tqdm.auto import tqdm
 
     from headloc.heads import HeadGeometry
     from headloc.model.ablation import ablate_heads, masks_to_gate
+    from headloc.search.evidence import Scored, per_doc_matrix
 
     geometry = HeadGeometry.of(model.config)
 
-    def one(mask) -> float:
+    def one(mask) -> np.ndarray:
         if not np.asarray(mask).any():  # as the engine: an empty mask runs the model untouched
-            return float(fn(model))
+            return per_document(fn(model))
         with ablate_heads(model, masks_to_gate(np.asarray(mask), geometry)):
-            return float(fn(model))
+            return per_document(fn(model))
 
     def score(masks, desc="masks"):
-        if bar is None:
-            return [one(mask) for mask in tqdm(np.atleast_2d(masks), desc=desc, disable=not progress)]
-        scores = []
-        for mask in np.atleast_2d(masks):
-            scores.append(one(mask))
-            bar.update(1)
-        return scores
+        masks = np.atleast_2d(masks)
+        rows = []
+        for mask in (masks if bar is not None else tqdm(masks, desc=desc, disable=not progress)):
+            rows.append(one(mask))
+            if bar is not None:
+                bar.update(1)
+        found = Scored(np.array([row.mean() for row in rows]), per_doc_matrix(
+            [row if len(row) > 1 else None for row in rows], len(rows)))
+        return found if per_doc else list(found.scores)
 
     return score
+
+
+def per_document(value) -> np.ndarray:
+    """A callable task's answer as per-document scores: one number (a score it computed itself), or
+    one per document (the score is their mean, and each head's evidence resamples them)."""
+    found = np.asarray(value, dtype=float).reshape(-1)
+    if found.size == 0 or not np.all(np.isfinite(found)):
+        raise ValueError(f"a callable task must return a finite number or one per document, got {value!r}")
+    return found

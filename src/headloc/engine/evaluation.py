@@ -89,6 +89,30 @@ class MaskResult:
 
     score: float
     samples: list[dict]
+    metric: str = ""
+
+    @property
+    def per_doc(self) -> np.ndarray | None:
+        """The metric's value on each document, in document order, where the score is their mean (an
+        accuracy, a margin); None where it is not (an aggregate such as a perplexity, whose samples
+        hold pairs): the evidence of a search resamples these (:mod:`headloc.search.evidence`)."""
+        name = self.metric.split(",")[0]
+        values = [s.get(name) for s in sorted(self.samples, key=lambda s: s["doc_id"])]
+        if not values or not all(isinstance(v, (int, float, np.number, np.bool_)) for v in values):
+            return None
+        values = np.asarray(values, dtype=float)
+        if not np.all(np.isfinite(values)) or not np.isclose(values.mean(), self.score, rtol=1e-6, atol=1e-9):
+            return None
+        return values
+
+
+def scored(results) -> "Scored":
+    """The scores of ``results`` (:class:`MaskResult`) with their per-document scores, where every one
+    has them, as the search steps take them (:class:`headloc.search.evidence.Scored`)."""
+    from headloc.search.evidence import Scored, per_doc_matrix
+
+    return Scored(np.array([r.score for r in results], dtype=float),
+                  per_doc_matrix([r.per_doc for r in results], len(results)))
 
 
 def load_task(task: TaskSpec, include_path=TASKS_DIR) -> dict:
@@ -281,7 +305,7 @@ class MaskEvaluator:
                 f"task {name} reports no metric {self.task.metric_key!r}; it reports {known}"
             )
         samples = [compact_sample(s, self.task.metric) for s in output["samples"][name]]
-        return MaskResult(float(metrics[self.task.metric_key]), samples)
+        return MaskResult(float(metrics[self.task.metric_key]), samples, self.task.metric)
 
     def evaluate_mask(self, mask) -> MaskResult:
         """Score one mask (1 = ablated), a vector over all heads."""

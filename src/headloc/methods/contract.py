@@ -180,14 +180,19 @@ def fit_masks(inputs, names, params, log, *, estimator, stability: bool) -> dict
     from headloc.search.recovery import top_k_probability  # sklearn (~1 s): only here
 
     masks, scores = scored_masks(inputs.masks, inputs.scores)
+    per_doc = design_per_doc(inputs.samples, len(masks), params)
     if inputs.stage2_masks:
         masks2, scores2 = scored_masks(inputs.stage2_masks, inputs.stage2_scores)
         log.info("stage 1: %d masks, stage 2: %d masks", len(masks), len(masks2))
         masks, scores = np.vstack([masks, masks2]), pd.concat([scores, scores2])
+        second = design_per_doc(inputs.stage2_samples, len(masks2), params)
+        per_doc = None if per_doc is None or second is None or second.shape[1] != per_doc.shape[1] \
+            else np.vstack([per_doc, second])
     rows = params.nested_rows
     if rows:  # a nested budget: the first rows of the full design
         log.info("budget %d: the first %d of %d scored masks", rows, rows, len(masks))
         masks, scores = masks[:rows], scores.iloc[:rows]
+        per_doc = None if per_doc is None else per_doc[:rows]
     y = scores["score"].to_numpy()
     fit = estimator.fit(masks, y)
     log.info("alpha %.4g, R^2 %.3f", fit.alpha_, fit.r2_)
@@ -195,6 +200,7 @@ def fit_masks(inputs, names, params, log, *, estimator, stability: bool) -> dict
         "n_evals": fit.n_evals_, "alpha": fit.alpha_, "r2": fit.r2_, "intercept": fit.intercept_,
         "ranking": [names[i] for i in fit.ranking_],
         "coef": {name: float(c) for name, c in zip(names, fit.coef_)},
+        **fit_evidence(estimator, fit, masks, per_doc, names, params, log),
     }
     if stability:  # the Lasso's uncertainty: how often bootstrap refits keep each head in the top k
         k = params.top_k
@@ -202,6 +208,32 @@ def fit_masks(inputs, names, params, log, *, estimator, stability: bool) -> dict
         found["top_k_probability"] = {name: float(q) for name, q in zip(names, probability)}
         log.info("P(top %d): %s", k, ", ".join(f"{names[i]} {probability[i]:.2f}" for i in fit.ranking_[:k]))
     return found
+
+
+def design_per_doc(samples, n_masks: int, params):
+    """A design's per-document scores, oriented (None: not kept, e.g. no samples files given)."""
+    from headloc.io import read_per_doc
+
+    return read_per_doc(samples, n_masks, params.higher_is_better) if samples else None
+
+
+def fit_evidence(estimator, fit, masks, per_doc, names, params, log) -> dict:
+    """recovery.json's evidence fields of a fit (:mod:`headloc.search.evidence`): the fit made again
+    on each resample of the documents, at the penalty it chose; a fit that measures each head (one-shot
+    greedy's single-head differences) gives measured heads, a Lasso estimated ones."""
+    from sklearn.base import clone
+
+    from headloc.search.evidence import assess, log_evidence
+
+    again = clone(estimator)
+    if "alpha" in again.get_params():
+        again.set_params(alpha=fit.alpha_)
+    status = [getattr(estimator, "status", "estimated")] * len(names)
+    empty = np.flatnonzero(~np.asarray(masks).any(axis=1))
+    found = assess(fit.coef_, status, per_doc, lambda y: again.fit(masks, y).coef_,
+                   baseline_row=int(empty[0]) if len(empty) else None, top_k=params.top_k, seed=params.seed)
+    log_evidence(found, names, fit.coef_, log)
+    return found.fields(names, fit.coef_)
 
 
 def lasso_recover(inputs, names, params, log) -> dict:

@@ -33,7 +33,9 @@ def drive(method, score, geometry: HeadGeometry, folder, settings: SearchSetting
     ranking; return recovery.json as rule recover_heads writes it, less the search's identity
     (model, task, search). The steps' files are written under ``folder``.
 
-    ``score`` maps masks (rows x heads, 1 = ablated) to one score per row; ``higher_is_better`` is
+    ``score`` maps masks (rows x heads, 1 = ablated) to one score per row, or to a
+    :class:`headloc.search.evidence.Scored` with the rows' per-document scores too (the evidence
+    of each head is drawn from those: :mod:`headloc.search.evidence`); ``higher_is_better`` is
     its metric's direction (False: a perplexity), written beside the scores as the scoring jobs do.
     ``settings``: the search keys and the method's options (:class:`SearchSettings`, whose defaults
     are the workflow's): ``n_masks`` is a mask design's size or a sequential search's cap (the
@@ -63,16 +65,15 @@ class Job:
     universal: tuple[str, ...] = ()
 
     def scored(self, masks: np.ndarray, stage: str = "") -> list[str]:
-        """Score ``masks`` and write their table as one scoring job of rule score_masks does (no
-        rows: nothing to score, an empty table); the table's path, as a stage's list of tables."""
-        import pandas as pd
+        """Score ``masks`` and write their table and per-document scores as one scoring job of rule
+        score_masks does (no rows: nothing to score, an empty table); the table's path, as a stage's
+        list of tables."""
+        from headloc.io import write_scores
+        from headloc.search.evidence import Scored
 
-        from headloc.io import write_table
-
-        scores = self.score(masks) if len(masks) else []
+        found = Scored.of(self.score(masks) if len(masks) else [])
         table = self.files.score_table(stage)
-        write_table(table, pd.DataFrame({"mask": np.arange(len(masks)), "score": scores,
-                                         "higher_is_better": self.higher_is_better}))
+        write_scores(table, self.files.samples(stage), np.arange(len(masks)), found, self.higher_is_better)
         return [table]
 
     def universal_file(self) -> str | None:

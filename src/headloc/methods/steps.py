@@ -44,14 +44,16 @@ class RecoverParams:
 @dataclass(frozen=True)
 class RecoverInputs:
     """The files the earlier steps of a search left for :func:`recover`, by kind
-    (:meth:`headloc.methods.kinds.Kind.recovery_inputs` names them): a design's masks and scores
-    (and stage 2's), greedy's rounds (``chosen.json`` each), a one-job search's ``result``
+    (:meth:`headloc.methods.kinds.Kind.recovery_inputs` names them): a design's masks, scores and
+    per-document samples (and stage 2's), greedy's rounds (``chosen.json`` each), a one-job search's ``result``
     (``gradient.json``, ``sequential.json``); for a draw only the model's files, which it waits for."""
 
     masks: str | None = None
     scores: Sequence[str] = ()
+    samples: Sequence[str] = ()
     stage2_masks: str | None = None
     stage2_scores: Sequence[str] = ()
+    stage2_samples: Sequence[str] = ()
     rounds: Sequence[str] = ()
     result: str | None = None
     model: Sequence[str] = ()
@@ -75,6 +77,10 @@ def recover(params: RecoverParams, inputs: RecoverInputs, geometry: HeadGeometry
     a reader of its top heads must know, in words; a sequential search's, else none)."""
     method = get(params.method)
     found = method.recover(inputs, geometry.names, params, log)
+    if "status" not in found:  # a search that assesses no head (headloc.search.evidence)
+        from headloc.search.evidence import not_assessed
+
+        found.update(not_assessed(geometry.names, *method.kind.unassessed))
     top = found["ranking"][: params.top_k]
     log.info("%s: top heads %s after %d evaluations", params.method, ", ".join(top), found["n_evals"])
     for warning in found.get("warnings", []):

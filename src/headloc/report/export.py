@@ -41,12 +41,14 @@ from pathlib import Path
 from headloc.heads import HeadGeometry, parse_head
 from headloc.io import write_text
 
-TIDY_COLUMNS = ("model", "task", "search", "head", "layer", "index", "value", "rank")
+TIDY_COLUMNS = ("model", "task", "search", "head", "layer", "index", "value", "rank", "status", "low", "high",
+                "p_top_k", "found")
 # Which format the MIB files follow (see the module doc).
 MIB_FORMAT = "EAP-IG Graph.from_json, node scores (MIB circuit-localization track)"
 MIB_FILE = "importances.json"
 MIB_IDS = "headloc.tsv"  # the submission's sidecar: which headloc search each folder holds
-MIB_ID_COLUMNS = ("folder", "model", "task", "search", "method")
+MIB_ID_COLUMNS = ("folder", "model", "task", "search", "method", "measured", "estimated", "unmeasured",
+                  "universal_ranked_down", "mib_skips")
 # The names MIB's circuit track gives its tasks and models in a submission's folders
 # (MIB_circuit_track/utils.py of hannamw/MIB-circuit-track: COL_MAPPING; tasks spelled with '-').
 MIB_TASKS = ("ioi", "mcqa", "arithmetic-addition", "arithmetic-subtraction", "arc-easy", "arc-challenge")
@@ -69,10 +71,14 @@ def tidy_frame(records: Iterable[Mapping]):
     rows = []
     for record in records:
         rank = {head: i + 1 for i, head in enumerate(record["ranking"])}
+        status, intervals = record.get("status") or {}, record.get("interval") or {}
+        p_top_k, found = record.get("p_top_k") or {}, record.get("found")
         for head, value in record["coef"].items():
             layer, index = parse_head(head)
+            low, high = intervals.get(head) or (None, None)
             rows.append((record["model"], record["task"], record["search"], head, layer, index,
-                         _value(value), rank.get(head)))
+                         _value(value), rank.get(head), status.get(head, ""), _value(low), _value(high),
+                         _value(p_top_k.get(head)), None if found is None else head in found))
     frame = pd.DataFrame(rows, columns=list(TIDY_COLUMNS))
     return frame.sort_values(["model", "task", "search", "layer", "index"], kind="stable", ignore_index=True)
 
@@ -108,9 +114,20 @@ def mib_node_name(head: str) -> str:
     return f"a{layer}.h{index}"
 
 
-def mib_scores(record: Mapping) -> dict[str, float]:
-    """Each head's MIB score from its place in the record's ranking: ``(N - i) / N`` for the i-th
-    (from 0) of N heads, so 1 for the first and 1/N for the last.
+def exported_ranking(record: Mapping, universal: Iterable[str] = ()) -> list[str]:
+    """The order a search is exported in: its ranking with the ``universal`` heads after the other
+    measured or estimated heads (so that the top k is the one Table 2 validates when the universal
+    filter is on), and the heads it never measured last (``status`` in recovery.json)."""
+    status, universal = record.get("status") or {}, set(universal)
+    unmeasured = [h for h in record["ranking"] if status.get(h) == "unmeasured"]
+    kept = [h for h in record["ranking"] if status.get(h) != "unmeasured"]
+    return [h for h in kept if h not in universal] + [h for h in kept if h in universal] + unmeasured
+
+
+def mib_scores(record: Mapping, universal: Iterable[str] = ()) -> dict[str, float]:
+    """Each head's MIB score from its place in :func:`exported_ranking`: ``(N - i) / N`` for the i-th
+    (from 0) of N heads, so 1 for the first and 1/N for the last; every head the search never
+    measured (``status`` unmeasured) ties below them all, at ``1 / (2 N)``.
 
     The ranking is the method's own order, whichever way its values point (a score change: most
     negative first; CHG's gates: largest first; greedy's rounds, then the universal heads it left
@@ -120,13 +137,16 @@ def mib_scores(record: Mapping) -> dict[str, float]:
     if sorted(ranking, key=parse_head) != names:
         raise ValueError(f"search {record.get('search')!r} ranks {len(ranking)} heads ({len(set(ranking))} distinct), "
                          f"expected each of the model's {len(names)} heads once")
-    return {head: (len(ranking) - i) / len(ranking) for i, head in enumerate(ranking)}
+    status, n = record.get("status") or {}, len(ranking)
+    return {head: 1 / (2 * n) if status.get(head) == "unmeasured" else (n - i) / n
+            for i, head in enumerate(exported_ranking(record, universal))}
 
 
-def mib_graph(record: Mapping, cfg: Mapping) -> dict:
+def mib_graph(record: Mapping, cfg: Mapping, universal: Iterable[str] = ()) -> dict:
     """One search as the EAP-IG graph MIB reads, for a model whose graph ``cfg`` is :func:`mib_cfg`'s.
 
-    - ``a{layer}.h{head}``: ``score`` from :func:`mib_scores`; ``in_graph`` for the record's top heads.
+    - ``a{layer}.h{head}``: ``score`` from :func:`mib_scores` (``universal`` heads after the others);
+      ``in_graph`` for the first k of :func:`exported_ranking`, k the record's number of top heads.
     - ``input``, ``m{layer}``, ``logits``: never ablated by headloc, so not scored (NaN) and in the
       graph; MIB keeps unscored nodes in every circuit.
     - ``edges``: none (headloc scores nodes).
@@ -135,7 +155,8 @@ def mib_graph(record: Mapping, cfg: Mapping) -> dict:
     if (cfg.get("n_layers"), cfg.get("n_heads")) != geometry:
         raise ValueError(f"search {record.get('search')!r} is of a model of {geometry[0]} layers x {geometry[1]} "
                          f"heads, but its model's config says {cfg.get('n_layers')} x {cfg.get('n_heads')}")
-    scores, top = mib_scores(record), set(record["top_heads"])
+    scores = mib_scores(record, universal)
+    top = set(exported_ranking(record, universal)[: len(record["top_heads"])])
     unscored = {"in_graph": True, "score": math.nan}
     nodes = {"input": dict(unscored)}
     for layer in range(geometry[0]):
@@ -164,25 +185,46 @@ def mib_folder(record: Mapping, tasks: Mapping | None = None, models: Mapping | 
     return f"{task}_{mib_name(record['model'], models, MIB_MODELS, 'model')}"
 
 
+def mib_skips(name: str) -> str:
+    """Why MIB's evaluation would skip a submission folder ``<task>_<model>`` (its task or model is
+    not one of MIB's lists), or empty when it would read it."""
+    task, _, model = name.partition("_")
+    outside = []
+    if task not in MIB_TASKS:
+        outside.append(f"task {task!r}")
+    if model not in MIB_MODELS:
+        outside.append(f"model {model!r}")
+    return "" if not outside else f"{' and '.join(outside)} not in MIB's lists: MIB's evaluation skips this folder"
+
+
 def write_submission(folder, records: Iterable[Mapping], cfgs: Mapping, *, tasks: Mapping | None = None,
-                     models: Mapping | None = None) -> list[Path]:
+                     models: Mapping | None = None, universal: Mapping | None = None, log=None) -> list[Path]:
     """One MIB submission under ``folder``: ``<task>_<model>/importances.json`` for each record
-    (:func:`mib_graph`; ``cfgs``: model id -> :func:`mib_cfg`), named as :func:`mib_folder` with
+    (:func:`mib_graph`; ``cfgs``: model id -> :func:`mib_cfg`; ``universal``: model id -> the
+    universal heads the tables filter, ranked after the others), named as :func:`mib_folder` with
     ``tasks`` and ``models`` (headloc id -> MIB name), and the sidecar ``headloc.tsv``, one row a
-    folder: the headloc model, task, search and method it holds. Returns the importance files."""
+    folder: the headloc model, task, search and method it holds, how many heads it measured,
+    estimated and never measured, the universal heads ranked down, and whether MIB would skip it
+    (:func:`mib_skips`, also logged to ``log``). Returns the importance files."""
     import pandas as pd
 
-    folder, rows, written = Path(folder), {}, []
+    folder, rows, written, universal = Path(folder), {}, [], universal or {}
     for record in records:
         name = mib_folder(record, tasks, models)
-        ids = (record["model"], record["task"], record["search"], record["method"])
+        status = list((record.get("status") or {}).values())
+        skipped = mib_skips(name)
+        if skipped and log is not None:
+            log.warning("%s: %s", name, skipped)
+        ids = (record["model"], record["task"], record["search"], record["method"],
+               *(status.count(kind) for kind in ("measured", "estimated", "unmeasured")),
+               ",".join(h for h in universal.get(record["model"], ()) if h in record["coef"]), skipped)
         if name in rows:
             raise ValueError(f"searches {rows[name][2]!r} (task {rows[name][1]!r}) and {ids[2]!r} (task {ids[1]!r}) "
                              f"both export to {folder / name}: a submission holds one search per task and model")
         if record["model"] not in cfgs:
             raise ValueError(f"no graph config for model {record['model']!r}; configs given for: {', '.join(cfgs)}")
         path = folder / name / MIB_FILE
-        write_text(path, json.dumps(mib_graph(record, cfgs[record["model"]])))
+        write_text(path, json.dumps(mib_graph(record, cfgs[record["model"]], universal.get(record["model"], ()))))
         rows[name], written = ids, [*written, path]
     frame = pd.DataFrame([(name, *ids) for name, ids in rows.items()], columns=list(MIB_ID_COLUMNS))
     write_text(folder / MIB_IDS, frame.to_csv(sep="\t", index=False))

@@ -139,6 +139,26 @@ def _stability(record: Mapping, chosen: list[str]) -> str:
     return f"\nbootstrap P(in top {len(chosen)}), by rank: {shares}"
 
 
+def _evidence(record: Mapping, chosen: list[str]) -> str:
+    """A title line with the search's evidence (:mod:`headloc.search.evidence`): the outlined heads
+    found above the noise, by rank, or "no head found above noise" and why."""
+    if "no_head_found" not in record:
+        return ""
+    found = record.get("found")
+    if not found:
+        prefix = "" if found is None else "no head found above noise: "
+        return f"\n{prefix}{record['no_head_found']}"
+    ranks = [str(rank) for rank, name in enumerate(chosen, 1) if name in found]
+    return (f"\nfound above noise, by rank: {', '.join(ranks) or 'none of the outlined'}; "
+            "hatched: a 95 % interval that holds 0")
+
+
+def holds_zero(record: Mapping, name: str) -> bool:
+    """Whether the head's 95 % interval (``interval`` in recovery.json) holds 0."""
+    interval = (record.get("interval") or {}).get(name)
+    return bool(interval) and interval[0] <= 0 <= interval[1]
+
+
 def _unconfirmed(record: Mapping, chosen: list[str]) -> str:
     """Title lines for a search that confirms heads alone (``confirmed`` in recovery.json): the
     outlined heads it did not confirm, by rank, and its ``warnings`` (why it stopped short)."""
@@ -201,9 +221,12 @@ def heatmap_figure(record: Mapping, *, top_k: int | None = None, footer: str | N
         ax.tick_params(which="minor", length=0)
         if len(shown) > 1:
             ax.set_title(panel.label.split(" (")[0], fontsize=9)
-        for rank, (layer, head) in enumerate(positions, start=1):
+        for rank, (name, (layer, head)) in enumerate(zip(chosen, positions), start=1):
             for edge, width in (("black", 2.4), ("white", 0.8)):  # visible on dark and light cells
                 ax.add_patch(Rectangle((head - 0.5, layer - 0.5), 1, 1, fill=False, edgecolor=edge, linewidth=width))
+            if holds_zero(record, name):  # its effect may be nothing: hatched
+                ax.add_patch(Rectangle((head - 0.5, layer - 0.5), 1, 1, fill=False, hatch="///", edgecolor="0.2",
+                                       linewidth=0))
             ax.text(head, layer, str(rank), ha="center", va="center", fontsize=7, fontweight="bold",
                     color="black", bbox=dict(boxstyle="round,pad=0.15", facecolor="white", alpha=0.9, linewidth=0))
         bar = fig.colorbar(image, ax=ax, shrink=min(1.0, 0.4 + 0.05 * n_layers), pad=0.02)
@@ -218,7 +241,8 @@ def _add_title_and_footer(fig: Figure, record: Mapping, chosen: list[str], gray:
     """The title (what, which search, how to read it) and the footer, each fitted to the figure."""
     top = f"; top {len(chosen)} outlined, numbered by rank" if chosen else ""
     title, size = fitted(fig, _title(record) + top + ("; gray: no value" if gray else "") +
-                         _stability(record, chosen) + _unconfirmed(record, chosen), TITLE_SIZE)
+                         _stability(record, chosen) + _evidence(record, chosen) + _unconfirmed(record, chosen),
+                         TITLE_SIZE)
     fig.suptitle(title, fontsize=size)
     if footer:
         size = fitted(fig, footer, FOOTER_SIZE, wrap=False)[1]

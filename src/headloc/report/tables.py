@@ -906,18 +906,59 @@ def mark_unconfirmed(table: pd.DataFrame, recoveries: pd.DataFrame) -> pd.DataFr
     return out
 
 
+FOUND_WHY = ("found: how many of the run's top heads clear the noise on the identification documents (an effect "
+             "below 0 by more than z times its spread when the documents are resampled, z corrected for the heads "
+             "assessed: recovery.json's found, interval and no_head_found)")
+
+
+def _found_words(row, k: int) -> str:
+    """A run's ``found`` cell: ``n/a`` (not assessed), ``none``, or how many of its top ``k`` heads."""
+    found = row.found
+    if isinstance(found, str) and found.strip() == "-" or found is None:
+        return "n/a"
+    heads = _head_list(found)
+    return f"{len(heads)} of {len(_head_list(row.top_heads)[:k])}" if heads else "none"
+
+
+def mark_evidence(table: pd.DataFrame, recoveries: pd.DataFrame, k: int) -> pd.DataFrame:
+    """``table`` with each run's evidence: a ``found`` column (:func:`_found_words`; a run with no head
+    found above noise says ``none``, its reason in the note) and, where the table lists heads, their
+    effects with 95 % intervals (``effects``). Unchanged for recoveries written without evidence."""
+    if table.empty or "found" not in recoveries.columns:
+        return table
+    task = "task" if "task" in table.columns else "id_on"
+    runs = {(r.model, r.task, r.search): r for r in recoveries.itertuples(index=False)}
+    keys = list(zip(table["model"], table[task], table["search"]))
+    out = table.copy()
+    out["found"] = [_found_words(runs[key], k) if key in runs else "n/a" for key in keys]
+    if "heads" in out.columns:
+        out["effects"] = [runs[key].effects if key in runs and isinstance(runs[key].effects, str) else ""
+                          for key in keys]
+        out.loc[out["found"] == "none", "heads"] = "none"
+    reasons = []
+    for key in dict.fromkeys(keys):
+        if key in runs and _found_words(runs[key], k) in ("none", "n/a"):
+            reasons.append(f"{key[0]} {key[1]} ({key[2]}): {runs[key].no_head_found}")
+    note = FOUND_WHY + (". No head found above noise, or not assessed: " + "; ".join(reasons) if reasons else "")
+    out.attrs["note"] = " ".join(filter(None, [table.attrs.get("note", ""), note + "."]))
+    return out
+
+
 def _marking(spec: TableSpec, source: str) -> TableSpec:
     """``spec`` reading ``source`` (a collected recoveries table) too, its table marked by
-    :func:`mark_unconfirmed`."""
+    :func:`mark_unconfirmed` and :func:`mark_evidence`."""
     inputs = spec.inputs if source in spec.inputs else (*spec.inputs, source)
 
     def builder(*frames_and_options):
         *frames, options = frames_and_options
-        return mark_unconfirmed(spec.builder(*frames[: len(spec.inputs)], options), frames[inputs.index(source)])
+        recoveries = frames[inputs.index(source)]
+        marked = mark_unconfirmed(spec.builder(*frames[: len(spec.inputs)], options), recoveries)
+        return mark_evidence(marked, recoveries, options.top_k) if spec.name in EVIDENCE_TABLES else marked
 
     return replace(spec, inputs=inputs, builder=builder)
 
 
+EVIDENCE_TABLES = ("table2", "table3", "table10")  # each run's heads with their evidence (mark_evidence)
 # the tables that list or validate a search's top heads
 for _name, _source in (("table2", "recoveries_main"), ("table3", "recoveries_main"), ("table4", "recoveries"),
                        ("table9", "recoveries"), ("table10", "recoveries_main")):

@@ -151,6 +151,8 @@ class SingleHeadRecovery(LassoRecovery):
     Expects the matrix of :func:`headloc.search.masks.single_head_masks`: a zero row, then the identity.
     """
 
+    status = "measured"  # each head's value is a difference of two scored masks (headloc.search.evidence)
+
     def __init__(self):
         super().__init__(alpha=0.0)
 

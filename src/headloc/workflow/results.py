@@ -24,7 +24,7 @@ from headloc.workflow.selection import select_heads
 # The columns of each collected table (results/tables/*.tsv). The report reads these tables and
 # names what each of its builders needs in headloc.report.frames (TASK_EVALS_NEED, ...).
 RECOVERIES_FRAME_COLUMNS = ["model", "task", "capability", "method", "search", "top_heads", "n_evals", "r2",
-                            "alpha", "unconfirmed"]
+                            "alpha", "unconfirmed", "found", "no_head_found", "effects"]
 EVALS_FRAME_COLUMNS = ["model", "kind", "task", "capability", "method", "search", "k", "headset", "eval_task",
                        "eval_capability", "score", "higher_is_better"]
 MODELS_FRAME_COLUMNS = ["model", "source", "n_layers", "n_heads", "n_kv_heads", "total"]
@@ -100,10 +100,24 @@ def recoveries_frame(recoveries: Sequence[dict], chosen: Sequence[dict] = (),
     for record in recoveries:
         key = (record["model"], record["task"], record["search"])
         shown, confirmed = list(heads.get(key, record["top_heads"])), record.get("confirmed")
+        found = record.get("found")
         rows.append({**{c: record.get(c) for c in RECOVERIES_FRAME_COLUMNS},
                      "capability": capabilities.get(record["task"], record["task"]), "top_heads": shown,
-                     "unconfirmed": [] if confirmed is None else [h for h in shown if h not in confirmed]})
+                     "unconfirmed": [] if confirmed is None else [h for h in shown if h not in confirmed],
+                     # None: not assessed (no_head_found says why); else the shown heads found above noise
+                     "found": None if found is None else [h for h in shown if h in found],
+                     "no_head_found": record.get("no_head_found", "not assessed: written before evidence was kept"),
+                     "effects": [effect_words(record, head) for head in shown]})
     return pd.DataFrame(rows, columns=RECOVERIES_FRAME_COLUMNS)
+
+
+def effect_words(record: Mapping, head: str) -> str:
+    """A head's value in a recovery, with its 95 % interval where it has one: ``-1.98 [-2.31, -1.62]``."""
+    value = record["coef"].get(head)
+    if value is None:
+        return "-"
+    interval = (record.get("interval") or {}).get(head)
+    return f"{value:.3g}" + ("" if not interval else f" [{interval[0]:.3g}, {interval[1]:.3g}]")
 
 
 def evals_frame(chosen: Sequence[dict], evals: Sequence[dict], units: Mapping[str, str] | None = None,

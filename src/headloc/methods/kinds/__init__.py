@@ -59,6 +59,10 @@ class SearchFiles:
         """One scoring job's per-document samples."""
         return self.path(f"scores/{chunk}.samples.jsonl", stage)
 
+    def all_samples(self, stage: str = "") -> list[str]:
+        """Every scoring job's per-document samples of a stage's masks."""
+        return [self.samples(stage, chunk) for chunk in range(self.chunks)]
+
     def scores(self, stage: str = "") -> list[str]:
         """Every scoring job's scores of a stage's masks."""
         return [self.score_table(stage, chunk) for chunk in range(self.chunks)]
@@ -94,6 +98,7 @@ class Kind:
     for a method that does not repeat. rule: the rule of its one model-loading job, whose
     ``search`` wildcard takes this kind's searches only (empty: none). steps: step name -> its
     parameters' dataclass (built by ``.of(search)``), in the rules' order, ``recover`` last.
+    unassessed: for a kind whose recovery draws no evidence, its heads' status and the reason.
     """
 
     name: ClassVar[str] = ""
@@ -105,6 +110,8 @@ class Kind:
     rule: ClassVar[str] = ""
     steps: ClassVar[Mapping[str, type]] = {}
     recover: ClassVar = None  # the recovery its methods have unless they bring their own
+    # a kind whose recovery assesses no head's evidence (headloc.search.evidence): its heads' status, and why
+    unassessed: ClassVar[tuple[str, str]] = ("estimated", "this kind of search keeps no per-document scores")
 
     def __repr__(self) -> str:
         return f"<kind {self.name}>"

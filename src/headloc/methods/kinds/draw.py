@@ -11,6 +11,7 @@ class Draw(Kind):
     name = "draw"
     seeded = True
     steps = {"recover": RecoverParams}
+    unassessed = ("unmeasured", "a random draw scores nothing")
 
     def recovery_inputs(self, files: SearchFiles, search, model=()) -> RecoverInputs:
         return RecoverInputs(model=list(model))

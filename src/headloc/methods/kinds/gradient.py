@@ -40,6 +40,7 @@ class Gradient(Kind):
     rule = "gradient_search"
     recover = staticmethod(read_result)
     steps = {"gradient": GradientParams, "recover": RecoverParams}
+    unassessed = ("estimated", "a gradient estimates each head's effect; no head set was scored")
 
     def recovery_inputs(self, files: SearchFiles, search, model=()) -> RecoverInputs:
         return RecoverInputs(result=files.result(self.name))

@@ -23,6 +23,7 @@ from headloc.io import atomic_path, oriented, write_json
 from headloc.methods.kinds import Kind, SearchFiles, read_result
 from headloc.methods.registry import get
 from headloc.methods.steps import RecoverInputs, RecoverParams, WithOptions
+from headloc.search.evidence import Scored, extend_per_doc, log_evidence, of_record
 
 BATCH = 256  # documents per gradient pass when driven in one process: memory only, not the result
 
@@ -80,10 +81,10 @@ def guided(params: GuidedParams, geometry: HeadGeometry, score, model, examples,
         masks = np.array([record.mask(heads) for heads in head_sets])
         new = [row for row in masks if record.score(row) is None]
         if new:
-            raw = np.asarray(score(np.array(new)), dtype=float).reshape(-1)
-            if len(raw) != len(new):
-                raise ValueError(f"score returned {len(raw)} scores for {len(new)} masks")
-            record.add_scores(np.array(new), raw)
+            found = Scored.of(score(np.array(new)))
+            if len(found.scores) != len(new):
+                raise ValueError(f"score returned {len(found.scores)} scores for {len(new)} masks")
+            record.add_scores(np.array(new), found.scores, found.per_doc)
             record.write(record_path)
             log.info("%s: scored %d head sets, %d in the record", params.method, len(new), len(record.masks))
         return list(oriented(np.array([record.score(row) for row in masks]), params.higher_is_better))
@@ -102,8 +103,13 @@ def guided(params: GuidedParams, geometry: HeadGeometry, score, model, examples,
         return found
 
     chosen = get(params.method).algorithm(estimate, score_sets, geometry.total, params)
-    result = {"method": params.method, "n_docs": len(examples),
-              **guided_fields(chosen, record.equivalent(), geometry.names)}
+    fields = guided_fields(chosen, record.equivalent(), geometry.names)
+    coef = np.array([fields["coef"][name] for name in geometry.names])
+    evidence = of_record(record.masks, oriented(record.scores, params.higher_is_better),
+                         None if record.per_doc is None else oriented(record.per_doc, params.higher_is_better),
+                         coef, measured_sets(chosen), top_k=params.top_k, seed=0)
+    log_evidence(evidence, geometry.names, coef, log)
+    result = {"method": params.method, "n_docs": len(examples), **fields, **evidence.fields(geometry.names, coef)}
     log.info("%s: %d masked evaluations and %d gradient passes (%d evaluations in all); heads %s", params.method,
              chosen.evaluations, chosen.gradient_passes, result["n_evals"], ", ".join(result["ranking"][:params.top_k]))
     write_json(result_out, result)
@@ -141,11 +147,24 @@ def guided_fields(chosen, gradient_equivalent: float, names) -> dict:
     }
 
 
+def measured_sets(chosen) -> dict[int, tuple[list[int], list[int]]]:
+    """Each listed head's measurement, as :func:`guided_fields` values it: the heads chosen before its
+    step with it, and without it (the last step that listed it; a chosen head's own step)."""
+    sets = {}
+    for step, listed in enumerate(chosen.lists):
+        before = list(chosen.heads[:step])
+        sets.update({int(head): (before + [int(head)], before) for head in listed})
+    for step, head in enumerate(chosen.heads):
+        sets[int(head)] = (list(chosen.heads[:step + 1]), list(chosen.heads[:step]))
+    return sets
+
+
 @dataclass
 class Record:
     """What a guided search has scored and differentiated so far: head sets (as masks) with their
     raw scores, backgrounds (as masks) with the estimates beside them and each gradient's cost in
-    masked evaluations; ``identity``: the search and inputs it belongs to."""
+    masked evaluations; ``identity``: the search and inputs it belongs to; ``per_doc``: each head
+    set's raw per-document scores, where every set has them."""
 
     identity: str
     masks: np.ndarray
@@ -153,6 +172,7 @@ class Record:
     backgrounds: np.ndarray
     estimates: np.ndarray
     costs: np.ndarray
+    per_doc: np.ndarray | None = None
 
     @classmethod
     def empty(cls, identity: str, n_heads: int) -> Record:
@@ -168,7 +188,8 @@ class Record:
             if str(kept["identity"]) != identity:
                 log.info("%s was left by another search or inputs: starting afresh", path)
                 return cls.empty(identity, n_heads)
-            found = cls(identity, *(kept[name] for name in ("masks", "scores", "backgrounds", "estimates", "costs")))
+            found = cls(identity, *(kept[name] for name in ("masks", "scores", "backgrounds", "estimates", "costs")),
+                        per_doc=kept["per_doc"] if "per_doc" in kept.files else None)
         log.info("resuming from %s: %d head sets scored, %d gradients taken", path, len(found.masks),
                  len(found.backgrounds))
         return found
@@ -176,8 +197,9 @@ class Record:
     def write(self, path) -> None:
         """The whole record, atomically: a kill leaves the previous record or this one."""
         with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+            kept = {} if self.per_doc is None else {"per_doc": self.per_doc}
             np.savez(handle, identity=np.array(self.identity), masks=self.masks, scores=self.scores,
-                     backgrounds=self.backgrounds, estimates=self.estimates, costs=self.costs)
+                     backgrounds=self.backgrounds, estimates=self.estimates, costs=self.costs, **kept)
 
     @staticmethod
     def _find(rows: np.ndarray, row: np.ndarray):
@@ -188,7 +210,8 @@ class Record:
         at = self._find(self.masks, mask)
         return None if at is None else float(self.scores[at])
 
-    def add_scores(self, masks: np.ndarray, raw: np.ndarray) -> None:
+    def add_scores(self, masks: np.ndarray, raw: np.ndarray, per_doc: np.ndarray | None = None) -> None:
+        self.per_doc = extend_per_doc(self.per_doc, len(self.masks), per_doc)
         self.masks = np.vstack([self.masks, masks.astype(np.int8)])
         self.scores = np.concatenate([self.scores, raw])
 

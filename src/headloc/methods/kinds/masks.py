@@ -81,11 +81,12 @@ class Masks(Kind):
                              "intercept, and cross-validating the penalty needs two")
 
     def recovery_inputs(self, files: SearchFiles, search, model=()) -> RecoverInputs:
-        """The design's masks and scores; both stages' for a two-stage method."""
-        found = RecoverInputs(masks=files.masks(), scores=files.scores())
+        """The design's masks, scores and per-document samples; both stages' for a two-stage method."""
+        found = RecoverInputs(masks=files.masks(), scores=files.scores(), samples=files.all_samples())
         if search.method.stages == 2:
-            found = RecoverInputs(masks=found.masks, scores=found.scores, stage2_masks=files.masks("stage2"),
-                                  stage2_scores=files.scores("stage2"))
+            found = RecoverInputs(masks=found.masks, scores=found.scores, samples=found.samples,
+                                  stage2_masks=files.masks("stage2"), stage2_scores=files.scores("stage2"),
+                                  stage2_samples=files.all_samples("stage2"))
         return found
 
     def drive(self, search, job) -> RecoverInputs:

@@ -23,6 +23,7 @@ class Rounds(Kind):
     name = "rounds"
     scored = True
     steps = {"recover": RecoverParams}  # a round's steps are told only its number
+    unassessed = ("measured", "greedy's rounds measure each head but their per-document scores are not resampled")
 
     def recovery_inputs(self, files: SearchFiles, search, model=()) -> RecoverInputs:
         """Every round's record (``chosen.json``), rounds 1..top_k."""

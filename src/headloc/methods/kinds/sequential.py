@@ -22,6 +22,7 @@ from headloc.io import atomic_path, oriented, write_json
 from headloc.methods.kinds import Kind, SearchFiles, read_result
 from headloc.methods.registry import get
 from headloc.methods.steps import RecoverInputs, RecoverParams, WithOptions
+from headloc.search.evidence import Scored, extend_per_doc, log_evidence, of_record
 
 
 @dataclass(frozen=True)
@@ -75,16 +76,18 @@ def sequential(params: SequentialParams, geometry: HeadGeometry, score, record_p
     ``result_out``."""
     search = get(params.method).algorithm(geometry.total, params)
     identity = json.dumps({"params": asdict(params), "key": key}, sort_keys=True, default=str)
-    masks, raw = read_record(record_path, identity, geometry.total, log)
+    masks, raw, per_doc = read_record(record_path, identity, geometry.total, log)
     live = search.resume(masks, oriented(raw, params.higher_is_better))  # one replay, then round by round
     scored = 0
     while live.pending is not None:
         pending = live.pending
-        new = np.asarray(score(pending), dtype=float).reshape(-1)
+        found = Scored.of(score(pending))
+        new = found.scores
         if len(new) != len(pending):
             raise ValueError(f"score returned {len(new)} scores for {len(pending)} masks")
+        per_doc = extend_per_doc(per_doc, len(masks), found.per_doc)
         masks, raw = np.vstack([masks, pending]), np.concatenate([raw, new])
-        write_record(record_path, masks, raw, identity)
+        write_record(record_path, masks, raw, identity, per_doc)
         scored += len(pending)
         log.info("%s: scored %d masks this round, %d in the record (n_masks %d)", params.method, len(pending),
                  len(masks), params.n_masks)
@@ -95,7 +98,14 @@ def sequential(params: SequentialParams, geometry: HeadGeometry, score, record_p
     warnings = found.warnings(geometry.names, params.top_k, params.method)
     for warning in warnings:
         log.warning(warning)
-    result = {"method": params.method, **sequential_fields(found, geometry.names), "warnings": warnings}
+    # a head confirmed alone is measured: its value is its set's score less the unablated one
+    alone = {int(h): ((int(h),), ()) for h in (found.confirmed or ())}
+    y = oriented(raw, params.higher_is_better)
+    evidence = of_record(masks, y, None if per_doc is None else oriented(per_doc, params.higher_is_better),
+                         found.coef, alone, top_k=params.top_k, seed=params.seed)
+    log_evidence(evidence, geometry.names, found.coef, log)
+    result = {"method": params.method, **sequential_fields(found, geometry.names), "warnings": warnings,
+              **evidence.fields(geometry.names, found.coef)}
     write_json(result_out, result)
     return result
 
@@ -127,10 +137,11 @@ def sequential_fields(found, names: Sequence[str]) -> dict:
     }
 
 
-def read_record(path, identity: str, n_heads: int, log) -> tuple[np.ndarray, np.ndarray]:
-    """A sequential search's record (masks, raw scores) at ``path``; empty when there is none, or
-    when it is another search's (its ``identity`` differs: the search is started afresh)."""
-    empty = np.zeros((0, n_heads), dtype=np.int8), np.zeros(0)
+def read_record(path, identity: str, n_heads: int, log) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """A sequential search's record (masks, raw scores, raw per-document scores or None) at
+    ``path``; empty when there is none, or when it is another search's (its ``identity`` differs:
+    the search is started afresh)."""
+    empty = np.zeros((0, n_heads), dtype=np.int8), np.zeros(0), None
     if not Path(path).exists():
         return empty
     with np.load(path) as record:
@@ -138,12 +149,15 @@ def read_record(path, identity: str, n_heads: int, log) -> tuple[np.ndarray, np.
             log.info("%s was left by another search or inputs: starting afresh", path)
             return empty
         masks, raw = record["masks"], record["scores"]
+        per_doc = record["per_doc"] if "per_doc" in record.files else None
     log.info("resuming from %s: %d masks already scored", path, len(masks))
-    return masks, raw
+    return masks, raw, per_doc
 
 
-def write_record(path, masks: np.ndarray, raw: np.ndarray, identity: str) -> None:
+def write_record(path, masks: np.ndarray, raw: np.ndarray, identity: str, per_doc: np.ndarray | None = None) -> None:
     """The whole record, atomically (:func:`headloc.io.atomic_path`): a kill at any instant leaves
-    the previous record or this one, never half of one."""
+    the previous record or this one, never half of one. ``per_doc``: each mask's per-document raw
+    scores, where every mask has them."""
+    kept = {} if per_doc is None else {"per_doc": np.asarray(per_doc, dtype=float)}
     with atomic_path(path) as tmp, open(tmp, "wb") as handle:
-        np.savez(handle, masks=masks.astype(np.int8), scores=raw.astype(float), identity=np.array(identity))
+        np.savez(handle, masks=masks.astype(np.int8), scores=raw.astype(float), identity=np.array(identity), **kept)
