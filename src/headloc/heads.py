@@ -1,6 +1,7 @@
 """Head names and head sets.
 
-A head is written ``L{layer}H{head}``, zero-based, everywhere: files, JSON, tables and logs.
+A head is written ``L{layer}H{head}``, zero-based, without leading zeros, everywhere: files, JSON,
+tables, logs and config (``L01H05`` is refused: :func:`parse_head`).
 A head set is the sorted ``+``-joined spelling of its heads (``L15H13+L16H21``), or ``none`` for
 the unablated model, so that every table asking for "model X, task T, heads H" shares one file.
 Inside the library a head is a flat index ``layer * n_heads + head`` into a mask row.
@@ -25,11 +26,24 @@ def format_head(layer: int, head: int) -> str:
 
 
 def parse_head(name: str) -> tuple[int, int]:
-    """``'L15H13' -> (15, 13)``; raises ValueError naming the bad spelling."""
-    match = HEAD_PATTERN.fullmatch(name.strip())
+    """``'L15H13' -> (15, 13)``; raises ValueError naming the bad spelling.
+
+    One head has one spelling, the one headloc writes (:func:`format_head`): a name compared as text
+    (a universal head left out of a ranking, a head set's file) must be that spelling, so
+    ``L01H05`` is refused, naming ``L1H5``, rather than read as L1H5 in one place and missed in another.
+
+    >>> parse_head("L01H05")
+    Traceback (most recent call last):
+    ValueError: bad head name 'L01H05': write it 'L1H5' (L<layer>H<head>, zero-based, without leading zeros)
+    """
+    match = HEAD_PATTERN.fullmatch(name) if isinstance(name, str) else None
     if match is None:
         raise ValueError(f"bad head name {name!r}: expected L<layer>H<head>, e.g. 'L15H13'")
-    return int(match.group(1)), int(match.group(2))
+    layer, head = int(match.group(1)), int(match.group(2))
+    if format_head(layer, head) != name:
+        raise ValueError(f"bad head name {name!r}: write it {format_head(layer, head)!r} (L<layer>H<head>, "
+                         "zero-based, without leading zeros)")
+    return layer, head
 
 
 def head_name(index: int, n_heads: int) -> str:

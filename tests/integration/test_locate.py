@@ -166,6 +166,9 @@ def test_an_lm_eval_tasks_direction_is_read_never_contradicted():
     ({"alpha": "auto"}, "alpha: 'auto' is not valid; expected a number >= 0 or one of: cv"),
     ({"method": "attribution"}, "method 'attribution' differentiates the gold continuations"),
     ({"documents": 5}, "documents= and metric= apply to an lm-eval task"),
+    ({"method": "conditional_group_testing", "options": {"background": 5}},  # was capped to 4, the id saying b5
+     "options['background'] of conditional_group_testing: 5 is more than the search can confirm alone before going "
+     "on beside them: top_k 5 less the head found beside them, 4; expected 0..4 (or a larger top_k)"),
 ])
 def test_bad_arguments_are_refused_by_name(kwargs, message):
     with pytest.raises(ValueError) as error:
@@ -179,11 +182,44 @@ def test_bad_arguments_are_refused_by_name(kwargs, message):
     ("headloc_ioi", {"documents": "no/such.jsonl"}, "documents file 'no/such.jsonl' does not exist"),
     ("headloc_ioi", {"documents": [1, -2]}, "documents=[1, -2]: expected None, a number, a file"),
     ("headloc_ioi", {}, "lm-eval task 'headloc_ioi' needs the model's tokenizer; got tokenizer=None"),
+    ("headloc_ioi", {"documents": 1}, "documents: 1 document to search task 'headloc_ioi' on; expected at least 2"),
+    ("headloc_ioi", {"documents": [7]}, "documents: 1 document to search task 'headloc_ioi' on; expected at least 2"),
+    # the default method, guided greedy, differentiates a gold continuation: these tasks have none
+    ("headloc_rhyme", {"chat": True},
+     "method guided_greedy differentiates a gold continuation's log-likelihood, and task headloc_rhyme ("),
+    ("headloc_swear", {"chat": True}, "has no gold continuation: its doc_to_target is empty; and it decides "
+                                      "correctness with process_results (a function)"),
 ])
 def test_bad_tasks_are_refused_by_name(task, kwargs, message, tokenizer):
     with pytest.raises(ValueError) as error:
         headloc.locate(planted_model(), None if "tokenizer" in message else tokenizer, task, progress=False, **kwargs)
     assert message in str(error.value)
+
+
+def test_a_gradient_method_names_the_mask_only_methods_where_a_task_has_no_gold(tokenizer):
+    with pytest.raises(ValueError) as error:
+        headloc.locate(planted_model(), tokenizer, "headloc_rhyme", method="attribution", chat=True, progress=False)
+    mask_only = ", ".join(name for name in methods.names() if methods.get(name).scored and not methods.get(name).kind.gold)
+    assert (f"has no gold continuation: it decides correctness with process_results (a function), so its target need "
+            f"not be a correct answer; expected methods that only score masks for it: {mask_only} (or, if its target "
+            "is a correct answer its scoring accepts, declare metadata: {gold_target: true} in its YAML)"
+            ) in str(error.value)
+
+
+def test_an_empty_gold_target_in_a_users_documents_is_refused_naming_the_document(tmp_path, tokenizer):
+    """A capital left empty in a JSONL of documents: its gold continuation would be the delimiter
+    alone (a space), differentiated as if it were the answer."""
+    docs = [{"id": "a", "country": "France", "capital": "Paris", "answers": ["Paris"]},
+            {"id": "b", "country": "Peru", "capital": "", "answers": [""]},
+            {"id": "c", "country": "Chile", "capital": "Santiago", "answers": ["Santiago"]}]
+    (tmp_path / "docs.jsonl").write_text("".join(json.dumps(doc) + "\n" for doc in docs))
+    with pytest.raises(ValueError) as error:
+        headloc.locate(tiny_llama(len(tokenizer)), tokenizer, "headloc_capitals", method="attribution",
+                       documents=str(tmp_path / "docs.jsonl"), progress=False)
+    message = str(error.value)
+    assert message.startswith("document 1 of headloc_capitals ({'id': 'b', 'country': 'Peru', 'capital': ''")
+    assert message.endswith("its target (doc_to_target) is empty (''); a gradient method differentiates the gold "
+                            "continuation, so every document needs a non-empty target")
 
 
 def test_tasks_are_found_as_the_workflow_finds_them(tmp_path):

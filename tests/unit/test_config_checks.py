@@ -41,6 +41,7 @@ from headloc.workflow.config import (
 from headloc.workflow.plan import config_digest
 
 SCHEMA = REPO / "config/schema.yaml"
+MASK_ONLY = "cs_stratified, cs_bernoulli, cs_adaptive, greedy, greedy1s, group_testing, conditional_group_testing, thompson"
 FIRST_NUMBER = """\
 task: mine
 dataset_path: json
@@ -160,7 +161,10 @@ def test_checks_of_a_task_yaml(config, tmp_path):
                                                           "tasks.ioi.data_file"]
     config["search"]["methods"] = ["cs_stratified", "attribution"]
     (problem,) = check_methods(config, "ioi", read)
-    assert problem[0] == "search.methods" and problem[1].startswith("attribution differentiate a gold continuation")
+    assert problem == ("search.methods", f"attribution differentiates a gold continuation's log-likelihood, and task mine "
+                       f"({path}) has no gold continuation: its output_type loglikelihood_rolling scores whole "
+                       "documents: there is no continuation to call gold; expected methods that only score masks for "
+                       f"it: {MASK_ONLY}")
 
 
 def test_what_scores_a_task(config, tmp_path):

@@ -50,3 +50,13 @@ def test_one_past_the_last_layer_or_head_is_refused(name, outside):
 def test_the_last_head_is_accepted():
     assert head_index("L29H8", 30, 9) == 269 and head_index("L0H0", 30, 9) == 0
     assert headset_mask(["L29H8"], 30, 9).tolist() == [0] * 269 + [1]
+
+
+@pytest.mark.parametrize("bad, spelling", [("L01H05", "L1H5"), ("L1H05", "L1H5"), ("L00H0", "L0H0"), ("L10H010", "L10H10")])
+def test_one_head_has_one_spelling(bad, spelling):
+    """Names are compared as text (a universal head filtered out of a ranking): another spelling of
+    a head is refused, naming the one headloc writes, rather than never matching."""
+    with pytest.raises(ValueError, match=f"bad head name '{bad}': write it '{spelling}'"):
+        parse_head(bad)
+    with pytest.raises(ValueError, match=f"write it '{spelling}'"):
+        headset_mask([bad], 30, 11)

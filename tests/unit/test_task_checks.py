@@ -406,12 +406,13 @@ def test_a_gradient_method_on_a_task_without_gold_continuation_is_refused(tmp_pa
     config = demo_with(tmp_path, lm_eval_task="mine", metric="word_perplexity", id_task=None, id_metric=None)
     config["search"]["methods"] = ["cs_stratified", "attribution"]
     out = config_error(config)
-    assert out.startswith(f"config search.methods: attribution differentiate a gold continuation's log-likelihood, "
-                          f"and task mine ({path}) has output_type loglikelihood_rolling")
+    assert out.startswith(f"config search.methods: attribution differentiates a gold continuation's log-likelihood, "
+                          f"and task mine ({path}) has no gold continuation: its output_type loglikelihood_rolling "
+                          "scores whole documents")
     config["search"]["methods"] = ["cs_stratified", "guided_greedy"]  # scores masks, and differentiates too
     out = config_error(config)
-    assert out.startswith("config search.methods: guided_greedy differentiate a gold continuation's")
-    assert "guided_greedy" not in out[out.index("expected methods that score masks"):]
+    assert out.startswith("config search.methods: guided_greedy differentiates a gold continuation's")
+    assert "guided_greedy" not in out[out.index("expected methods that only score masks"):]
     config["search"]["methods"] = ["cs_stratified"]
     check_workflow_config(config, SCHEMA)
 

@@ -265,3 +265,110 @@ def test_greedy_main_method_cannot_wait_on_its_own_universal_heads():
         config["universal"] = {"filter": True}
     out = config_error(change)
     assert "config validation.method: 'greedy' with universal.filter on would wait on itself" in out
+
+
+# ---------------------------------------------------------------- no invented gold, no silent substitution
+
+MASK_ONLY = ", ".join(name for name in methods.names()
+                      if methods.get(name).scored and not methods.get(name).kind.gold)
+
+
+def gradient_search_on(task: str, **spec):
+    """The demo's ioi entry replaced by ``task`` (its own metric), searched by guided greedy and attribution."""
+    def change(config):
+        config["tasks"]["ioi"] = {"lm_eval_task": task, **spec}
+        config["search"]["methods"] = ["guided_greedy", "attribution", "group_testing"]
+    return change
+
+
+@pytest.mark.parametrize("task, spec, reason", [
+    ("headloc_swear", {"metric": "profane_words", "chat": True},
+     "its doc_to_target is empty; and it decides correctness with process_results (a function), so its target "
+     "need not be a correct answer"),
+    ("headloc_rhyme", {"chat": True},
+     "it decides correctness with process_results (a function), so its target need not be a correct answer"),
+    ("headloc_gsm8k", {"metric": "exact_match,strict-match"},
+     "its filter_list extracts or rewrites the answer (regex), so its target need not be what the model writes"),
+])
+def test_a_gradient_method_on_a_task_without_a_gold_continuation_names_the_mask_only_methods(task, spec, reason):
+    """swear's target is empty, rhyme's 'gold' is the prompt's own word (not a rhyme), gsm8k's answer is
+    extracted by a regex: none is a continuation to differentiate. Refused at parse, read from the YAML."""
+    out = config_error(gradient_search_on(task, **spec))
+    assert (f"config search.methods: guided_greedy, attribution differentiate a gold continuation's log-likelihood, "
+            f"and task {task} ({REPO / 'src/headloc/tasks' / (task + '.yaml')}) has no gold continuation: {reason}; "
+            f"expected methods that only score masks for it: {MASK_ONLY} (or, if its target is a correct answer its "
+            "scoring accepts, declare metadata: {gold_target: true} in its YAML)") in out
+
+
+def test_the_demo_with_guided_greedy_passes_its_tasks_declare_their_targets_gold():
+    """The demo's own config (guided greedy on ioi, capitals, induction): multiple choice has a gold
+    choice; capitals and induction decide correctness with a function that accepts their target,
+    and their YAMLs say so (metadata.gold_target)."""
+    config = yaml.safe_load((REPO / "config/demo.yaml").read_text())
+    check_workflow_config(config, SCHEMA)
+
+
+def test_a_head_name_spelled_with_leading_zeros_is_refused_naming_its_spelling():
+    """Universal heads are compared with the rankings as text: L01H05 would never filter L1H5."""
+    out = config_error(set_key("universal", "heads", value={"smollm2-135m": ["L1H4", "L01H05"]}))
+    assert ("config universal.heads.smollm2-135m[1]: bad head name 'L01H05': write it 'L1H5' (L<layer>H<head>, "
+            "zero-based, without leading zeros)") in out
+    out = config_error(set_key("validation", "headsets", value=["L1H5+L02H0"]))
+    assert "config validation.headsets[0]: bad head name 'L02H0': write it 'L2H0'" in out
+
+
+def test_a_conditional_background_the_search_would_cap_is_refused():
+    """With top_k 5 the search confirms at most 4 heads alone before going on beside them; 5 was
+    capped to 4 while the search id said b5."""
+    def change(config):
+        config["search"]["methods"] = ["group_testing", "conditional_group_testing"]
+        config["conditional_group_testing"] = {"background": 5}
+    out = config_error(change)
+    assert ("config conditional_group_testing.background: 5 is more than the search can confirm alone before going "
+            "on beside them: validation.top_k 5 less the head found beside them, 4; expected 0..4 (or a larger "
+            "validation.top_k)") in out
+    config = broken(lambda config: change(config) or config["conditional_group_testing"].update(background=4))
+    check_workflow_config(config, SCHEMA)
+
+
+def test_a_one_document_identification_subset_is_refused():
+    out = config_error(set_key("search", "id_docs", value=1))
+    assert ("config search.id_docs: 1 document is too few to identify the heads of task ioi on: what ablating a "
+            "head does to one document cannot be told from that document's quirks, and one document has no spread "
+            "to measure noise by; expected at least 2 (the demo uses 20)") in out
+    assert "config tasks.capitals.id_docs: 1 document is too few" in config_error(
+        set_key("tasks", "capitals", "id_docs", value=1))
+
+
+def test_budget_keys_a_method_ignores_and_a_small_subset_are_noted(capsys):
+    """guided greedy spends no mask budget: n_masks and budgets set for it are said to be ignored
+    (a note, not a refusal: the same config may name a method that spends them); a subset of a few
+    documents is noted with its size. Keys left to the schema's defaults are not noted."""
+    def change(config):
+        config["search"].update(methods=["guided_greedy"], n_masks=3, budgets=[5000], id_docs=4)
+        config["validation"]["method"] = "guided_greedy"
+    check_workflow_config(broken(change), SCHEMA)
+    err = capsys.readouterr().err
+    budgeted = ", ".join(name for name in methods.names() if methods.get(name).budgeted)
+    for key, value in (("n_masks", "3"), ("budgets", "[5000]")):
+        assert (f"note: config search.{key}: {value} is ignored for guided_greedy on tasks ioi, capitals, induction: "
+                f"it spends no mask budget (the budgeted methods: {budgeted})") in err
+    assert ("note: config search.id_docs: the heads of task capitals are searched on 4 documents; heads found on so "
+            "few may not carry the task on others (give 10 or more to rely on them; the demo uses 20)") in err
+
+    def both(config):
+        config["search"].update(methods=["guided_greedy", "group_testing"], budgets=[50])
+        config["tasks"]["ioi"]["search"] = {"methods": ["group_testing"]}
+    check_workflow_config(broken(both), SCHEMA)
+    err = capsys.readouterr().err
+    assert ("note: config search.budgets: [50] is ignored for guided_greedy on tasks capitals, induction: it spends "
+            f"no mask budget (the budgeted methods: {budgeted}); group_testing spends it") in err
+    assert "note: config search.n_masks: 100 is ignored for guided_greedy on tasks capitals, induction" in err
+    assert "id_docs" not in err  # the demo's 20
+
+    def defaults(config):  # n_masks left to the schema's default: nothing set, nothing noted
+        config["search"].pop("n_masks")
+        config["search"].update(methods=["guided_greedy"])
+        config["validation"]["method"] = "guided_greedy"
+    check_workflow_config(broken(defaults), SCHEMA)
+    assert "is ignored" not in capsys.readouterr().err

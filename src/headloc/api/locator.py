@@ -94,6 +94,7 @@ def locate(model, tokenizer, task, *, method: str = METHOD, budget: int | None =
     resolved = resolve_task(task, metric=metric, chat=chat, documents=documents, include_path=include_path,
                             dataset_kwargs=dataset_kwargs, higher_is_better=higher_is_better)
     _check_gold(spec, resolved)
+    _check_subset(resolved)
     work = tempfile.TemporaryDirectory(prefix="headloc-locate-")  # the files drive writes, kept for save()
     with evaluation_mode(model), _quiet(resolved), _search_bar(spec, settings, progress) as bar:
         score = _scorer(spec, resolved, model, tokenizer, batch_size, masks_per_pass, progress, bar)
@@ -111,11 +112,38 @@ def locate(model, tokenizer, task, *, method: str = METHOD, budget: int | None =
 
 
 def _check_gold(spec, task: Task) -> None:
-    """A method that differentiates the gold continuations needs an lm-eval task: a callable has none."""
-    if spec.kind.gold and task.callable:
-        scoring = [name for name in methods.names() if methods.get(name).scored and not methods.get(name).kind.gold]
+    """A method that differentiates the gold continuations needs an lm-eval task that has them: its
+    own target, read from its YAML (:func:`headloc.data.documents.gold_problem`); a callable has none."""
+    if not spec.kind.gold:
+        return
+    from headloc.workflow.config import mask_only_methods, no_gold_message
+
+    if task.callable:
         raise ValueError(f"method {spec.name!r} differentiates the gold continuations of an lm-eval task; "
-                         f"a callable task has none. Use an lm-eval task, or one of {', '.join(scoring)}")
+                         f"a callable task has none. Use an lm-eval task, or one of {', '.join(mask_only_methods())}")
+    from headloc.data.documents import gold_problem, lm_eval_tasks_dir, load_task_yaml, task_yaml
+
+    path = task_yaml(task.name, [*task.task_folders, lm_eval_tasks_dir()])
+    config = load_task_yaml(path)
+    reason = gold_problem(config)
+    if reason:
+        raise ValueError(f"method {no_gold_message([spec.name], task.name, path, reason, config)}")
+
+
+def _check_subset(task: Task) -> None:
+    """The documents asked for (``documents=``: a number, indices or a file) are at least two, as the
+    workflow's identification subset (``search.id_docs``): one document has no spread to measure
+    noise by, and what ablating a head does to it cannot be told from its quirks."""
+    from headloc.workflow.config import MIN_ID_DOCS
+
+    spec = None if task.callable else task.spec
+    if spec is None or (spec.doc_ids is None and not spec.dataset_kwargs.get("data_file")):
+        return  # the task's own documents: counted by lm-eval, after the search
+    n_docs = count_documents(task)
+    if n_docs < MIN_ID_DOCS:
+        raise ValueError(f"documents: {n_docs} document{'s' if n_docs != 1 else ''} to search task {task.name!r} on; "
+                         f"expected at least {MIN_ID_DOCS} (a number, indices or a file of them): what ablating a "
+                         "head does to one document cannot be told from that document's quirks")
 
 
 def _parameters(spec, settings: SearchSettings, n_docs, task: Task) -> dict:
@@ -141,6 +169,9 @@ def check_search(method: str, budget, options, *, top_k, seed, sparsity, alpha) 
                          f"options are {', '.join(with_options)}")
     settings = SearchSettings(n_masks=n_masks, top_k=top_k, seed=seed, sparsity=sparsity, alpha=alpha,
                               options={spec.name: given} if spec.options else {})
+    chosen = settings.options_of(spec)
+    for option, text in chosen.problems(settings.top_k) if chosen else []:
+        raise ValueError(f"options[{option!r}] of {spec.name}: {text}")
     return spec, settings
 
 

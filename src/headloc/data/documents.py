@@ -254,6 +254,59 @@ def reported_metrics(task_config: dict) -> list[str] | None:
     return list(dict.fromkeys(names))
 
 
+# Filters that pass a generation on whole (or only change its case or spaces): after them a
+# generate_until task still compares the generation with its target. Any other (regex, custom, ...)
+# extracts or rewrites the answer, so the target need not be a continuation the model would write.
+WHOLE_ANSWER_FILTERS = frozenset({"take_first", "lowercase", "uppercase", "remove_whitespace"})
+GOLD_DECLARATION = "metadata: {gold_target: true}"
+
+
+def gold_problem(task_config: dict) -> str | None:
+    """Why a task has no gold continuation a gradient method can differentiate (None when it has one),
+    read from its YAML (``load_task_yaml``'s merged dict).
+
+    The gold continuation is the task's own target: a ``multiple_choice`` task's gold choice
+    (``doc_to_target`` into ``doc_to_choice``), a ``loglikelihood`` task's ``doc_to_target``, a
+    ``generate_until`` task's ``doc_to_target`` after the delimiter. The last is a correct answer
+    only where the task compares the generation with it: no ``process_results`` (a function that
+    decides correctness its own way: a word list, a rhyme, running code) and only filters that keep
+    the whole answer (:data:`WHOLE_ANSWER_FILTERS`; a regex extracts part of it). A task whose
+    function does accept its target as correct says so in its YAML: ``metadata: {gold_target: true}``.
+    ``loglikelihood_rolling`` has no continuation; a Python task ``class`` cannot be read.
+
+    >>> gold_problem({"output_type": "multiple_choice", "doc_to_target": "label", "doc_to_choice": "choices"})
+    >>> print(gold_problem({"output_type": "generate_until", "doc_to_target": "", "process_results": None}))
+    its doc_to_target is empty; and it decides correctness with process_results (a function), so its target need not be a correct answer
+    >>> gold_problem({"output_type": "generate_until", "doc_to_target": "word", "process_results": None,
+    ...               "metadata": {"version": 1.0, "gold_target": True}})
+    """
+    if "class" in task_config:
+        return "it is a Python task class, whose targets headloc cannot read from its YAML"
+    output_type = task_config.get("output_type") or "generate_until"
+    if output_type == "loglikelihood_rolling":
+        return "its output_type loglikelihood_rolling scores whole documents: there is no continuation to call gold"
+    reasons = []
+    target = task_config.get("doc_to_target")
+    if "doc_to_target" not in task_config:
+        reasons.append("it has no doc_to_target")
+    elif isinstance(target, str) and not target.strip():
+        reasons.append("its doc_to_target is empty")
+    if output_type == "multiple_choice" and task_config.get("doc_to_choice") is None and "doc_to_choice" not in task_config:
+        reasons.append("it has no doc_to_choice to take the gold choice from")
+    declared = (task_config.get("metadata") or {}).get("gold_target") is True
+    if output_type == "generate_until" and not declared:
+        if "process_results" in task_config:
+            reasons.append("it decides correctness with process_results (a function), so its target need not be "
+                           "a correct answer")
+        filters = sorted({step.get("function") for entry in task_config.get("filter_list") or []
+                          if isinstance(entry, dict) for step in entry.get("filter") or [] if isinstance(step, dict)}
+                         - WHOLE_ANSWER_FILTERS, key=str)
+        if filters:
+            reasons.append(f"its filter_list extracts or rewrites the answer ({', '.join(map(str, filters))}), so its "
+                           "target need not be what the model writes")
+    return "; and ".join(reasons) or None
+
+
 def metric_direction(task_config: dict, metric: str) -> bool | None:
     """Whether a higher ``metric`` (a name, or ``name,filter``) is better, as lm-eval decides it: the
     ``higher_is_better`` of the task YAML's ``metric_list`` entry for it, else lm-eval's metric

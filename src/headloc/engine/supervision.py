@@ -82,33 +82,51 @@ def _chat_template(tokenizer):
 
 
 def _gold_pair(task, instances, chat: bool) -> tuple[str, str]:
-    """The (context, gold continuation) texts of one document's lm-eval requests."""
+    """The (context, gold continuation) texts of one document's lm-eval requests: the task's own
+    target (:func:`gold_text`), after lm-eval's delimiter where lm-eval puts one."""
     first = instances[0]
     kind = first.request_type
     if kind == "loglikelihood" and task.OUTPUT_TYPE == "multiple_choice":
         gold = task.doc_to_target(first.doc)
         choices = task.doc_to_choice(first.doc)
         if isinstance(gold, str):
-            gold = choices.index(gold)
+            gold = choices.index(gold) if gold in choices else gold
         if isinstance(gold, (list, tuple)):
             gold = gold[0]
         by_choice = {instance.idx: instance for instance in instances}
         if not isinstance(gold, (int, np.integer)) or int(gold) not in by_choice:
-            raise ValueError(f"document {first.doc_id}: gold {gold!r} is not one of the {len(choices)} choices")
+            raise ValueError(f"gold {gold!r} is not one of the {len(choices)} choices {choices!r}")
+        gold_text(choices[int(gold)], f"its gold choice (doc_to_target {int(gold)} of doc_to_choice)")
         context, continuation = by_choice[int(gold)].arguments[:2]  # a multiple-input task varies the context
         return context, continuation
     if kind == "loglikelihood":
-        return first.arguments[0], first.arguments[1]
+        return first.arguments[0], gold_text(first.arguments[1], "its target (doc_to_target)")
     if kind == "generate_until":
         target = task.doc_to_target(first.doc)
         if isinstance(target, (list, tuple)):
-            target = target[0]
+            target = target[0] if target else ""
         if isinstance(target, (int, np.integer)) and task.config.doc_to_choice is not None:
             target = task.doc_to_choice(first.doc)[int(target)]
         delimiter = "" if chat else task.config.target_delimiter
-        return first.arguments[0], f"{delimiter}{target}"
+        return first.arguments[0], f"{delimiter}{gold_text(target, 'its target (doc_to_target)')}"
     raise ValueError(f"request type {kind!r} has no gold continuation; supported: "
                      "loglikelihood, multiple_choice, generate_until")
+
+
+def gold_text(target, what: str) -> str:
+    """``target`` when it is text with something in it besides spaces; else ValueError: an empty
+    target would make the gold continuation the delimiter (or nothing), and a gradient of it says
+    nothing about the task."""
+    if target is None or (isinstance(target, str) and not target.strip()):
+        raise ValueError(f"{what} is empty ({target!r}); a gradient method differentiates the gold continuation, "
+                         "so every document needs a non-empty target")
+    return target if isinstance(target, str) else str(target)
+
+
+def _document(doc, limit: int = 160) -> str:
+    """A document, shortened for an error message."""
+    text = repr(doc)
+    return text if len(text) <= limit else text[:limit] + "...}"
 
 
 def task_examples(tokenizer, task: TaskSpec, *, include_path=TASKS_DIR, limit: int | None = None) -> list[Example]:
@@ -130,11 +148,16 @@ def task_examples(tokenizer, task: TaskSpec, *, include_path=TASKS_DIR, limit: i
         by_doc.setdefault(instance.doc_id, []).append(instance)
     examples = []
     for doc_id in sorted(by_doc):
-        context_ids, target_ids = encode_pair(tokenizer, *_gold_pair(lm_task, by_doc[doc_id], task.chat))
-        if not target_ids:
-            raise ValueError(f"document {doc_id} of {task.lm_eval_task}: the gold continuation has no tokens")
         # with samples, lm-eval numbers the chosen documents 0.. in the task's order: keep the task's own index
         original = doc_id if samples is None else sorted(set(samples))[doc_id]
+        where = f"document {original} of {task.lm_eval_task} ({_document(by_doc[doc_id][0].doc)})"
+        try:
+            pair = _gold_pair(lm_task, by_doc[doc_id], task.chat)
+        except ValueError as error:
+            raise ValueError(f"{where}: {error}") from None
+        context_ids, target_ids = encode_pair(tokenizer, *pair)
+        if not target_ids:
+            raise ValueError(f"{where}: the gold continuation has no tokens")
         examples.append(Example(original, tuple(context_ids), tuple(target_ids)))
     if not examples:
         raise ValueError(f"task {task.lm_eval_task} built no documents")

@@ -31,6 +31,15 @@ class ConditionalGroupTestingOptions(MethodOptions, section="conditional_group_t
 
     size = group_testing.GroupTestingOptions.size
 
+    def problems(self, top_k: int) -> list[tuple[str, str]]:
+        """A background of more than ``top_k - 1`` heads: the search would cap it (the last of the
+        top k is found beside the others), while its search id names the value given."""
+        if self.background <= top_k - 1:
+            return []
+        return [("background", f"{self.background} is more than the search can confirm alone before going on beside "
+                               f"them: top_k {top_k} less the head found beside them, {top_k - 1}; expected "
+                               f"0..{top_k - 1} (or a larger top_k)")]
+
 
 def build(n_heads, params):
     from headloc.search.conditional import ConditionalGroupTesting

@@ -159,6 +159,11 @@ class MethodOptions(Checked):
             raise ValueError(f"method {cls.SECTION!r} has no option {unknown[0]!r}; its options are {known}")
         return cls(**given)
 
+    def problems(self, top_k: int) -> list[tuple[str, str]]:
+        """(option, what is wrong and what is valid) for each option the search would cap or ignore
+        with ``top_k`` heads to find (validation.top_k); none by default."""
+        return []
+
     def as_config(self) -> dict:
         """The options as a config section (lists, not tuples)."""
         return {item.name: list(value) if isinstance(value := getattr(self, item.name), tuple) else value

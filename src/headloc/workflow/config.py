@@ -18,6 +18,7 @@ Each raises ValueError listing every problem found, one per line.
 
 from __future__ import annotations
 
+import copy
 import json
 import sys
 from pathlib import Path
@@ -26,8 +27,10 @@ from typing import NamedTuple
 import yaml
 
 from headloc.data.documents import (
+    GOLD_DECLARATION,
     defined_tasks,
     defining_file,
+    gold_problem,
     is_fraction,
     lm_eval_tasks_dir,
     load_task_yaml,
@@ -65,12 +68,15 @@ def check_workflow_config(config: dict, schema_path) -> None:
     """
     from headloc.workflow.plan import Plan  # imports pandas: only when checking a whole workflow config
 
+    given = copy.deepcopy(config)  # as written: the schema's defaults are no keys the user set
     validate_config(config, schema_path)
     geometries = model_geometries(config)
     tasks = TaskLookup(config)
     for note in dict.fromkeys(complete_metrics(config, tasks)):
         print(note, file=sys.stderr)
     check_config(config, geometries, tasks)
+    for note in ignored_notes(given, config):
+        print(note, file=sys.stderr)
     Plan(config)
 
 
@@ -351,10 +357,11 @@ def check_config(config: dict, geometries: dict, tasks: TaskLookup | None = None
     defined = [name for name, spec in config["tasks"].items() if tasks.defined_as(spec["lm_eval_task"]) == "task"]
     for name in config["tasks"]:
         problems += check_task(config, name, tasks) if name in defined else check_defined(config, name, tasks)
-    problems += [*check_mirror(config), *check_universal_models(config), *check_export(config)]
+    problems += [*check_mirror(config), *check_universal_models(config), *check_export(config),
+                 *check_head_names(config)]
     for model, geometry in geometries.items():
         problems += [*check_heads(config, model, geometry), *check_caps(config, model, geometry)] if geometry else []
-    for note in dict.fromkeys(budget_notes(config, geometries, defined)):
+    for note in dict.fromkeys([*budget_notes(config, geometries, defined), *id_docs_notes(config)]):
         print(note, file=sys.stderr)
     if problems:
         raise ValueError("\n".join(dict.fromkeys(f"config {key}: {text}" for key, text in problems)))
@@ -502,11 +509,12 @@ def check_defined(config: dict, name: str, tasks: TaskLookup) -> list[Problem]:
 
 def check_task(config: dict, name: str, tasks: TaskLookup) -> list[Problem]:
     """Every rule of one task whose lm_eval_task is defined, in this order: its templates, what scores
-    it, its documents, its chat template, its identification subset, its methods and budgets."""
+    it, its documents, its chat template, its identification subset, its methods, their options and
+    its budgets."""
     read = tasks.read(config["tasks"][name]["lm_eval_task"])
     return [*check_templates(f"tasks.{name}.lm_eval_task", read), *check_scoring(config, name, read, tasks),
             *check_documents(config, name, read), *check_chat(config, name), *check_id_docs(config, name),
-            *check_methods(config, name, read), *check_budgets(config, name)]
+            *check_methods(config, name, read), *check_method_options(config, name), *check_budgets(config, name)]
 
 
 def check_templates(key: str, read: TaskYaml) -> list[Problem]:
@@ -605,15 +613,45 @@ def check_chat(config: dict, name: str) -> list[Problem]:
             for model, spec in config["models"].items() if has_chat_template(resolve_source(spec["source"])) is False]
 
 
-def check_id_docs(config: dict, name: str) -> list[Problem]:
-    """A searched task's identification subset is no larger than its documents (n_docs, when set)."""
+MIN_ID_DOCS = 2  # a subset's spread (a head's interval, the noise floor) needs two documents
+FEW_ID_DOCS = 10  # below this a note says how few: heads found on a handful may not carry the task
+
+
+def id_subset(config: dict, name: str) -> tuple[str, int]:
+    """(the config key that sets it, the size) of a task's identification subset."""
     spec = config["tasks"][name]
     subset = spec.get("id_docs") or task_settings(config).id_docs
-    key = f"tasks.{name}.id_docs" if spec.get("id_docs") else "search.id_docs"
-    if name in searched_tasks(config) and spec.get("n_docs") is not None and subset > spec["n_docs"]:
+    return (f"tasks.{name}.id_docs" if spec.get("id_docs") else "search.id_docs"), subset
+
+
+def check_id_docs(config: dict, name: str) -> list[Problem]:
+    """A searched task's identification subset holds at least :data:`MIN_ID_DOCS` documents and no
+    more than its documents (n_docs, when set)."""
+    spec = config["tasks"][name]
+    key, subset = id_subset(config, name)
+    if name not in searched_tasks(config):
+        return []
+    if subset < MIN_ID_DOCS:
+        return [(key, f"{subset} document is too few to identify the heads of task {name} on: what ablating a head "
+                      "does to one document cannot be told from that document's quirks, and one document has no "
+                      f"spread to measure noise by; expected at least {MIN_ID_DOCS} (the demo uses 20)")]
+    if spec.get("n_docs") is not None and subset > spec["n_docs"]:
         return [(key, f"{subset} is larger than tasks.{name}.n_docs = {spec['n_docs']}; expected an "
                       f"identification subset of at most {spec['n_docs']} documents")]
     return []
+
+
+def id_docs_notes(config: dict) -> list[str]:
+    """A note for each searched task whose identification subset holds fewer than :data:`FEW_ID_DOCS`
+    documents, with the number it holds."""
+    notes = []
+    for name in searched_tasks(config):
+        key, subset = id_subset(config, name)
+        if MIN_ID_DOCS <= subset < FEW_ID_DOCS:
+            notes.append(f"note: config {key}: the heads of task {name} are searched on {subset} documents; heads "
+                         f"found on so few may not carry the task on others (give {FEW_ID_DOCS} or more to rely on "
+                         "them; the demo uses 20)")
+    return notes
 
 
 def check_methods(config: dict, name: str, read: TaskYaml) -> list[Problem]:
@@ -626,12 +664,38 @@ def check_methods(config: dict, name: str, read: TaskYaml) -> list[Problem]:
         problems.append((key, f"{list(methods)} lacks validation.method {validation['method']!r}, whose heads every "
                               f"table uses; expected the methods of task {name} to include it"))
     gradient = [m for m in methods if search_methods.get(m).kind.gold]
-    if gradient and read.yaml.get("output_type") == "loglikelihood_rolling":
-        kinds = {m: search_methods.get(m).kind for m in search_methods.names()}
-        scored = [m for m, kind in kinds.items() if kind.scored and not kind.gold]
-        problems.append((key, f"{', '.join(gradient)} differentiate a gold continuation's log-likelihood, and "
-                              f"task {read.task} ({read.path}) has output_type loglikelihood_rolling, which has no "
-                              f"gold continuation; expected methods that score masks for it: {', '.join(scored)}"))
+    missing = gold_problem(read.yaml) if gradient else None
+    if missing:
+        problems.append((key, no_gold_message(gradient, read.task, read.path, missing, read.yaml)))
+    return problems
+
+
+def mask_only_methods() -> list[str]:
+    """The registered methods that score masks and differentiate nothing (any task will do)."""
+    return [name for name in search_methods.names()
+            if search_methods.get(name).scored and not search_methods.get(name).kind.gold]
+
+
+def no_gold_message(gradient: list[str], task: str, path, reason: str, task_config: dict) -> str:
+    """Why methods that differentiate a gold continuation cannot run on ``task``, and what can."""
+    declare = (f" (or, if its target is a correct answer its scoring accepts, declare {GOLD_DECLARATION} in "
+               "its YAML)") if (task_config.get("output_type") or "generate_until") == "generate_until" else ""
+    verb = "differentiates" if len(gradient) == 1 else "differentiate"
+    return (f"{', '.join(gradient)} {verb} a gold continuation's log-likelihood, and task {task} ({path}) has "
+            f"no gold continuation: {reason}; expected methods that only score masks for it: "
+            f"{', '.join(mask_only_methods())}{declare}")
+
+
+def check_method_options(config: dict, name: str) -> list[Problem]:
+    """Each option of a searched task's methods is one its search runs with, not one it would cap
+    with validation.top_k heads to find (:meth:`headloc.methods.settings.MethodOptions.problems`)."""
+    if name not in searched_tasks(config):
+        return []
+    settings, problems = task_settings(config, name), []
+    for method in dict.fromkeys(settings.methods):
+        options = settings.options_of(search_methods.get(method))
+        problems += [(f"{options.SECTION}.{option}", text.replace("top_k", "validation.top_k"))
+                     for option, text in (options.problems(settings.top_k) if options else [])]
     return problems
 
 
@@ -672,10 +736,7 @@ def check_heads(config: dict, model: str, geometry: HeadGeometry) -> list[Proble
     validation, universal = config["validation"], config.get("universal", {})
     total = geometry.total
     inside = f"model {model} has layers 0..{geometry.n_layers - 1} and heads 0..{geometry.n_heads - 1}"
-    named = [(f"validation.headsets[{i}]", head) for i, headset in enumerate(validation.get("headsets") or [])
-             for head in headset.split("+")]
-    named += [(f"universal.heads.{model}[{i}]", head)
-              for i, head in enumerate(universal.get("heads", {}).get(model, []))]
+    named = [(key, head) for key, head in named_heads(config, model) if _spelling(head) is None]
     problems = [(key, f"head {head} is outside the model: {inside}") for key, head in named
                 if _outside(parse_head(head), geometry)]
     for key, value in (("validation.top_k", validation["top_k"]), ("universal.top_n", universal.get("top_n")),
@@ -684,6 +745,32 @@ def check_heads(config: dict, model: str, geometry: HeadGeometry) -> list[Proble
             problems.append((key, f"{value} is larger than the {total} heads of model {model} "
                                   f"({geometry.n_layers} layers x {geometry.n_heads}); expected 1..{total}"))
     return problems
+
+
+def named_heads(config: dict, model: str | None = None) -> list[tuple[str, str]]:
+    """(config key, head name) for every head the config names: validation.headsets' heads, and
+    universal.heads' of ``model`` (of every model when None)."""
+    validation, given = config["validation"], config.get("universal", {}).get("heads", {})
+    named = [(f"validation.headsets[{i}]", head) for i, headset in enumerate(validation.get("headsets") or [])
+             for head in headset.split("+")]
+    named += [(f"universal.heads.{name}[{i}]", head) for name, heads in given.items() if model in (None, name)
+              for i, head in enumerate(heads or [])]
+    return named
+
+
+def _spelling(head: str) -> str | None:
+    """What is wrong with a head name's spelling (:func:`headloc.heads.parse_head`); None when it parses."""
+    try:
+        parse_head(head)
+    except ValueError as error:
+        return str(error)
+    return None
+
+
+def check_head_names(config: dict) -> list[Problem]:
+    """Every head the config names is spelled as headloc writes heads (``L1H5``, not ``L01H05``):
+    names are compared as text where rankings are filtered, so another spelling would never match."""
+    return [(key, problem) for key, head in named_heads(config) if (problem := _spelling(head))]
 
 
 def check_caps(config: dict, model: str, geometry: HeadGeometry) -> list[Problem]:
@@ -711,6 +798,41 @@ def check_caps(config: dict, model: str, geometry: HeadGeometry) -> list[Problem
 def _outside(head: tuple[int, int], geometry: HeadGeometry) -> bool:
     layer, index = head
     return layer >= geometry.n_layers or index >= geometry.n_heads
+
+
+BUDGET_KEYS = ("n_masks", "budgets")  # search keys only a budgeted method reads
+
+
+def ignored_notes(given: dict, config: dict) -> list[str]:
+    """A note for each budget key the user set (``given``: the config as written, before the schema's
+    defaults) that a searched task's methods ignore: a method that spends no mask budget (guided
+    greedy, the gradient methods, random) reads neither ``n_masks`` nor ``budgets``. A note, not a
+    refusal: the same config may name methods that do spend them."""
+    found: dict[tuple, list[str]] = {}
+    for name in searched_tasks(config):
+        methods = task_settings(config, name).methods
+        ignoring = [m for m in methods if not search_methods.get(m).budgeted]
+        own = ((given.get("tasks") or {}).get(name) or {}).get("search") or {}
+        for key in BUDGET_KEYS if ignoring else ():
+            where = f"tasks.{name}.search.{key}" if key in own else f"search.{key}"
+            value = own[key] if key in own else (given.get("search") or {}).get(key)
+            if value is None or value == []:
+                continue
+            spending = tuple(m for m in methods if m not in ignoring)
+            found.setdefault((where, repr(value), tuple(ignoring), spending), []).append(name)
+    notes = []
+    for (where, value, ignoring, spending), names in found.items():
+        used = f"; {', '.join(spending)} {'spends' if len(spending) == 1 else 'spend'} it" if spending else ""
+        subject = "it spends" if len(ignoring) == 1 else "they spend"
+        notes.append(f"note: config {where}: {value} is ignored for {', '.join(ignoring)} on "
+                     f"{'task' if len(names) == 1 else 'tasks'} {', '.join(names)}: {subject} no mask budget "
+                     f"(the budgeted methods: {', '.join(budgeted_methods())}){used}")
+    return notes
+
+
+def budgeted_methods() -> list[str]:
+    """The registered methods that spend a budget of masks (search.n_masks, search.budgets)."""
+    return [name for name in search_methods.names() if search_methods.get(name).budgeted]
 
 
 def budget_notes(config: dict, geometries: dict, tasks: list[str]) -> list[str]:
