@@ -32,7 +32,7 @@ $(STAMP): pyproject.toml Makefile
 demo: venv
 	$(VENV)/bin/snakemake --cores $(CORES) --configfile config/demo.yaml
 	@cat results/tables/table2.md
-	@echo "More: results/tables/table{1..10}.{md,csv,tex}, results/figures/fig{1..4}.png (see README)"
+	@echo "More: results/tables/table{1..10}.{md,csv,tex}, results/figures/fig{1,2}.png (see README)"
 
 # Every search method side by side on the demo model (docs/methods.md): Table 4 and the methods figure.
 methods: venv

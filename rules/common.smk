@@ -13,13 +13,14 @@ from dataclasses import asdict
 
 from headloc import collected, methods
 from headloc.heads import HEADSET_PATTERN
-from headloc.report import FIGURES, TABLES
+from headloc.report import FIGURES, TABLES, ReportOptions
 from headloc.workflow import paths
 from headloc.workflow.config import check_workflow_config
 from headloc.workflow.facts import ModelFacts, TaskFacts
 from headloc.workflow.gpu_plan import plan_warnings
 from headloc.workflow.plan import Plan
 from headloc.workflow.portable import files_digest
+from snakemake.exceptions import WorkflowError
 
 # Every config check, before any job: the schema (filling in defaults), the models, the cross-key
 # rules and the plan. A bad config stops here with its key and what is valid (tests/workflow/
@@ -228,6 +229,25 @@ def report_inputs(spec):
     return {name: PLAN.collected_path(name) for name in spec.inputs}
 
 
+# The figures this config cannot fill (no knowledge tasks, one search method), each with why:
+# `all` leaves them out and asking for one by name stops before any job, saying what is missing.
+UNFILLED = {
+    name: why
+    for name, spec in FIGURES.items()
+    if (why := spec.unfilled(ReportOptions(**PLAN.report_options())))
+}
+
+
+def figure_inputs(wildcards):
+    """The collected tables a figure reads; an error naming what the config lacks for an unfilled one."""
+    if wildcards.figure in UNFILLED:
+        raise WorkflowError(
+            f"figure {wildcards.figure} is not drawn for this config: {UNFILLED[wildcards.figure]}. "
+            "`all` leaves it out (docs/targets.md)."
+        )
+    return report_inputs(FIGURES[wildcards.figure])
+
+
 def heatmap_files():
     """Every search's layers x heads heatmap (target `heatmaps`)."""
     return [
@@ -244,7 +264,7 @@ def report_targets():
     published = expand(paths.PUBLISHED, name=collected.published())
     return (
         table_files(tables)
-        + figure_files(list(FIGURES))
+        + figure_files([name for name in FIGURES if name not in UNFILLED])
         + published
         + universal
         + heatmap_files()

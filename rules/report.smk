@@ -155,9 +155,9 @@ rule render_table:
 
 
 rule render_figure:
-    """Render one paper figure as PNG and PDF."""
+    """Render one paper figure as PNG and PDF (one this config cannot fill is refused: UNFILLED)."""
     input:
-        unpack(lambda wildcards: report_inputs(FIGURES[wildcards.figure])),
+        unpack(figure_inputs),
     output:
         png=report(
             paths.FIGURE.replace("{ext}", "png"),

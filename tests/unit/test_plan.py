@@ -164,7 +164,7 @@ def test_report_options_and_tuning_choice():
         "knowledge_tasks": [], "knowledge_eval_tasks": [], "figure_model": "smollm2-135m",
         "figure_capability": "ioi",
         "units": {"ioi": ["points", "acc"], "capitals": ["points", "acc"], "induction": ["points", "acc"]},
-        "directions": {}}
+        "directions": {}, "methods": ["cs_stratified"]}
     assert plan.report_options({"ioi": True})["directions"] == {"ioi": True}  # read from the YAMLs by TaskFacts
     wiki = validated({**accuracy_demo(), "tasks": {"ioi": {"lm_eval_task": "headloc_ioi", "metric": "acc"},
                                                    "wiki": {"lm_eval_task": "wikitext", "metric": "word_perplexity"}}})

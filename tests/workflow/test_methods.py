@@ -438,8 +438,11 @@ def test_table9_lists_every_search(results):
         assert row.heads.split(", ") == [h + ("?" if confirmed is not None and h not in confirmed else "")
                                          for h in shown]
         marked += row.heads.count("?")
-    md = (results / "tables" / "table9.md").read_text()
-    assert all(f"| {search} |" in md for search in SEARCHES.values())
+    md = (results / "tables" / "table9.md").read_text()  # each search by its short label, the CSV's full id
+    shown = {"cs_stratified": f"cs_stratified m{N_MASKS} p0.25", "attribution": "attribution",
+             "chg": f"chg x{CHG['seeds']} t{CHG['steps']}"}  # what differs from the defaults (chg: 4 seeds, 500 steps)
+    assert all(f"| {method} | {shown[method]} |" in md for method in SEARCHES)
+    assert not any(search in md for search in SEARCHES.values())
     assert ("?: a head its search did not confirm" in md) == (marked > 0)
 
 
@@ -482,7 +485,8 @@ def searches(work):
 
 def expected_results(work):
     tables = {f"results/tables/{name}.html": name for name in TABLES if name != "tuning"}
-    figures = {f"results/figures/{name}.png": name for name in FIGURES}
+    # no knowledge tasks configured: `all` draws no Figure 3 or 4 (docs/targets.md)
+    figures = {f"results/figures/{name}.png": name for name in FIGURES if name not in ("fig3", "fig4")}
     heatmaps = {f"results/tiny/{task}/{search}/heatmap.png": (task, method, search)
                 for (task, search), method in searches(work).items()}
     return tables, figures, heatmaps

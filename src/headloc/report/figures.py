@@ -7,11 +7,16 @@ whatever backend the caller has configured. Saving is the caller's job (``fig.sa
 matplotlib is imported by the functions that draw, not with the module: the Snakefile and the
 table jobs read :data:`FIGURES` without drawing (matplotlib takes 0.3-1 s to import).
 
-Input is the long evaluations frame described in :mod:`headloc.report.frames`. When a figure's
-input is legitimately empty (no task searches yet, no knowledge heads found, no knowledge tasks
-configured) the figure is a single axes with a centred ``"no data: <why>"`` note instead of an
-error, so the workflow can render every figure on small runs. Malformed input (missing columns
-or baselines, a model or capability the data does not have) raises ValueError.
+Input is the long evaluations frame described in :mod:`headloc.report.frames`. A figure whose
+run's config cannot fill it (no knowledge tasks for Figures 3 and 4, one search method for the
+methods figure) is not drawn by the workflow: its spec's ``needs`` say what the config lacks
+(:meth:`~headloc.report.spec.FigureSpec.unfilled`). When a drawn figure's input is still empty (no
+knowledge heads shared by the knowledge tasks, no task searches yet) the figure is a single axes
+with a centred ``"no data: <why>"`` note instead of an error. Malformed input (missing columns or
+baselines, a model or capability the data does not have) raises ValueError.
+
+Every text fits the figure at its size: a caption or footer wider than the figure is broken into
+lines or drawn smaller (:func:`add_caption`, :func:`add_footer`; tests/unit/test_figure_text.py).
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 FOOTER_HEIGHT_IN = 0.25
+CAPTION_PAD_IN = 0.04  # between the figure's edge and its caption, and between the caption and the panels
 CHANCE = 25.0  # percent: random choice among four options (MMLU, WMDP)
 HIGHLIGHT = "C3"
 MUTED = "0.6"
@@ -83,15 +89,45 @@ def add_footer(fig: Figure, text: str) -> Figure:
     """
     from matplotlib.layout_engine import ConstrainedLayoutEngine, TightLayoutEngine  # see the module docstring
 
-    fig.text(0.5, 0.005, text, ha="center", va="bottom", fontsize=7, color="0.4")
+    from headloc.report.heatmap import FILL, fitted, shrink_to_fit
+
+    shrink_to_fit(fig.text(0.5, 0.005, text, ha="center", va="bottom", fontsize=fitted(fig, text, 7, wrap=False)[1],
+                           color="0.4"), fig.bbox.width * FILL)
     pad = min(FOOTER_HEIGHT_IN / fig.get_figheight(), 0.2)
     engine = fig.get_layout_engine()
     if isinstance(engine, ConstrainedLayoutEngine):
-        engine.set(rect=(0, pad, 1, 1 - pad))  # (left, bottom, width, height)
+        _keep_clear(fig, bottom=pad)
     elif isinstance(engine, TightLayoutEngine):
         engine.set(rect=(0, pad, 1, 1))  # (left, bottom, right, top)
     else:
         fig.subplots_adjust(bottom=max(fig.subplotpars.bottom, pad + 0.08))
+    return fig
+
+
+def _keep_clear(fig: Figure, *, top: float = 0.0, bottom: float = 0.0) -> None:
+    """Lay a constrained-layout figure's panels out below ``top`` and above ``bottom`` (shares of its
+    height: its caption, its footer), keeping what an earlier call kept clear."""
+    kept = getattr(fig, "_headloc_clear", (0.0, 0.0))
+    kept = (max(kept[0], top), max(kept[1], bottom))
+    fig._headloc_clear = kept
+    fig.get_layout_engine().set(rect=(0, kept[1], 1, 1 - kept[0] - kept[1]))  # left, bottom, width, height
+
+
+def add_caption(fig: Figure, text: str, *, fontsize: float) -> Figure:
+    """``text`` as the figure's title (a constrained-layout figure's), broken into lines that fit its
+    width (a word wider than the figure shrinks the font: :func:`headloc.report.heatmap.fitted`), at
+    the top of the figure with the panels, their titles and labels laid out below it.
+
+    Constrained layout's own room for a title fell short of a wrapped one (the panel titles ran under
+    its last line), so the room is measured here and kept clear.
+    """
+    from headloc.report.heatmap import FILL, fitted, shrink_to_fit  # matplotlib: see the module docstring
+
+    lines, size = fitted(fig, text, fontsize)
+    pad = CAPTION_PAD_IN / fig.get_figheight()
+    title = shrink_to_fit(fig.suptitle(lines, fontsize=size, y=1 - pad, va="top"), fig.bbox.width * FILL)
+    height = title.get_window_extent(fig.canvas.get_renderer()).height / fig.bbox.height
+    _keep_clear(fig, top=min(height + 2 * pad, 0.5))
     return fig
 
 
@@ -129,6 +165,28 @@ def no_data_figure(why: str, *, title: str | None = None, footer: str | None = N
     if footer:
         add_footer(fig, footer)
     return fig
+
+
+def needs_knowledge(options, *, eval_tasks: bool) -> str | None:
+    """What a knowledge figure lacks in the config: ``knowledge.tasks`` (the searched knowledge
+    tasks, whose shared heads are the knowledge heads) and, with ``eval_tasks``, ``knowledge.eval_tasks``
+    (the multiple-choice tasks Figure 3 shows against chance); None when both are set."""
+    keys = [("knowledge.tasks", options.knowledge_tasks)]
+    keys += [("knowledge.eval_tasks", options.knowledge_eval_tasks)] if eval_tasks else []
+    empty = [key for key, value in keys if not value]
+    if not empty:
+        return None
+    what = ("knowledge heads ablated on the knowledge multiple-choice tasks" if eval_tasks
+            else "the heads of each searched knowledge task (WMDP in the paper)")
+    return f"it shows {what} and this config sets no {' and no '.join(empty)} (docs/configuration.md)"
+
+
+def needs_methods(options) -> str | None:
+    """What the methods figure lacks: two or more search methods (``search.methods``)."""
+    if len(options.methods) >= 2:
+        return None
+    ran = f"one, {options.methods[0]}" if options.methods else "none"
+    return f"it compares search methods and this config searches with {ran} (search.methods): list two or more"
 
 
 def _pick_model(rows: pd.DataFrame, model: str | None, name: str) -> str:
@@ -273,7 +331,7 @@ def _plot_run(ax, lines: dict, title: str) -> None:
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_title(title, fontsize=9)
     ax.set_xlabel("heads ablated")
-    ax.set_ylabel(r"$\Delta$ vs. baseline (negative = worse)")
+    ax.set_ylabel(r"$\Delta$ (negative = worse)")  # shorter than a one-row panel is tall
 
 
 def figure2(
@@ -348,7 +406,7 @@ def figure2(
         _plot_run(ax, lines, f"{model} / {task} ({run['method'].iloc[0]})")
         ax.legend(fontsize=7)  # every panel: its own task's line comes first
     if note:
-        fig.suptitle(note, fontsize=7, wrap=True)
+        add_caption(fig, note, fontsize=7)
     if footer:
         add_footer(fig, footer)
     return fig
@@ -451,6 +509,7 @@ _add(FigureSpec(
     caption="Figure 3",
     builder=lambda evals, options, footer: figure3(
         evals, options.knowledge_eval_tasks, gen_tasks=options.gen_tasks, footer=footer),
+    needs=lambda options: needs_knowledge(options, eval_tasks=True),
 ))
 
 
@@ -538,6 +597,7 @@ _add(FigureSpec(
     builder=lambda evals, options, footer: figure4(
         evals, model=options.figure_model, knowledge_tasks=options.knowledge_tasks,
         method=options.method, footer=footer),
+    needs=lambda options: needs_knowledge(options, eval_tasks=False),
 ))
 
 
@@ -652,4 +712,5 @@ _add(FigureSpec(
     caption="Methods: Delta Task of the top {k} against evaluations used",
     builder=lambda evals, recoveries, options, footer: methods_figure(
         evals, recoveries, k=options.top_k, gen_tasks=options.gen_tasks, footer=footer),
+    needs=needs_methods,
 ))

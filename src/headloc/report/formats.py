@@ -8,6 +8,11 @@ the rule and script that made it (the caller passes the text). Nothing here writ
 A table may carry ``df.attrs["note"]``: the report functions set it on a legitimately empty
 table to say why it is empty. Markdown, LaTeX and HTML show it in italics under the header row; CSV
 stays a plain header line, so machines see an ordinary empty table.
+
+A ``search`` column holds search ids, 30 to 60 characters that name a search's folder. Markdown,
+LaTeX and HTML show each as its short label (:func:`headloc.report.labels.search_labels`: the method
+and the settings it changes, ``cs_stratified m25``); CSV keeps the full id. Markdown breaks its
+title, note and footer at :data:`WIDTH` columns, so that a table as narrow reads in a terminal.
 """
 
 from __future__ import annotations
@@ -15,10 +20,17 @@ from __future__ import annotations
 import html
 import math
 import numbers
+import re
+import textwrap
 
 import pandas as pd
 
+from headloc.report.labels import search_labels
+
 MISSING = "-"
+WIDTH = 100  # columns a Markdown table's prose lines (title, note, footer) are broken at
+# what would open a list, quote, heading or table row at the start of a Markdown line
+_BLOCK_START = re.compile(r"([-+*>#|]|\d+[.)])(\s|$)")
 _LATEX_SPECIAL = {
     "\\": r"\textbackslash{}",
     "&": r"\&",
@@ -71,6 +83,37 @@ def _is_numeric(column: pd.Series) -> bool:
     return pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column)
 
 
+def for_reading(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` as Markdown, LaTeX and HTML show it: a ``search`` column's ids as their short labels.
+
+    >>> for_reading(pd.DataFrame({"search": ["cs_stratified_m25of200_p0.05_n20_s0"]}))["search"].tolist()
+    ['cs_stratified m25']
+    """
+    if "search" not in df.columns or df.empty:
+        return df
+    out = df.copy()
+    out["search"] = search_labels(out["search"])
+    return out
+
+
+def wrapped(text: str, width: int = WIDTH) -> list[str]:
+    """``text`` broken at spaces into lines of at most ``width`` characters (a longer word keeps its
+    line), none of which starts what Markdown would read as a list, quote, heading or table row.
+
+    >>> wrapped("**Table 2. Change in task score, top 5 heads**", width=30)
+    ['**Table 2. Change in task', 'score, top 5 heads**']
+    >>> wrapped("a b - c", width=3)  # "- c" alone would open a list
+    ['a b - c']
+    """
+    lines = []
+    for line in textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False):
+        if lines and _BLOCK_START.match(line):
+            lines[-1] += " " + line
+        else:
+            lines.append(line)
+    return lines or [text]
+
+
 def to_markdown(df: pd.DataFrame, *, title: str, footer: str) -> str:
     """A GitHub pipe table with a bold title line above and the footer line below.
 
@@ -87,7 +130,8 @@ def to_markdown(df: pd.DataFrame, *, title: str, footer: str) -> str:
     Returns
     -------
     str
-        Markdown text ending in a newline. Numeric columns are right-aligned.
+        Markdown text ending in a newline. Numeric columns are right-aligned; search ids show as
+        their labels (:func:`for_reading`); the title, note and footer are broken at :data:`WIDTH`.
 
     Examples
     --------
@@ -106,14 +150,15 @@ def to_markdown(df: pd.DataFrame, *, title: str, footer: str) -> str:
     def row(cells) -> str:
         return "| " + " | ".join(str(cell).replace("|", r"\|") for cell in cells) + " |"
 
+    df = for_reading(df)
     align = ["---:" if _is_numeric(df[column]) else "---" for column in df.columns]
     body = [row(format_cell(value) for value in values) for values in df.itertuples(index=False)]
     header = [row(df.columns), "| " + " | ".join(align) + " |"]
     note = df.attrs.get("note")
     if note:
         body.append("")
-        body.append(f"*{note}*")
-    lines = [f"**{title}**", "", *header, *body, "", footer]
+        body += wrapped(f"*{note}*")
+    lines = [*wrapped(f"**{title}**"), "", *header, *body, "", *wrapped(footer)]
     return "\n".join(lines) + "\n"
 
 
@@ -171,6 +216,7 @@ def to_latex(df: pd.DataFrame, *, caption: str, footer: str, label: str | None =
     def row(cells) -> str:
         return " & ".join(escape_latex(cell) for cell in cells) + r" \\"
 
+    df = for_reading(df)
     spec = "".join("r" if _is_numeric(df[column]) else "l" for column in df.columns)
     body = [row(format_cell(value) for value in values) for values in df.itertuples(index=False)]
     lines = [r"\begin{table}[htbp]", r"\centering", rf"\caption{{{escape_latex(caption)}}}"]
@@ -211,6 +257,7 @@ def to_html(df: pd.DataFrame, *, title: str, footer: str) -> str:
     >>> "<h3>Table 2</h3>" in page, "<td>a&lt;b</td>" in page, '<td class="num">-48.4</td>' in page
     (True, True, True)
     """
+    df = for_reading(df)
     numeric = [_is_numeric(df[column]) for column in df.columns]
 
     def cell(tag, text, is_number):

@@ -206,6 +206,7 @@ def heatmap_figure(record: Mapping, *, top_k: int | None = None, footer: str | N
     fig = Figure(figsize=figure_size(n_layers, n_heads, len(shown)), dpi=DPI, layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(1, len(shown), squeeze=False)[0]
+    bars = []
     label_every = 1 if n_layers <= 40 else 2
     for ax, panel, grid in zip(axes, shown, grids):
         cmap = colormaps["viridis" if panel.gate else "RdBu"].with_extremes(bad="0.75")  # gray: no value
@@ -232,8 +233,14 @@ def heatmap_figure(record: Mapping, *, top_k: int | None = None, footer: str | N
         bar = fig.colorbar(image, ax=ax, shrink=min(1.0, 0.4 + 0.05 * n_layers), pad=0.02)
         bar.set_label(panel.label, fontsize=8)
         bar.ax.tick_params(labelsize=7)
+        bars.append(bar)
     gray = any(np.isnan(grid).any() for grid in grids)
     _add_title_and_footer(fig, record, chosen, gray, footer)
+    fig.draw_without_rendering()  # lays the panels out: each colorbar's length is known
+    for bar in bars:  # a label longer than its colorbar (a small model's) is broken into lines along it
+        length = bar.ax.get_window_extent().height
+        label, size = fitted(fig, bar.ax.yaxis.label.get_text(), 8, width=length)
+        bar.set_label(label, fontsize=size)
     return fig
 
 
@@ -243,21 +250,38 @@ def _add_title_and_footer(fig: Figure, record: Mapping, chosen: list[str], gray:
     title, size = fitted(fig, _title(record) + top + ("; gray: no value" if gray else "") +
                          _stability(record, chosen) + _evidence(record, chosen) + _unconfirmed(record, chosen),
                          TITLE_SIZE)
-    fig.suptitle(title, fontsize=size)
+    shrink_to_fit(fig.suptitle(title, fontsize=size), fig.bbox.width * FILL)
     if footer:
-        size = fitted(fig, footer, FOOTER_SIZE, wrap=False)[1]
-        fig.text(0.0, 0.0, footer, fontsize=size, color="0.4", ha="left", va="bottom")
+        lines, size = fitted(fig, footer, FOOTER_SIZE)  # broken at its spaces: the path on a line of its own
+        text = fig.text(0.0, 0.0, lines, fontsize=size, color="0.4", ha="left", va="bottom")
+        shrink_to_fit(text, fig.bbox.width * FILL)
+        # the panels' axis labels stay above it (constrained layout leaves a figure's texts out)
+        height = text.get_window_extent(fig.canvas.get_renderer()).height / fig.bbox.height
+        fig.get_layout_engine().set(rect=(0, height, 1, 1 - height))
 
 
-def fitted(fig: Figure, text: str, size: float, *, wrap: bool = True) -> tuple[str, float]:
-    """``text`` and a font size at which each of its lines fits the figure's width (:data:`FILL`).
+def shrink_to_fit(text, width: float):
+    """Draw ``text`` (a Text of a figure) smaller until its drawn extent is at most ``width`` pixels
+    wide: at small sizes the drawn width strays from the width measured for the font size. Returns it."""
+    renderer = text.get_figure(root=True).canvas.get_renderer()
+    for _ in range(10):
+        drawn = text.get_window_extent(renderer).width
+        if drawn <= width:
+            break
+        text.set_fontsize(text.get_fontsize() * width / drawn * 0.98)
+    return text
+
+
+def fitted(fig: Figure, text: str, size: float, *, wrap: bool = True, width: float | None = None) -> tuple[str, float]:
+    """``text`` and a font size at which each of its lines fits the figure's width (:data:`FILL`), or
+    ``width`` pixels (a colorbar's length).
 
     With ``wrap``, a line too wide is first broken after its clauses ("; "), then a clause still too
     wide at its spaces; text that fits stays as it is. If a line is still too wide (one word wider
     than the figure: a long search id or path), the size shrinks until it fits.
     """
     renderer = fig.canvas.get_renderer()
-    width = fig.bbox.width * FILL
+    width = fig.bbox.width * FILL if width is None else width
 
     def measure(line: str) -> float:
         return renderer.get_text_width_height_descent(line, FontProperties(size=size), ismath=False)[0]
@@ -296,5 +320,5 @@ def save_heatmap(record: Mapping, path: str | Path, *, top_k: int | None = None,
     return path
 
 
-__all__ = ["GATE_PANELS", "Panel", "figure_size", "fitted", "head_grid", "heatmap_figure", "value_label",
+__all__ = ["GATE_PANELS", "Panel", "figure_size", "fitted", "head_grid", "shrink_to_fit", "heatmap_figure", "value_label",
            "panels", "save_heatmap"]

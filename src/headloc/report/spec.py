@@ -54,6 +54,9 @@ class ReportOptions:
     directions : mapping of str to bool
         Task -> whether its metric is higher-is-better; the captions name the lower-is-better
         tasks, whose changes enter every delta with their sign flipped.
+    methods : tuple of str
+        Every search method the run searches with, in config order (the methods figure compares
+        two or more: :meth:`FigureSpec.unfilled`).
 
     Examples
     --------
@@ -72,12 +75,13 @@ class ReportOptions:
     figure_capability: str | None = None
     units: Mapping[str, Sequence[str]] = field(default_factory=dict)
     directions: Mapping[str, bool] = field(default_factory=dict)
+    methods: tuple[str, ...] = ()
 
     def __post_init__(self):
         top_k = self.top_k
         if isinstance(top_k, bool) or not isinstance(top_k, numbers.Integral) or top_k < 0:
             raise ValueError(f"top_k must be an integer >= 0, got {top_k!r}")
-        for name in ("gen_tasks", "knowledge_tasks", "knowledge_eval_tasks"):
+        for name in ("gen_tasks", "knowledge_tasks", "knowledge_eval_tasks", "methods"):
             value = getattr(self, name)
             if value is None:
                 value = None if name == "gen_tasks" else ()
@@ -218,7 +222,8 @@ class FigureSpec:
 
     ``builder(*frames, options, footer) -> Figure``, the frames in ``inputs`` order; ``footer``
     is the provenance line (None: no footer). ``caption`` is the figure's title (shown on a
-    "no data" figure).
+    "no data" figure). ``needs(options) -> str | None`` says what a run's config lacks for the
+    figure to have anything to plot (None: nothing), see :meth:`unfilled`.
     """
 
     name: str
@@ -227,6 +232,7 @@ class FigureSpec:
     empty_note: str
     caption: str = field(repr=False)
     builder: Callable[..., Figure] = field(repr=False, compare=False)
+    needs: Callable[[ReportOptions], str | None] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):
         _check_inputs(self.name, self.inputs)
@@ -234,6 +240,19 @@ class FigureSpec:
     def title(self, options: ReportOptions) -> str:
         """The figure's title for this run, saying which tasks' scores are not in percent."""
         return self.caption.format(**options.caption_fields()) + options.unit_note()
+
+    def unfilled(self, options: ReportOptions) -> str | None:
+        """Why a run told ``options`` cannot fill this figure, naming the config keys it lacks; None
+        when it can. The workflow leaves such a figure out of ``all`` and refuses it by name with
+        this reason (a run that could fill it but found nothing still draws a "no data" figure).
+
+        >>> from headloc.report import FIGURES
+        >>> FIGURES["fig1"].unfilled(ReportOptions()) is None
+        True
+        >>> print(FIGURES["methods"].unfilled(ReportOptions(methods=["guided_greedy"])))
+        it compares search methods and this config searches with one, guided_greedy (search.methods): list two or more
+        """
+        return self.needs(options) if self.needs else None
 
     def build(
         self,

@@ -56,6 +56,7 @@ from headloc.report.frames import (
     task_runs,
     with_delta,
 )
+from headloc.report.labels import search_labels
 from headloc.report.spec import TableSpec
 
 BASELINE = "BL"
@@ -899,8 +900,9 @@ def mark_unconfirmed(table: pd.DataFrame, recoveries: pd.DataFrame) -> pd.DataFr
         out["heads"] = [", ".join(head + UNCONFIRMED_MARK if head in missing.get(key, ()) else head
                                   for head in _head_list(heads)) for key, heads in zip(keys, out["heads"])]
         out.attrs["note"] = f"{UNCONFIRMED_MARK}: a head {UNCONFIRMED_WHY}"
-    else:
-        listed = "; ".join(f"{model} {name} ({search}): {', '.join(missing[(model, name, search)])}"
+    else:  # each search by its short label, as the table's rows show it (headloc.report.labels)
+        label = dict(zip(table["search"], search_labels(table["search"])))
+        listed = "; ".join(f"{model} {name} ({label[search]}): {', '.join(missing[(model, name, search)])}"
                            for model, name, search in runs)
         out.attrs["note"] = f"Unconfirmed top heads, {listed}. Each is a head {UNCONFIRMED_WHY}"
     return out

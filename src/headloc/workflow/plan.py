@@ -354,6 +354,7 @@ class Plan:
             "figure_capability": report["capability"] or (searched[0] if searched else None),
             "units": {task: [self.unit(task), self.config["tasks"][task]["metric"]] for task in self.tasks},
             "directions": dict(directions or {}),
+            "methods": list(dict.fromkeys(s.method for task in self.localized for s in self.searches[task].values())),
         }
 
 
