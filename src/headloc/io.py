@@ -13,6 +13,8 @@ import logging
 import os
 import sys
 import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -131,7 +133,7 @@ def oriented(scores, higher_is_better: bool):
 def write_scores(table, samples, rows, found, higher_is_better: bool, records=None) -> None:
     """A scoring job's two files: the score table (``table``: mask, raw score, the metric's
     direction) and one JSON line per mask (``samples``: its score, its per-document scores where
-    ``found``, a :class:`headloc.search.evidence.Scored`, has them, and lm-eval's per-document
+    ``found``, a :class:`headloc.io.Scored`, has them, and lm-eval's per-document
     ``records`` where given), from which a search's evidence is drawn (:func:`read_per_doc`)."""
     import pandas as pd
 
@@ -157,7 +159,33 @@ def read_per_doc(paths, n_masks: int, higher_is_better: bool) -> np.ndarray | No
         for line in Path(path).read_text(encoding="utf-8").splitlines():
             record = json.loads(line)
             rows[int(record["mask"])] = record.get("per_doc")
-    from headloc.search.evidence import per_doc_matrix
 
     found = per_doc_matrix([rows.get(i) for i in range(n_masks)], n_masks)
     return None if found is None else oriented(found, higher_is_better)
+
+
+@dataclass(frozen=True)
+class Scored:
+    """What scoring a batch of head sets gives: each set's score and, where the score is a mean over
+    documents, each set's per-document scores (sets x documents); None where it is not (a callable
+    task's one number, an aggregate such as a perplexity)."""
+
+    scores: np.ndarray
+    per_doc: np.ndarray | None = None
+
+    @classmethod
+    def of(cls, value) -> Scored:
+        """``value`` as scored: a :class:`Scored`, or bare scores (no per-document scores)."""
+        if isinstance(value, Scored):
+            return value
+        return cls(np.asarray(value, dtype=float).reshape(-1))
+
+
+def per_doc_matrix(rows: Sequence, n_sets: int) -> np.ndarray | None:
+    """Stack per-document score vectors (None where a set has none) into sets x documents, or None
+    when any set lacks them or their numbers of documents differ."""
+    if n_sets == 0 or len(rows) != n_sets or any(row is None for row in rows):
+        return None
+    if len({len(row) for row in rows}) != 1:
+        return None
+    return np.asarray(np.vstack(rows), dtype=float)

@@ -157,7 +157,7 @@ def mask_scorer(task: Task, model, tokenizer, *, batch_size: int, masks_per_pass
                 per_doc: bool = False):
     """``score(masks, desc) -> list of scores``: headloc's engine for an lm-eval task, else the callable.
     ``bar``: one tqdm bar that every call advances (a search's), instead of a bar per call. ``per_doc``:
-    a :class:`headloc.search.evidence.Scored` instead, with each mask's per-document scores where the
+    a :class:`headloc.io.Scored` instead, with each mask's per-document scores where the
     task's metric is a mean over documents (a callable that returns one number: none)."""
     if task.callable:
         return _callable_scorer(task.fn, model, progress, bar, per_doc)
@@ -178,7 +178,7 @@ def _callable_scorer(fn, model, progress: bool, bar=None, per_doc: bool = False)
 
     from headloc.heads import HeadGeometry
     from headloc.model.ablation import ablate_heads, masks_to_gate
-    from headloc.search.evidence import Scored, per_doc_matrix
+    from headloc.io import Scored, per_doc_matrix
 
     geometry = HeadGeometry.of(model.config)
 

@@ -108,8 +108,8 @@ class MaskResult:
 
 def scored(results) -> "Scored":
     """The scores of ``results`` (:class:`MaskResult`) with their per-document scores, where every one
-    has them, as the search steps take them (:class:`headloc.search.evidence.Scored`)."""
-    from headloc.search.evidence import Scored, per_doc_matrix
+    has them, as the search steps take them (:class:`headloc.io.Scored`)."""
+    from headloc.io import Scored, per_doc_matrix
 
     return Scored(np.array([r.score for r in results], dtype=float),
                   per_doc_matrix([r.per_doc for r in results], len(results)))

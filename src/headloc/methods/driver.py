@@ -34,7 +34,7 @@ def drive(method, score, geometry: HeadGeometry, folder, settings: SearchSetting
     (model, task, search). The steps' files are written under ``folder``.
 
     ``score`` maps masks (rows x heads, 1 = ablated) to one score per row, or to a
-    :class:`headloc.search.evidence.Scored` with the rows' per-document scores too (the evidence
+    :class:`headloc.io.Scored` with the rows' per-document scores too (the evidence
     of each head is drawn from those: :mod:`headloc.search.evidence`); ``higher_is_better`` is
     its metric's direction (False: a perplexity), written beside the scores as the scoring jobs do.
     ``settings``: the search keys and the method's options (:class:`SearchSettings`, whose defaults
@@ -69,7 +69,7 @@ class Job:
         score_masks does (no rows: nothing to score, an empty table); the table's path, as a stage's
         list of tables."""
         from headloc.io import write_scores
-        from headloc.search.evidence import Scored
+        from headloc.io import Scored
 
         found = Scored.of(self.score(masks) if len(masks) else [])
         table = self.files.score_table(stage)

@@ -121,12 +121,12 @@ def add_caption(fig: Figure, text: str, *, fontsize: float) -> Figure:
     Constrained layout's own room for a title fell short of a wrapped one (the panel titles ran under
     its last line), so the room is measured here and kept clear.
     """
-    from headloc.report.heatmap import FILL, fitted, shrink_to_fit  # matplotlib: see the module docstring
+    from headloc.report.heatmap import FILL, fitted, renderer_of, shrink_to_fit  # matplotlib: see the module docstring
 
     lines, size = fitted(fig, text, fontsize)
     pad = CAPTION_PAD_IN / fig.get_figheight()
     title = shrink_to_fit(fig.suptitle(lines, fontsize=size, y=1 - pad, va="top"), fig.bbox.width * FILL)
-    height = title.get_window_extent(fig.canvas.get_renderer()).height / fig.bbox.height
+    height = title.get_window_extent(renderer_of(fig)).height / fig.bbox.height
     _keep_clear(fig, top=min(height + 2 * pad, 0.5))
     return fig
 

@@ -256,14 +256,24 @@ def _add_title_and_footer(fig: Figure, record: Mapping, chosen: list[str], gray:
         text = fig.text(0.0, 0.0, lines, fontsize=size, color="0.4", ha="left", va="bottom")
         shrink_to_fit(text, fig.bbox.width * FILL)
         # the panels' axis labels stay above it (constrained layout leaves a figure's texts out)
-        height = text.get_window_extent(fig.canvas.get_renderer()).height / fig.bbox.height
+        height = text.get_window_extent(renderer_of(fig)).height / fig.bbox.height
         fig.get_layout_engine().set(rect=(0, height, 1, 1 - height))
+
+
+def renderer_of(fig: Figure):
+    """``fig``'s renderer, measuring texts as they will be drawn; a bare ``Figure()`` (no canvas of
+    its own) gets matplotlib's raster one, the canvas ``savefig`` draws with."""
+    if not hasattr(fig.canvas, "get_renderer"):
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        FigureCanvasAgg(fig)
+    return fig.canvas.get_renderer()
 
 
 def shrink_to_fit(text, width: float):
     """Draw ``text`` (a Text of a figure) smaller until its drawn extent is at most ``width`` pixels
     wide: at small sizes the drawn width strays from the width measured for the font size. Returns it."""
-    renderer = text.get_figure(root=True).canvas.get_renderer()
+    renderer = renderer_of(text.get_figure(root=True))
     for _ in range(10):
         drawn = text.get_window_extent(renderer).width
         if drawn <= width:
@@ -280,7 +290,7 @@ def fitted(fig: Figure, text: str, size: float, *, wrap: bool = True, width: flo
     wide at its spaces; text that fits stays as it is. If a line is still too wide (one word wider
     than the figure: a long search id or path), the size shrinks until it fits.
     """
-    renderer = fig.canvas.get_renderer()
+    renderer = renderer_of(fig)
     width = fig.bbox.width * FILL if width is None else width
 
     def measure(line: str) -> float:

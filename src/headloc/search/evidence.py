@@ -37,36 +37,10 @@ from statistics import NormalDist
 
 import numpy as np
 
+
 N_BOOT = 200  # resamples of the documents: 200 settle a 95 % interval's ends to about 0.01 of its width
 LEVEL = 0.95
 STATUSES = ("measured", "estimated", "unmeasured")
-
-
-@dataclass(frozen=True)
-class Scored:
-    """What scoring a batch of head sets gives: each set's score and, where the score is a mean over
-    documents, each set's per-document scores (sets x documents); None where it is not (a callable
-    task's one number, an aggregate such as a perplexity)."""
-
-    scores: np.ndarray
-    per_doc: np.ndarray | None = None
-
-    @classmethod
-    def of(cls, value) -> Scored:
-        """``value`` as scored: a :class:`Scored`, or bare scores (no per-document scores)."""
-        if isinstance(value, Scored):
-            return value
-        return cls(np.asarray(value, dtype=float).reshape(-1))
-
-
-def per_doc_matrix(rows: Sequence, n_sets: int) -> np.ndarray | None:
-    """Stack per-document score vectors (None where a set has none) into sets x documents, or None
-    when any set lacks them or their numbers of documents differ."""
-    if n_sets == 0 or len(rows) != n_sets or any(row is None for row in rows):
-        return None
-    if len({len(row) for row in rows}) != 1:
-        return None
-    return np.asarray(np.vstack(rows), dtype=float)
 
 
 @dataclass(frozen=True)

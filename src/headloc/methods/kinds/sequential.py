@@ -22,7 +22,8 @@ from headloc.io import atomic_path, oriented, write_json
 from headloc.methods.kinds import Kind, SearchFiles, read_result
 from headloc.methods.registry import get
 from headloc.methods.steps import RecoverInputs, RecoverParams, WithOptions
-from headloc.search.evidence import Scored, extend_per_doc, log_evidence, of_record
+from headloc.io import Scored
+from headloc.search.evidence import extend_per_doc, log_evidence, of_record
 
 
 @dataclass(frozen=True)
