@@ -160,7 +160,7 @@ def read_per_doc(paths, n_masks: int, higher_is_better: bool) -> np.ndarray | No
             record = json.loads(line)
             rows[int(record["mask"])] = record.get("per_doc")
 
-    found = per_doc_matrix([rows.get(i) for i in range(n_masks)], n_masks)
+    found = per_doc_matrix([rows.get(i) for i in range(n_masks)])
     return None if found is None else oriented(found, higher_is_better)
 
 
@@ -181,10 +181,10 @@ class Scored:
         return cls(np.asarray(value, dtype=float).reshape(-1))
 
 
-def per_doc_matrix(rows: Sequence, n_sets: int) -> np.ndarray | None:
+def per_doc_matrix(rows: Sequence) -> np.ndarray | None:
     """Stack per-document score vectors (None where a set has none) into sets x documents, or None
-    when any set lacks them or their numbers of documents differ."""
-    if n_sets == 0 or len(rows) != n_sets or any(row is None for row in rows):
+    when there are none, any set lacks them or their numbers of documents differ."""
+    if len(rows) == 0 or any(row is None for row in rows):
         return None
     if len({len(row) for row in rows}) != 1:
         return None

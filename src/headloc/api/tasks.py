@@ -196,7 +196,7 @@ def _callable_scorer(fn, model, progress: bool, bar=None, per_doc: bool = False)
             if bar is not None:
                 bar.update(1)
         found = Scored(np.array([row.mean() for row in rows]), per_doc_matrix(
-            [row if len(row) > 1 else None for row in rows], len(rows)))
+            [row if len(row) > 1 else None for row in rows]))
         return found if per_doc else list(found.scores)
 
     return score

@@ -112,7 +112,7 @@ def scored(results) -> "Scored":
     from headloc.io import Scored, per_doc_matrix
 
     return Scored(np.array([r.score for r in results], dtype=float),
-                  per_doc_matrix([r.per_doc for r in results], len(results)))
+                  per_doc_matrix([r.per_doc for r in results]))
 
 
 def load_task(task: TaskSpec, include_path=TASKS_DIR) -> dict:

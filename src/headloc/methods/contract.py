@@ -177,6 +177,7 @@ def fit_masks(inputs, names, params, log, *, estimator, stability: bool) -> dict
     ``stability`` adds the bootstrap probability of each head being in the top k."""
     import pandas as pd
 
+    from headloc.search.evidence import extend_per_doc
     from headloc.search.recovery import top_k_probability  # sklearn (~1 s): only here
 
     masks, scores = scored_masks(inputs.masks, inputs.scores)
@@ -184,10 +185,8 @@ def fit_masks(inputs, names, params, log, *, estimator, stability: bool) -> dict
     if inputs.stage2_masks:
         masks2, scores2 = scored_masks(inputs.stage2_masks, inputs.stage2_scores)
         log.info("stage 1: %d masks, stage 2: %d masks", len(masks), len(masks2))
+        per_doc = extend_per_doc(per_doc, len(masks), design_per_doc(inputs.stage2_samples, len(masks2), params))
         masks, scores = np.vstack([masks, masks2]), pd.concat([scores, scores2])
-        second = design_per_doc(inputs.stage2_samples, len(masks2), params)
-        per_doc = None if per_doc is None or second is None or second.shape[1] != per_doc.shape[1] \
-            else np.vstack([per_doc, second])
     rows = params.nested_rows
     if rows:  # a nested budget: the first rows of the full design
         log.info("budget %d: the first %d of %d scored masks", rows, rows, len(masks))
@@ -223,15 +222,14 @@ def fit_evidence(estimator, fit, masks, per_doc, names, params, log) -> dict:
     greedy's single-head differences) gives measured heads, a Lasso estimated ones."""
     from sklearn.base import clone
 
-    from headloc.search.evidence import assess, log_evidence
+    from headloc.search.evidence import assess, baseline_row, log_evidence
 
     again = clone(estimator)
     if "alpha" in again.get_params():
         again.set_params(alpha=fit.alpha_)
     status = [getattr(estimator, "status", "estimated")] * len(names)
-    empty = np.flatnonzero(~np.asarray(masks).any(axis=1))
     found = assess(fit.coef_, status, per_doc, lambda y: again.fit(masks, y).coef_,
-                   baseline_row=int(empty[0]) if len(empty) else None, top_k=params.top_k, seed=params.seed)
+                   baseline_row=baseline_row(masks), top_k=params.top_k, seed=params.seed)
     log_evidence(found, names, fit.coef_, log)
     return found.fields(names, fit.coef_)
 

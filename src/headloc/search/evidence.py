@@ -216,9 +216,14 @@ def of_record(masks: np.ndarray, y: np.ndarray, per_doc, coef, wanted: Mapping, 
     pairs = measured_pairs(masks, y, coef, wanted)
     ablated = np.asarray(masks).any(axis=0) if len(masks) else np.zeros(len(coef), dtype=bool)
     status = ["measured" if h in pairs else "estimated" if ablated[h] else "unmeasured" for h in range(len(coef))]
-    empty = np.flatnonzero(~np.asarray(masks).any(axis=1)) if len(masks) else []
-    return assess(coef, status, per_doc, contrast(pairs, coef), baseline_row=int(empty[0]) if len(empty) else None,
-                  top_k=top_k, seed=seed)
+    return assess(coef, status, per_doc, contrast(pairs, coef), baseline_row=baseline_row(masks), top_k=top_k,
+                  seed=seed)
+
+
+def baseline_row(masks) -> int | None:
+    """The row of the unablated set (no head ablated) in ``masks``, the first if several; None if none."""
+    empty = np.flatnonzero(~np.asarray(masks, dtype=bool).any(axis=1)) if len(masks) else []
+    return int(empty[0]) if len(empty) else None
 
 
 def log_evidence(found: Evidence, names: Sequence[str], coef, log) -> None:

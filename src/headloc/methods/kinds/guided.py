@@ -19,11 +19,10 @@ from pathlib import Path
 import numpy as np
 
 from headloc.heads import HeadGeometry
-from headloc.io import atomic_path, oriented, write_json
+from headloc.io import Scored, atomic_path, oriented, write_json
 from headloc.methods.kinds import Kind, SearchFiles, read_result
 from headloc.methods.registry import get
 from headloc.methods.steps import RecoverInputs, RecoverParams, WithOptions
-from headloc.io import Scored
 from headloc.search.evidence import extend_per_doc, log_evidence, of_record
 
 BATCH = 256  # documents per gradient pass when driven in one process: memory only, not the result
@@ -108,7 +107,8 @@ def guided(params: GuidedParams, geometry: HeadGeometry, score, model, examples,
     coef = np.array([fields["coef"][name] for name in geometry.names])
     evidence = of_record(record.masks, oriented(record.scores, params.higher_is_better),
                          None if record.per_doc is None else oriented(record.per_doc, params.higher_is_better),
-                         coef, measured_sets(chosen), top_k=params.top_k, seed=0)
+                         coef, measured_sets(chosen), top_k=params.top_k,
+                         seed=0)  # the resamples' seed: a guided search draws nothing else at random
     log_evidence(evidence, geometry.names, coef, log)
     result = {"method": params.method, "n_docs": len(examples), **fields, **evidence.fields(geometry.names, coef)}
     log.info("%s: %d masked evaluations and %d gradient passes (%d evaluations in all); heads %s", params.method,

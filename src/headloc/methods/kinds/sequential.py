@@ -18,11 +18,10 @@ from pathlib import Path
 import numpy as np
 
 from headloc.heads import HeadGeometry
-from headloc.io import atomic_path, oriented, write_json
+from headloc.io import Scored, atomic_path, oriented, write_json
 from headloc.methods.kinds import Kind, SearchFiles, read_result
 from headloc.methods.registry import get
 from headloc.methods.steps import RecoverInputs, RecoverParams, WithOptions
-from headloc.io import Scored
 from headloc.search.evidence import extend_per_doc, log_evidence, of_record
 
 
