@@ -177,8 +177,8 @@ def _callable_scorer(fn, model, progress: bool, bar=None, per_doc: bool = False)
     from tqdm.auto import tqdm
 
     from headloc.heads import HeadGeometry
-    from headloc.model.ablation import ablate_heads, masks_to_gate
     from headloc.io import Scored, per_doc_matrix
+    from headloc.model.ablation import ablate_heads, masks_to_gate
 
     geometry = HeadGeometry.of(model.config)
 
