@@ -163,3 +163,14 @@ def test_a_bad_status_is_refused():
 def test_contrast_recomputes_only_its_heads():
     values = contrast({1: (2, 0)}, np.array([5.0, 0.0]))
     assert values(np.array([1.0, 9.0, 0.25])).tolist() == [5.0, -0.75]
+
+
+def test_the_noise_floor_is_read_from_the_unablated_row_wherever_it_stands():
+    """A record whose unablated set was scored second: its spread, not the first set's, is the floor."""
+    rng = np.random.default_rng(3)
+    unablated = 1.0 + 0.5 * rng.standard_normal(80)
+    per_doc = np.vstack([np.full(80, 0.2), unablated])  # the ablated set first, the same on every document
+    masks = np.array([[1, 0], [0, 0]], dtype=np.int8)
+    found = of_record(masks, per_doc.mean(axis=1), per_doc, np.array([-0.8, 0.0]), {0: ((0,), ())}, top_k=1, seed=0)
+    expected = 1.96 * unablated.std(ddof=1) / np.sqrt(80)  # the mean's 95 % half-width, normal theory
+    assert found.noise == pytest.approx(expected, rel=0.25)
