@@ -916,7 +916,7 @@ FOUND_WHY = ("found: how many of the run's top heads clear the noise on the iden
 def _found_words(row, k: int) -> str:
     """A run's ``found`` cell: ``n/a`` (not assessed), ``none``, or how many of its top ``k`` heads."""
     found = row.found
-    if isinstance(found, str) and found.strip() == "-" or found is None:
+    if found is None or (isinstance(found, str) and found.strip() == "-"):
         return "n/a"
     heads = _head_list(found)
     return f"{len(heads)} of {len(_head_list(row.top_heads)[:k])}" if heads else "none"
@@ -931,15 +931,16 @@ def mark_evidence(table: pd.DataFrame, recoveries: pd.DataFrame, k: int) -> pd.D
     task = "task" if "task" in table.columns else "id_on"
     runs = {(r.model, r.task, r.search): r for r in recoveries.itertuples(index=False)}
     keys = list(zip(table["model"], table[task], table["search"]))
+    words = {key: _found_words(run, k) for key, run in runs.items()}
     out = table.copy()
-    out["found"] = [_found_words(runs[key], k) if key in runs else "n/a" for key in keys]
+    out["found"] = [words.get(key, "n/a") for key in keys]
     if "heads" in out.columns:
         out["effects"] = [runs[key].effects if key in runs and isinstance(runs[key].effects, str) else ""
                           for key in keys]
         out.loc[out["found"] == "none", "heads"] = "none"
     reasons = []
     for key in dict.fromkeys(keys):
-        if key in runs and _found_words(runs[key], k) in ("none", "n/a"):
+        if words.get(key) in ("none", "n/a"):
             reasons.append(f"{key[0]} {key[1]} ({key[2]}): {runs[key].no_head_found}")
     note = FOUND_WHY + (". No head found above noise, or not assessed: " + "; ".join(reasons) if reasons else "")
     out.attrs["note"] = " ".join(filter(None, [table.attrs.get("note", ""), note + "."]))
