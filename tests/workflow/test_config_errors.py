@@ -20,6 +20,7 @@ from headloc.workflow.config import check_workflow_config
 DEMO = yaml.safe_load((REPO / "config/demo.yaml").read_text())
 # the budget checks below are those of a search with a cap (the demo's guided_greedy has none)
 DEMO["search"]["methods"], DEMO["validation"]["method"] = ["group_testing"], "group_testing"
+DEMO["search"]["n_masks"] = 100  # written out, as a user of a budgeted method would (the demo leaves it out)
 SCHEMA = REPO / "config/schema.yaml"
 
 
@@ -367,7 +368,7 @@ def test_budget_keys_a_method_ignores_and_a_small_subset_are_noted(capsys):
     assert "id_docs" not in err  # the demo's 20
 
     def defaults(config):  # n_masks left to the schema's default: nothing set, nothing noted
-        config["search"].pop("n_masks")
+        config["search"].pop("n_masks", None)
         config["search"].update(methods=["guided_greedy"])
         config["validation"]["method"] = "guided_greedy"
     check_workflow_config(broken(defaults), SCHEMA)

@@ -233,6 +233,8 @@ def log_evidence(found: Evidence, names: Sequence[str], coef, log) -> None:
         log.info("found above the noise (%d documents resampled %d times, z > %.2f): %s", found.n_docs,
                  found.n_boot, found.z, ", ".join(f"{names[h]} {coef[h]:.3g} [{found.low[h]:.3g}, {found.high[h]:.3g}]"
                                                    for h in found.found))
+    elif found.found is None:  # nothing could be measured against the noise: not the same as nothing found
+        log.warning("heads %s", found.reason)
     else:
         log.warning("no head found above noise: %s", reason_words(found.reason, names, coef, found.low, found.high))
 
