@@ -125,8 +125,12 @@ def test_one_submission_folder_named_in_mibs_names_with_headlocs_ids_beside(tmp_
                        tmp_path / "capitals-loglik_smol-lm" / "importances.json"]
     assert set(mib_format.read_submission(tmp_path)) == {"ioi_qwen2.5", "capitals-loglik_smol-lm"}
     ids = pd.read_csv(tmp_path / "headloc.tsv", sep="\t")
-    assert ids.values.tolist() == [["ioi_qwen2.5", "org/model", "ioi", "s", "cs_stratified"],
-                                   ["capitals-loglik_smol-lm", "smol_lm", "capitals_loglik", "chg_s0", "chg"]]
+    assert ids[["folder", "model", "task", "search", "method"]].values.tolist() == [
+        ["ioi_qwen2.5", "org/model", "ioi", "s", "cs_stratified"],
+        ["capitals-loglik_smol-lm", "smol_lm", "capitals_loglik", "chg_s0", "chg"]]
+    # records without per-head status count no head of any; the second folder's names are outside MIB's lists
+    assert ids[["measured", "estimated", "unmeasured"]].values.tolist() == [[0, 0, 0], [0, 0, 0]]
+    assert ids["mib_skips"].isna().tolist() == [True, False]
 
 
 def test_bad_names_and_two_searches_in_one_folder_are_refused(tmp_path):

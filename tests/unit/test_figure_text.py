@@ -169,6 +169,6 @@ def test_the_checks_see_a_clipped_caption_and_one_over_a_label():
 
 def test_figure2_caption_is_the_run_note_in_full():
     """Wrapped to fit, the caption still says every task's unit and direction, word for word."""
-    fig = FIGURES["fig2"].build(demo_frames(), PAPER_OPTIONS, footer=footer("fig2"))
+    fig = FIGURES["fig2"].build(paper_frames(), PAPER_OPTIONS, footer=footer("fig2"))
     assert " ".join(fig.get_suptitle().split()) == PAPER_OPTIONS.delta_note()
     assert "\n" in fig.get_suptitle()  # too wide for one 3.4 in panel on one line

@@ -302,14 +302,19 @@ def test_each_kind_s_recovery_reads_the_files_its_rules_write():
     def chunks(where):
         return [f"{folder}/{where}/scores/0.tsv", f"{folder}/{where}/scores/1.tsv"]
 
+    def samples(where):  # each chunk's per-document scores, beside its scores
+        return [f"{folder}/{where}/scores/0.samples.jsonl", f"{folder}/{where}/scores/1.samples.jsonl"]
+
     design, adaptive = "cs_stratified_m40_p0.05_n20_s0", "cs_adaptive_m40_p0.05_n20_s0"
     expected = {
-        design: {"masks": f"{folder}/{design}/masks.npy", "scores": chunks(design)},
-        "cs_stratified_m20of40_p0.05_n20_s0": {"masks": f"{folder}/{design}/masks.npy", "scores": chunks(design)},
-        adaptive: {"masks": f"{folder}/{adaptive}/masks.npy", "scores": chunks(adaptive),
-                   "stage2_masks": f"{folder}/{adaptive}/stage2/masks.npy", "stage2_scores": chunks(f"{adaptive}/stage2")},
+        design: {"masks": f"{folder}/{design}/masks.npy", "scores": chunks(design), "samples": samples(design)},
+        "cs_stratified_m20of40_p0.05_n20_s0": {"masks": f"{folder}/{design}/masks.npy", "scores": chunks(design),
+                                               "samples": samples(design)},
+        adaptive: {"masks": f"{folder}/{adaptive}/masks.npy", "scores": chunks(adaptive), "samples": samples(adaptive),
+                   "stage2_masks": f"{folder}/{adaptive}/stage2/masks.npy", "stage2_scores": chunks(f"{adaptive}/stage2"),
+                   "stage2_samples": samples(f"{adaptive}/stage2")},
         "greedy1s_n20_s0": {"masks": f"{folder}/greedy_k2_n20_s0/round1/masks.npy",
-                            "scores": chunks("greedy_k2_n20_s0/round1")},
+                            "scores": chunks("greedy_k2_n20_s0/round1"), "samples": samples("greedy_k2_n20_s0/round1")},
         "greedy_k2_n20_s0": {"rounds": [f"{folder}/greedy_k2_n20_s0/round{r}/chosen.json" for r in (1, 2)]},
         "attribution_n20_s0": {"result": f"{folder}/attribution_n20_s0/gradient.json"},
         "group_testing_m40_k2_gauto_per1_x2_n20_s0": {

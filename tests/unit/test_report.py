@@ -1370,7 +1370,7 @@ def test_tables_mark_the_shown_top_heads_a_search_did_not_confirm():
     Table 2 lists it under the table; compressed sensing confirms no head, so nothing of it is marked."""
     from headloc.workflow.results import evals_frame, recoveries_frame, selections
 
-    base = {"model": "m", "task": "ioi", "n_evals": 25, "r2": None, "alpha": None, "warnings": []}
+    base = {"model": "m", "task": "ioi", "n_evals": 25, "r2": None, "alpha": None, "warnings": [], "coef": {}}
     capped = {**base, "method": "group_testing", "search": "gt", "ranking": ["L1H1", "L2H2", "L3H3", "L4H4"],
               "top_heads": ["L1H1", "L2H2"], "confirmed": ["L1H1", "L2H2"]}
     lasso = {**base, "method": "cs_stratified", "search": "cs", "ranking": ["L1H1", "L4H4", "L3H3", "L2H2"],
