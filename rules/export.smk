@@ -20,9 +20,11 @@ rule export:
         ],
         models=[path for model in MODELS for path in MODEL_FACTS.prepared(model)],
         # the universal heads the tables filter: the export ranks them after the others
-        universal=expand(paths.UNIVERSAL, model=MODELS)
-        if LOCALIZED and PLAN.universal_filter
-        else [],
+        universal=(
+            expand(paths.UNIVERSAL, model=MODELS)
+            if LOCALIZED and PLAN.universal_filter
+            else []
+        ),
     output:
         csv=paths.EXPORT_CSV,
         mib=directory(paths.EXPORT_MIB),

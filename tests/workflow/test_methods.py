@@ -597,7 +597,8 @@ def test_export_writes_every_search(methods_run, results, tiny_model_dir):
 
     recoveries = sorted((results / "tiny").glob("*/*/recovery.json"))
     table = pd.read_csv(results / "exports" / "heads.csv")
-    assert list(table.columns) == ["model", "task", "search", "head", "layer", "index", "value", "rank"]
+    assert list(table.columns) == ["model", "task", "search", "head", "layer", "index", "value", "rank", "status",
+                                   "low", "high", "p_top_k", "found"]
     assert len(table) == 8 * len(recoveries) and len(recoveries) > 10
     for path in recoveries:
         record = read_json(path)
@@ -606,6 +607,18 @@ def test_export_writes_every_search(methods_run, results, tiny_model_dir):
         values = {h: np.nan if v is None else v for h, v in record["coef"].items()}
         assert rows["value"].to_dict() == pytest.approx(values, nan_ok=True)
         assert (rows["layer"] * 4 + rows["index"]).to_dict() == {h: HEADS.index(h) for h in HEADS}
+        # each head's evidence as recovery.json gives it: status, interval, P(top k), found above the noise
+        assert rows["status"].to_dict() == record["status"]
+        intervals = {h: (np.nan, np.nan) if i is None else tuple(i) for h, i in record["interval"].items()}
+        assert {h: (lo, hi) for h, lo, hi in zip(rows.index, rows["low"], rows["high"])} == pytest.approx(
+            intervals, nan_ok=True)
+        p_top = {h: np.nan if p is None else p for h, p in record["p_top_k"].items()}
+        assert rows["p_top_k"].to_dict() == pytest.approx(p_top, nan_ok=True)
+        found = rows["found"].to_dict()
+        if record["found"] is None:
+            assert all(pd.isna(v) for v in found.values()), found
+        else:
+            assert found == {h: h in record["found"] for h in HEADS}
     model = read_json(tiny_model_dir / "config.json")
     cfg = {"n_layers": model["num_hidden_layers"], "n_heads": model["num_attention_heads"],
            "d_model": model["hidden_size"], "parallel_attn_mlp": False}  # a Llama: attention, then MLP
@@ -616,8 +629,12 @@ def test_export_writes_every_search(methods_run, results, tiny_model_dir):
         graphs = mib_format.read_submission(submission)
         assert list(graphs) == sorted(folders)
         ids = pd.read_csv(submission / "headloc.tsv", sep="\t")
-        assert sorted(ids.values.tolist()) == sorted([folder, "tiny", task, search, method]
-                                                     for folder, task in folders.items())
+        assert sorted(ids.iloc[:, :5].values.tolist()) == sorted([folder, "tiny", task, search, method]
+                                                                 for folder, task in folders.items())
+        for row in ids.itertuples():  # how many heads each folder's search measured, estimated, never measured
+            status = list(read_json(results / "tiny" / folders[row.folder] / search / "recovery.json")["status"].values())
+            assert (row.measured, row.estimated, row.unmeasured) == tuple(
+                status.count(kind) for kind in ("measured", "estimated", "unmeasured"))
         for folder, task in folders.items():
             assert graphs[folder].cfg == cfg
             ranking = read_json(results / "tiny" / task / search / "recovery.json")["ranking"]

@@ -250,7 +250,10 @@ def test_a_random_model_finds_no_head_and_every_table_says_so(tiny_run):
         assert found["evidence"]["documents"] == ID_DOCS["ioi"]
         assert set(found["status"].values()) == {"measured" if method == "greedy1s" else "estimated"}
         assert any(interval is not None for interval in found["interval"].values())
-        assert found["noise_floor"] > 0
+        if method == "greedy1s":  # the unablated model's spread over the documents: none where all or none are right
+            assert (found["noise_floor"] == 0) == (found["intercept"] in (0.0, 1.0)) and found["noise_floor"] >= 0
+        else:
+            assert found["noise_floor"] > 0
     greedy = recovery(tiny_run, "tiny-a", "ioi", "greedy")
     assert greedy["found"] is None and greedy["no_head_found"].startswith("not assessed")
     search = tiny_run / "tiny-a" / "ioi" / SEARCHES["cs_stratified"].format(4)
