@@ -11,15 +11,26 @@ the code that runs it (the builder's modules for a build, those and truth.py for
 changed seed, size, design or code re-runs exactly the models it concerns.
 """
 
-from headloc.groundtruth.recipe import BUILDER, TRUTH, code_digest, model_entries, recipe_from_config
+import os
+
+from headloc.groundtruth.recipe import (
+    BUILDER,
+    TRUTH,
+    code_digest,
+    model_entries,
+    recipe_from_config,
+)
 from headloc.workflow.paths import PLANTED_MODEL, PLANTED_SUMMARY, PLANTED_TRUTH
 
 
-configfile: "config/ground_truth.yaml"
+# beside this file, whatever --directory the run works in
+configfile: os.path.join(workflow.basedir, "config", "ground_truth.yaml")
 
 
 GROUND_TRUTH = config["ground_truth"]
-PLANTED = {name: recipe_from_config(GROUND_TRUTH, name) for name in model_entries(GROUND_TRUTH)}
+PLANTED = {
+    name: recipe_from_config(GROUND_TRUTH, name) for name in model_entries(GROUND_TRUTH)
+}
 BUILDER_CODE = code_digest(BUILDER)
 TRUTH_CODE = code_digest(TRUTH)
 

@@ -60,11 +60,19 @@ def test_the_command_prints_the_top_k_and_writes_the_folder(tmp_path, tiny_model
     scores = pd.read_csv(tmp_path / "found" / "scores" / "0.tsv", sep="\t")["score"].to_numpy()
     heads = [f"L{i // 4}H{i % 4}" for i in range(8)]
     assert record["coef"] == pytest.approx({h: scores[1 + i] - scores[0] for i, h in enumerate(heads)})
-    printed = re.findall(r"^\s+(\d)\s+(L\dH\d)\s", result.stdout, flags=re.M)
-    assert printed == [("1", record["ranking"][0]), ("2", record["ranking"][1])]
+    printed = re.findall(r"^\s+(\d)\s+(L\dH\d)\s+(\S+)\s+\[(\S+), (\S+)\]\s+(\S+)$", result.stdout, flags=re.M)
+    assert [row[:2] for row in printed] == [("1", record["ranking"][0]), ("2", record["ranking"][1])]
+    for _, head, value, low, high, p in printed:  # each head's value with its interval and P(top k), as recorded
+        assert float(value) == pytest.approx(record["coef"][head], abs=1e-4)
+        assert [float(low), float(high)] == pytest.approx(record["interval"][head], rel=1e-3, abs=1e-6)
+        assert float(p) == pytest.approx(record["p_top_k"][head], abs=0.005)
+    # a random model: nothing clears the noise, and the printed result says so with the reason
+    assert record["found"] == [] and f"no head found above noise: {record['no_head_found']}" in result.stdout
     assert f"wrote {tmp_path / 'found'}" in result.stdout
     frame = pd.read_csv(tmp_path / "found" / "heads.csv")
-    assert list(frame.columns) == ["model", "task", "search", "head", "layer", "index", "value", "rank"]
+    assert list(frame.columns) == ["model", "task", "search", "head", "layer", "index", "value", "rank", "status",
+                                   "low", "high", "p_top_k", "found"]
+    assert set(frame["status"]) == {"measured"}  # one-shot greedy scores every head alone
     assert result.stderr == ""  # no bar, no lm-eval message
 
 
@@ -165,14 +173,21 @@ def run_locate(*arguments, cwd, extra=""):
 
 
 def test_one_progress_bar_per_search_and_none_when_quiet(tmp_path, tiny_model_dir):
-    """The default method on a tiny random Llama, through the real entry point: every line it draws
-    on stderr is the search's one bar (guided greedy scores round after round; lm-eval's bars and
-    messages are off); --quiet draws none. HEADLOC_LOCATE_ARGS comes after the command line."""
+    """The default method on a tiny random Llama, through the real entry point: beside the model
+    loader's bar and the search's evidence (a random model: no head found), on a line of its own,
+    every line it draws on stderr is the search's one bar (guided greedy scores round after round;
+    lm-eval's bars and messages are off); --quiet draws none. HEADLOC_LOCATE_ARGS comes after the
+    command line."""
     common = ["--model", str(tiny_model_dir), "--task", "headloc_ioi", "--documents", "2", "--batch-size", "8"]
     shown = run_locate(*common, "--out", str(tmp_path / "shown"), cwd=tmp_path, extra="--top-k 2")
     assert shown.returncode == 0, shown.stderr[-3000:]
-    drawn = [line for line in re.split(r"[\r\n]", shown.stderr) if line.strip()]
+    lines = [line for line in re.split(r"[\r\n]", shown.stderr) if line.strip()]
+    loader = [line for line in lines if line.startswith("Loading weights")]  # transformers' bar, before the search
+    evidence = [line for line in lines if line.startswith("no head found above noise: ")]  # on a line of its own
+    drawn = [line for line in lines if line not in loader and line not in evidence]
+    assert len(evidence) == 1 and all(lines.index(evidence[0]) > lines.index(line) for line in loader), lines
     assert drawn and all(line.startswith("guided_greedy masks: ") for line in drawn), drawn[:20]
+    assert all(re.fullmatch(r"guided_greedy masks: \d+mask \[[^]]*\]", line) for line in drawn), drawn
     counts = [int(re.match(r"guided_greedy masks: (\d+)", line)[1]) for line in drawn]
     assert counts == sorted(counts), f"a bar started again: {drawn}"  # one bar, not one per round
     record = json.loads((tmp_path / "shown" / "recovery.json").read_text())

@@ -1398,7 +1398,8 @@ def test_tables_mark_the_shown_top_heads_a_search_did_not_confirm():
     assert t2["delta_task"].tolist() == pytest.approx([-40.0])
     assert t2.attrs["note"].startswith("Unconfirmed top heads, m ioi (gt): L3H3. Each is a head its search did not confirm")
     assert "Unconfirmed top heads, m ioi (gt): L3H3." in to_latex(t2, caption="t2", footer="f", label="tab:t2")
-    confirmed = recoveries.assign(unconfirmed=np.nan)  # every shown head confirmed: no note, no mark
-    assert "note" not in TABLES["table2"].build({"evals_main": tsv_round_trip(evals_frame(main, evals, directions={"ioi": True})),
-                                                 "recoveries_main": confirmed}, options).attrs
+    confirmed = recoveries.assign(unconfirmed=np.nan)  # every shown head confirmed: no such note, no mark
+    t2 = TABLES["table2"].build({"evals_main": tsv_round_trip(evals_frame(main, evals, directions={"ioi": True})),
+                                 "recoveries_main": confirmed}, options)
+    assert "Unconfirmed" not in t2.attrs["note"] and t2.attrs["note"].startswith("found: how many")  # evidence's note
     assert TABLES["table9"].build({"recoveries": confirmed}, options)["heads"].tolist() == ["L2H2, L3H3", "L4H4, L3H3"]

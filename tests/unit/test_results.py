@@ -6,9 +6,9 @@ from headloc.workflow.results import display_score, evals_frame, recoveries_fram
 
 RECOVERY = {"model": "m", "task": "ioi", "method": "cs_stratified", "search": "s1",
             "top_heads": ["L3H1", "L0H2"], "ranking": ["L3H1", "L0H2", "L1H1", "L2H2"],
-            "n_evals": 100, "r2": 0.5, "alpha": 0.01}
+            "n_evals": 100, "r2": 0.5, "alpha": 0.01, "coef": {"L3H1": -0.4, "L0H2": -0.3, "L1H1": -0.2, "L2H2": -0.1}}
 SWEAR = {**RECOVERY, "task": "swear", "search": "s2", "ranking": ["L3H1", "L2H2", "L0H2", "L1H1"],
-         "top_heads": ["L3H1", "L2H2"]}
+         "top_heads": ["L3H1", "L2H2"], "coef": {"L3H1": -0.4, "L2H2": -0.3, "L0H2": -0.2, "L1H1": -0.1}}
 TASK = {"model": "m", "kind": "task", "task": "ioi", "method": "cs_stratified", "search": "s1",
         "heads": ["L3H1", "L0H2"]}
 CAPS = {"ioi": "syntax", "swear": "language"}

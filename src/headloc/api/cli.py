@@ -12,6 +12,7 @@ Only ``locate`` imports torch and lm-eval, so ``--help`` is quick.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import shlex
 import sys
@@ -145,6 +146,8 @@ def main(argv=None) -> int:
 def locate_command(args) -> int:
     if args.quiet:  # tqdm reads TQDM_* defaults from the environment: this silences lm-eval's bars too
         os.environ["TQDM_DISABLE"] = "1"
+        # the search's log lines (its evidence, its warnings) are in the printed result as well
+        logging.getLogger("headloc").setLevel(logging.ERROR)
     from headloc.api.locator import check_search, locate
     from headloc.model.loading import load_model
 
@@ -200,11 +203,14 @@ def model_location(name: str, models_dir: Path, *, quiet: bool = False) -> str:
 def summary(found, folder) -> str:
     """The top k as a small table, with what the values mean and where the files went."""
     lines = [f"{found.search_id}: {found.record['method']} on {found.record['task']}, {found.n_evals} evaluations",
-             f"value: {found.label}", f"{'rank':>4}  {'head':<8}{'value':>12}"]
+             found.evidence, f"value: {found.label}; its 95 % interval over resampled documents; P(in the top k)",
+             f"{'rank':>4}  {'head':<8}{'value':>12}  {'interval':<22}{'P':>5}"]
+    p_top_k = found.record.get("p_top_k") or {}
     for rank, head in enumerate(found.top_heads, 1):
-        value = found.values[head]
-        value = None if value is None else value + 0.0  # the Lasso's -0.0 prints as 0.0
-        lines.append(f"{rank:>4}  {head:<8}{'-' if value is None else f'{value:12.4f}':>12}")
+        value, interval, p = found.values[head], found.intervals.get(head), p_top_k.get(head)
+        value = "-" if value is None else f"{value + 0.0:12.4f}"  # the Lasso's -0.0 prints as 0.0
+        interval = "-" if not interval else f"[{interval[0] + 0.0:.4g}, {interval[1] + 0.0:.4g}]"
+        lines.append(f"{rank:>4}  {head:<8}{value:>12}  {interval:<22}{'-' if p is None else f'{p:.2f}':>5}")
     lines += [f"warning: {warning}" for warning in found.warnings]
     lines.append(f"wrote {folder}")
     return "\n".join(lines)

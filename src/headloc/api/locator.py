@@ -42,9 +42,7 @@ from headloc.methods.driver import drive
 from headloc.methods.settings import SearchSettings
 
 SETTINGS = SearchSettings()  # the workflow's search defaults: every default of a search here is one of these
-# and so is the method: config/schema.yaml's search.methods, config/demo.yaml's and the command's, the measured
-# best on SmolLM2 (docs/results/demo-default.md); the paper's is cs_stratified
-METHOD = "guided_greedy"
+METHOD = SETTINGS.methods[0]  # and so is the method (headloc.methods.settings.DEFAULT_METHOD)
 BATCH_SIZE, MASKS_PER_PASS = 16, 8  # config/schema.yaml's models.<name>.batch_size and masks_per_pass
 LOG = logging.getLogger("headloc.locate")
 
@@ -269,7 +267,21 @@ def _search_bar(spec, settings: SearchSettings, progress: bool):
         return contextlib.nullcontext()
     from tqdm.auto import tqdm
 
-    return tqdm(total=settings.n_masks if spec.budgeted else None, desc=f"{spec.name} masks", unit="mask")
+    return _logged_above(tqdm(total=settings.n_masks if spec.budgeted else None, desc=f"{spec.name} masks",
+                              unit="mask"))
+
+
+@contextlib.contextmanager
+def _logged_above(bar):
+    """``bar``, with what the search logs while it is drawn (its evidence: "no head found above
+    noise") printed on a line above it instead of glued to its end. Only where Python's last-resort
+    handler would print the line (no handler on this logger or the root): a handler a user set up
+    keeps the record as it is."""
+    from tqdm.contrib.logging import logging_redirect_tqdm
+
+    redirect = not (LOG.handlers or logging.getLogger().handlers)
+    with bar, (logging_redirect_tqdm([LOG], tqdm_class=type(bar)) if redirect else contextlib.nullcontext()):
+        yield bar
 
 
 def _scorer(spec, task: Task, model, tokenizer, batch_size, masks_per_pass, progress, bar=None):
@@ -439,7 +451,8 @@ class Located:
             shown.append((head, text))
         return shown
 
-    def _evidence(self) -> str:
+    @property
+    def evidence(self) -> str:
         """One line: the heads found above the noise, or "no head found above noise" and why."""
         if self.found is None:
             return f"evidence: {self.no_head_found or 'not assessed'}"
@@ -454,7 +467,7 @@ class Located:
     def __repr__(self) -> str:
         more = len(self.top_heads) - self.SHOWN
         top = ", ".join(f"{head} {value}" for head, value in self._top()) + (f", ... {more} more" if more > 0 else "")
-        lines = [f"<Located {self._title()}>", self._evidence(), f"top {len(self.top_heads)}: {top}",
+        lines = [f"<Located {self._title()}>", self.evidence, f"top {len(self.top_heads)}: {top}",
                  f"value: {self.label} [95 % interval over resampled documents] P(in the top k)"]
         lines += [f"warning: {_cut(warning, 200)}" for warning in self.warnings]
         return "\n".join(lines)
@@ -467,7 +480,7 @@ class Located:
         rows = "".join(f"<tr><td>{rank}</td><td>{html.escape(head)}</td><td>{value}</td></tr>"
                        for rank, (head, value) in enumerate(self._top(), 1))
         warned = "".join(f"<li>warning: {html.escape(warning)}</li>" for warning in self.warnings)
-        return (f"<div><p><b>Located</b> {html.escape(self._title())}</p><p>{html.escape(self._evidence())}</p>"
+        return (f"<div><p><b>Located</b> {html.escape(self._title())}</p><p>{html.escape(self.evidence)}</p>"
                 f"<p>value: {html.escape(self.label)}</p>"
                 f"<table><tr><th>rank</th><th>head</th><th>value</th></tr>{rows}</table>"
                 + (f"<ul>{warned}</ul>" if warned else "")

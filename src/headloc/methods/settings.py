@@ -26,6 +26,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from typing import ClassVar
 
+# The one default search method: config/schema.yaml's search.methods, config/demo.yaml's,
+# headloc.locate's and the command's (tests/unit/test_default_method.py); the measured best on
+# SmolLM2 (docs/results/demo-default.md). The paper's is cs_stratified.
+DEFAULT_METHOD = "guided_greedy"
+
 
 def _integer(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
@@ -179,7 +184,7 @@ class SearchSettings(Checked):
     ``n_masks`` is the most masks a search scores: a mask design's size, a sequential search's cap
     (its unablated row included); ``budgets`` are smaller designs cut from the first rows."""
 
-    methods: tuple = setting(("cs_stratified",), distinct(method_name(), least_items=1))
+    methods: tuple = setting((DEFAULT_METHOD,), distinct(method_name(), least_items=1))
     n_masks: int = setting(100, integer(2))
     budgets: tuple = setting((), distinct(integer(5)))
     repeats: int = setting(1, integer(1))
