@@ -635,9 +635,15 @@ def test_export_writes_every_search(methods_run, results, tiny_model_dir):
             status = list(read_json(results / "tiny" / folders[row.folder] / search / "recovery.json")["status"].values())
             assert (row.measured, row.estimated, row.unmeasured) == tuple(
                 status.count(kind) for kind in ("measured", "estimated", "unmeasured"))
+        universal = read_json(results / "tiny" / "universal_heads.json")["heads"]  # the tables filter them
+        assert set(ids["universal_ranked_down"]) == {",".join(universal)}
         for folder, task in folders.items():
             assert graphs[folder].cfg == cfg
-            ranking = read_json(results / "tiny" / task / search / "recovery.json")["ranking"]
+            record = read_json(results / "tiny" / task / search / "recovery.json")
+            # the order the tables validate: the universal heads after the others, heads never measured last
+            measured = [h for h in record["ranking"] if record["status"][h] != "unmeasured"]
+            ranking = ([h for h in measured if h not in universal] + [h for h in measured if h in universal]
+                       + [h for h in record["ranking"] if h not in measured])
             assert mib_format.ranking_problems(graphs[folder], ranking, sizes) == []
 
     check_submission({"ioi_tiny": "ioi", "induction_tiny": "induction"}, "cs_stratified", cs("cs_stratified"))
