@@ -1,6 +1,7 @@
 """The whole DAG, for real, on a tiny random model and tiny data; dry runs of the documented CLI."""
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -236,6 +237,20 @@ def test_tables_3_6_and_10_follow_the_evaluation_files(tiny_run):
             shown = "none" if found["found"] == [] else ", ".join(main_top(tiny_run, model, task, TOP_K))
             assert row["heads"] == shown
             assert row["n_evals"] == found["n_evals"] == 6
+            # each of the top heads with its value, its 95 % interval and P(top k), as recovery.json has them
+            effects = [re.fullmatch(r"(L\dH\d) (\S+)(?: \[(\S+), (\S+)\])?(?: P (\S+))?", words)
+                       for words in row["effects"].split("; ")]
+            assert [m[1] for m in effects] == main_top(tiny_run, model, task, TOP_K), row["effects"]
+            for m in effects:
+                head = m[1]
+                assert float(m[2]) == pytest.approx(found["coef"][head], rel=5e-3, abs=1e-9)
+                interval = found["interval"][head]
+                assert (m[3] is None) == (interval is None)
+                if interval is not None:
+                    assert [float(m[3]), float(m[4])] == pytest.approx(interval, rel=5e-3, abs=1e-9)
+                p_top_k = found["p_top_k"][head]
+                assert (m[5] is None) == (p_top_k is None)
+                assert p_top_k is None or float(m[5]) == pytest.approx(p_top_k, abs=0.005)
 
 
 @pytest.mark.slow

@@ -911,6 +911,8 @@ def mark_unconfirmed(table: pd.DataFrame, recoveries: pd.DataFrame) -> pd.DataFr
 FOUND_WHY = ("found: how many of the run's top heads clear the noise on the identification documents (an effect "
              "below 0 by more than z times its spread when the documents are resampled, z corrected for the heads "
              "assessed: recovery.json's found, interval and no_head_found)")
+EFFECTS_WHY = ("effects: each shown head's value, its 95 % interval when the documents are resampled and P, the share "
+               "of resamples in which it stays in the top k (recovery.json's coef, interval and p_top_k)")
 
 
 def _found_words(row, k: int) -> str:
@@ -942,7 +944,8 @@ def mark_evidence(table: pd.DataFrame, recoveries: pd.DataFrame, k: int) -> pd.D
     for key in dict.fromkeys(keys):
         if words.get(key) in ("none", "n/a"):
             reasons.append(f"{key[0]} {key[1]} ({key[2]}): {runs[key].no_head_found}")
-    note = FOUND_WHY + (". No head found above noise, or not assessed: " + "; ".join(reasons) if reasons else "")
+    note = FOUND_WHY + (f". {EFFECTS_WHY}" if "heads" in out.columns else "") + (
+        ". No head found above noise, or not assessed: " + "; ".join(reasons) if reasons else "")
     out.attrs["note"] = " ".join(filter(None, [table.attrs.get("note", ""), note + "."]))
     return out
 

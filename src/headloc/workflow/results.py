@@ -112,12 +112,15 @@ def recoveries_frame(recoveries: Sequence[dict], chosen: Sequence[dict] = (),
 
 
 def effect_words(record: Mapping, head: str) -> str:
-    """A head's value in a recovery, with its 95 % interval where it has one: ``-1.98 [-2.31, -1.62]``."""
+    """A head, its value in a recovery, and its 95 % interval and P(in the top k) where it has them:
+    ``L1H5 -1.98 [-2.31, -1.62] P 0.97`` (``+ 0.0``: a Lasso's -0.0 reads as 0)."""
     value = record["coef"].get(head)
-    if value is None:
-        return "-"
+    words = f"{head} " + ("-" if value is None else f"{value + 0.0:.3g}")
     interval = (record.get("interval") or {}).get(head)
-    return f"{value:.3g}" + ("" if not interval else f" [{interval[0]:.3g}, {interval[1]:.3g}]")
+    if interval:
+        words += f" [{interval[0] + 0.0:.3g}, {interval[1] + 0.0:.3g}]"
+    p_top_k = (record.get("p_top_k") or {}).get(head)
+    return words if p_top_k is None else f"{words} P {p_top_k:.2f}"
 
 
 def evals_frame(chosen: Sequence[dict], evals: Sequence[dict], units: Mapping[str, str] | None = None,
