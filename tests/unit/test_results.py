@@ -100,6 +100,15 @@ def test_recoveries_frame_without_selection_keeps_recovered_top():
     assert frame.loc[0, "top_heads"] == ["L3H1", "L0H2"] and frame.loc[0, "n_evals"] == 100
 
 
+def test_each_shown_head_carries_its_value_interval_and_top_k_share():
+    """recoveries.tsv's effects: each shown head by name with its value, its 95 % interval and
+    P(top k) where recovery.json has them (a Lasso's -0.0 as 0); a head without them, its value only."""
+    record = {**RECOVERY, "coef": {**RECOVERY["coef"], "L0H2": -0.0},
+              "interval": {"L3H1": [-0.61234, -0.2], "L0H2": None}, "p_top_k": {"L3H1": 0.974, "L0H2": None}}
+    assert recoveries_frame([record]).loc[0, "effects"] == ["L3H1 -0.4 [-0.612, -0.2] P 0.97", "L0H2 0"]
+    assert recoveries_frame([RECOVERY]).loc[0, "effects"] == ["L3H1 -0.4", "L0H2 -0.3"]  # written before evidence
+
+
 def test_collected_tables_have_what_the_report_needs():
     """The columns each collect script writes (headloc.workflow.results) cover what the report reads."""
     from headloc.report import frames
