@@ -1397,6 +1397,7 @@ def test_tables_mark_the_shown_top_heads_a_search_did_not_confirm():
                                  "recoveries_main": recoveries}, options)
     assert t2["delta_task"].tolist() == pytest.approx([-40.0])
     assert t2.attrs["note"].startswith("Unconfirmed top heads, m ioi (gt): L3H3. Each is a head its search did not confirm")
+    assert "in recovery.json). found: how many" in t2.attrs["note"]  # two notes, two sentences
     assert "Unconfirmed top heads, m ioi (gt): L3H3." in to_latex(t2, caption="t2", footer="f", label="tab:t2")
     confirmed = recoveries.assign(unconfirmed=np.nan)  # every shown head confirmed: no such note, no mark
     t2 = TABLES["table2"].build({"evals_main": tsv_round_trip(evals_frame(main, evals, directions={"ioi": True})),

@@ -946,7 +946,8 @@ def mark_evidence(table: pd.DataFrame, recoveries: pd.DataFrame, k: int) -> pd.D
             reasons.append(f"{key[0]} {key[1]} ({key[2]}): {runs[key].no_head_found}")
     note = FOUND_WHY + (f". {EFFECTS_WHY}" if "heads" in out.columns else "") + (
         ". No head found above noise, or not assessed: " + "; ".join(reasons) if reasons else "")
-    out.attrs["note"] = " ".join(filter(None, [table.attrs.get("note", ""), note + "."]))
+    before = table.attrs.get("note", "")
+    out.attrs["note"] = " ".join(filter(None, [before + ("" if not before or before.endswith(".") else "."), note + "."]))
     return out
 
 
