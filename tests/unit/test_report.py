@@ -1404,3 +1404,34 @@ def test_tables_mark_the_shown_top_heads_a_search_did_not_confirm():
                                  "recoveries_main": confirmed}, options)
     assert "Unconfirmed" not in t2.attrs["note"] and t2.attrs["note"].startswith("found: how many")  # evidence's note
     assert TABLES["table9"].build({"recoveries": confirmed}, options)["heads"].tolist() == ["L2H2, L3H3", "L4H4, L3H3"]
+
+
+def test_table2_gives_the_heads_it_ablates_with_their_evidence_below_it():
+    """Table 2 lists no heads (each row ablates a run's top k): its note gives them, each with its
+    value, interval and P(top k) as recovery.json has them; Table 10, which lists them, in a column."""
+    from headloc.workflow.results import evals_frame, recoveries_frame, selections
+
+    record = {"model": "m", "task": "ioi", "method": "group_testing", "search": "gt", "n_evals": 25, "r2": None,
+              "alpha": None, "warnings": [], "confirmed": None, "ranking": ["L2H2", "L3H3", "L1H1"],
+              "top_heads": ["L2H2", "L3H3"], "coef": {"L2H2": -0.5, "L3H3": -0.25, "L1H1": 0.0},
+              "interval": {"L2H2": [-0.7, -0.3], "L3H3": [-0.5, 0.01], "L1H1": None},
+              "p_top_k": {"L2H2": 1.0, "L3H3": 0.625, "L1H1": None}, "found": ["L2H2"], "no_head_found": ""}
+    chosen = selections([record], main={"ioi": "gt"}, capabilities={"ioi": "syntax"}, k=2,
+                        universal={"top_n": 1, "min_capabilities": 2, "filter": False},
+                        knowledge={"tasks": [], "top_n": 5, "min_tasks": None})
+    frame = recoveries_frame([record], chosen, {"ioi": "syntax"})
+    for column in ("top_heads", "unconfirmed", "effects"):  # as rule collect_recoveries writes recoveries.tsv
+        frame[column] = frame[column].str.join("; " if column == "effects" else ",")
+    recoveries = tsv_round_trip(frame)
+    evals = [{"model": "m", "task": "ioi", "headset": headset, "value": value}
+             for headset, value in (("none", 0.9), ("L2H2", 0.7), ("L2H2+L3H3", 0.5))]
+    main = [s for s in chosen if s["kind"] == "task"]
+    options = ReportOptions(top_k=2, method="group_testing", capabilities={"ioi": "syntax"})
+    t2 = TABLES["table2"].build({"evals_main": tsv_round_trip(evals_frame(main, evals, directions={"ioi": True})),
+                                 "recoveries_main": recoveries}, options)
+    assert t2["found"].tolist() == ["1 of 2"]
+    assert ("The heads ablated, each with its value, its 95 % interval when the documents are resampled and P(in the "
+            "top k): m ioi (gt): L2H2 -0.5 [-0.7, -0.3] P 1.00; L3H3 -0.25 [-0.5, 0.01] P 0.62") in t2.attrs["note"]
+    t10 = TABLES["table10"].build({"recoveries_main": recoveries}, options)
+    assert t10["effects"].tolist() == ["L2H2 -0.5 [-0.7, -0.3] P 1.00; L3H3 -0.25 [-0.5, 0.01] P 0.62"]
+    assert "The heads ablated" not in t10.attrs["note"]

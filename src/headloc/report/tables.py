@@ -944,11 +944,21 @@ def mark_evidence(table: pd.DataFrame, recoveries: pd.DataFrame, k: int) -> pd.D
     for key in dict.fromkeys(keys):
         if words.get(key) in ("none", "n/a"):
             reasons.append(f"{key[0]} {key[1]} ({key[2]}): {runs[key].no_head_found}")
-    note = FOUND_WHY + (f". {EFFECTS_WHY}" if "heads" in out.columns else "") + (
+    note = FOUND_WHY + (f". {EFFECTS_WHY}" if "heads" in out.columns else _effects_below(table, runs, keys)) + (
         ". No head found above noise, or not assessed: " + "; ".join(reasons) if reasons else "")
     before = table.attrs.get("note", "")
     out.attrs["note"] = " ".join(filter(None, [before + ("" if not before or before.endswith(".") else "."), note + "."]))
     return out
+
+
+def _effects_below(table: pd.DataFrame, runs: Mapping, keys: list) -> str:
+    """For a table that lists no heads (Table 2: each row ablates a run's top k), the note's sentences
+    giving those heads with their evidence, one per run (its search by its short label)."""
+    label = dict(zip(table["search"], search_labels(table["search"])))
+    shown = [f"{key[0]} {key[1]} ({label[key[2]]}): {runs[key].effects}" for key in dict.fromkeys(keys)
+             if key in runs and isinstance(runs[key].effects, str) and runs[key].effects]
+    return "" if not shown else (". The heads ablated, each with its value, its 95 % interval when the documents are "
+                                 "resampled and P(in the top k): " + ". ".join(shown))
 
 
 def _marking(spec: TableSpec, source: str) -> TableSpec:
