@@ -252,6 +252,17 @@ def test_a_claim_narrows_cuda_visible_devices_and_is_held_once(tmp_path):
     assert seen(other) == "6" and other.wait(timeout=30) == 0  # 5 is still held by this process
 
 
+@pytest.mark.parametrize("listed, claimable", [("-1", []), ("-1,0", []), ("1,-1,0", ["1"]), (" 2 , 3", ["2", "3"]), ("", [])])
+def test_a_negative_index_hides_itself_and_every_gpu_after_it(listed, claimable, tmp_path):
+    """CUDA_VISIBLE_DEVICES=-1 hides every GPU: a job claims none and stays on the CPU; CUDA stops
+    reading at an invalid index, so a job never claims a GPU CUDA would not show it."""
+    environ = {"CUDA_VISIBLE_DEVICES": listed, "HEADLOC_GPU_LOCKS": str(tmp_path)}
+    assert gpus.visible_gpus(environ) == claimable
+    claim = gpus.claim_gpu(environ=environ)
+    assert (claim.gpu if claim else None) == (claimable[0] if claimable else None)
+    assert environ["CUDA_VISIBLE_DEVICES"] == (claimable[0] if claimable else listed)
+
+
 def test_machines_without_gpus_and_jobs_spread_by_device_map_claim_nothing(tmp_path):
     assert gpus.claim_gpu(environ={"CUDA_VISIBLE_DEVICES": "", "HEADLOC_GPU_LOCKS": str(tmp_path)}) is None
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": "5,6", "HEADLOC_GPU_LOCKS": str(tmp_path / "locks")}

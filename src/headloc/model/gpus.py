@@ -57,11 +57,18 @@ _HELD: dict[Path, tuple[GpuClaim, object]] = {}
 
 
 def visible_gpus(environ=os.environ) -> list[str]:
-    """The GPUs jobs may claim: ``CUDA_VISIBLE_DEVICES``'s entries, else the machine's GPUs."""
+    """The GPUs jobs may claim: ``CUDA_VISIBLE_DEVICES``'s entries, else the machine's GPUs. As CUDA
+    reads the variable, an entry that is a negative index (``-1``, the usual way to hide every GPU)
+    hides it and every entry after it."""
     listed = environ.get("CUDA_VISIBLE_DEVICES")
-    if listed is not None:
-        return [entry.strip() for entry in listed.split(",") if entry.strip() and entry.strip() != "-1"]
-    return [str(index) for index in range(machine_gpu_count())]
+    if listed is None:
+        return [str(index) for index in range(machine_gpu_count())]
+    gpus = []
+    for entry in (entry.strip() for entry in listed.split(",")):
+        if not entry or entry.startswith("-"):
+            break
+        gpus.append(entry)
+    return gpus
 
 
 def machine_gpu_count() -> int:
