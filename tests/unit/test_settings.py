@@ -81,6 +81,17 @@ def test_an_unknown_option_is_named_with_the_known_ones():
         SearchSettings(options={"greedy": {"steps": 3}})
 
 
+def test_one_methods_options_are_refused_for_another():
+    """Options already built (a library user's SearchSettings, what the workflow carries to a job)
+    belong to one method: another method's are refused naming both, never read as its own."""
+    gt = methods.get("group_testing").options_of({"extra_heads": 1})
+    with pytest.raises(ValueError, match=r"method 'conditional_group_testing' was given the options of method "
+                                         r"'group_testing' \(\{'group_size': 'auto', 'masks_per_round': 1, "
+                                         r"'extra_heads': 1\}\); expected its own \(group_size, extra_heads, background, pair_screen\) "):
+        SearchSettings(options={"conditional_group_testing": gt})
+    assert SearchSettings(options={"group_testing": gt}).options["group_testing"] is gt  # its own: as built
+
+
 def test_a_task_s_settings_are_its_own_search_keys_over_the_section():
     config = accuracy_demo()
     config["search"].update(n_masks=200, sparsity=0.1, seed=4)

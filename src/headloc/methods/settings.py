@@ -155,8 +155,11 @@ class MethodOptions(Checked):
     def of(cls, given: Mapping | MethodOptions | None = None) -> MethodOptions:
         """The options from ``given`` (some or all of the keys, over the defaults; or options
         already built); a key the method does not have is refused with the ones it has."""
-        if isinstance(given, cls):
-            return given
+        if isinstance(given, MethodOptions):
+            if type(given) is cls:
+                return given
+            raise ValueError(f"method {cls.SECTION!r} was given the options of method {given.SECTION!r} "
+                             f"({given.as_config()}); expected its own ({', '.join(cls.defaults())}) or a mapping of them")
         given = dict(given or {})
         unknown = [key for key in given if key not in cls.defaults()]
         if unknown:
