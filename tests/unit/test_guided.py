@@ -89,3 +89,75 @@ def test_bad_options_are_refused_naming_the_value(options, message):
     score_sets, _ = world(np.zeros(N))
     with pytest.raises(ValueError, match=message):
         guided_greedy(lambda bg: np.zeros(N), score_sets, N, **{"k": 2, **options})
+
+
+# ---------------------------------------------------------------- through the method, as the workflow and locate call it
+
+def method_search(estimate, score_sets, k, **options):
+    """The registered method's algorithm (what the guided kind calls), its options built as a config gives them."""
+    from headloc import methods
+    from headloc.methods.kinds.guided import GuidedParams
+
+    method = methods.get("guided_greedy")
+    return method.algorithm(estimate, score_sets, N, GuidedParams(method.name, k, method.options_of(options)))
+
+
+def test_heads_that_tie_are_taken_lower_index_first():
+    """Heads 2 and 5 drop the score alike, alone and beside each other: the lower index joins first,
+    as greedy's rounds break ties (tests/workflow/test_methods.py)."""
+    effect = np.zeros(N)
+    effect[[2, 5]] = 0.7
+    score_sets, _ = world(effect)
+    found = method_search(lambda bg: effect, score_sets, 2, m=3, m_abs=0)
+    assert found.heads == [2, 5] and found.lists[0][:2] == [2, 5]
+
+
+def test_the_best_runners_up_are_carried_not_the_worst():
+    """Step 1 lists 3, 7 and 12 (drops 1.0, 0.8, 0.1); beside 3 the estimate lists neither 7 nor 12.
+    carry 1 keeps the best runner-up, 7, which then joins: greedy's second head."""
+    effect = np.zeros(N)
+    effect[[3, 7, 12]] = [1.0, 0.8, 0.1]
+    score_sets, _ = world(effect)
+    alone = np.zeros(N)
+    alone[[3, 7, 12]] = [1.0, 0.9, 0.5]
+    beside = np.zeros(N)
+    beside[[10, 11]] = [1.0, 0.9]  # wrong leads: they do nothing
+    found = method_search(lambda bg: beside if bg else alone, score_sets, 2, m=3, m_abs=0, carry=1)
+    assert found.lists[1][-1] == 7 and found.heads == [3, 7]
+    assert found.heads == exhaustive_greedy(world(effect)[0], 2)
+
+
+@pytest.mark.parametrize("m, m_abs, listed", [(1, 0, 12), (0, 1, 7)])
+def test_m_lists_by_signed_estimate_and_m_abs_by_size(m, m_abs, listed):
+    """Head 7's estimate has the wrong sign and the largest size; 12's is the largest drop. The
+    method's m lists 12, its m_abs lists 7 (each alone on the list, so each is chosen)."""
+    effect = np.zeros(N)
+    effect[[7, 12]] = [1.5, 0.6]
+    score_sets, _ = world(effect)
+    wrong = np.where(np.arange(N) == 7, -2.0, effect)
+    found = method_search(lambda bg: wrong, score_sets, 1, m=m, m_abs=m_abs)
+    assert found.lists == [[listed]] and found.heads == [listed]
+
+
+def test_each_step_estimates_beside_the_heads_chosen_before_it():
+    """The estimate is asked beside exactly the heads chosen so far, in their order."""
+    effect = np.linspace(1, 0.5, N)
+    score_sets, _ = world(effect)
+    asked = []
+    found = method_search(lambda bg: asked.append(list(bg)) or effect, score_sets, 3, m=2, m_abs=0)
+    assert found.heads == [0, 1, 2] and asked == [[], [0], [0, 1]]
+
+
+def test_a_listed_head_not_chosen_keeps_the_change_measured_for_it():
+    """recovery.json's value of a head listed but not chosen is the score change measured beside
+    that step's heads (negative: it lowered the score), the chosen heads' their own drops."""
+    from headloc.methods.kinds.guided import guided_fields
+
+    effect = np.zeros(N)
+    effect[[3, 7, 12]] = [1.0, 0.8, 0.1]
+    score_sets, _ = world(effect)
+    found = method_search(lambda bg: effect, score_sets, 1, m=3, m_abs=0)
+    names = [f"L{h // 8}H{h % 8}" for h in range(N)]
+    coef = guided_fields(found, 0, names)["coef"]
+    assert [coef[names[h]] for h in (3, 7, 12)] == pytest.approx([-1.0, -0.8, -0.1])
+    assert coef[names[0]] == 0  # never listed
