@@ -300,6 +300,24 @@ def test_the_pair_screen_measures_a_union_from_the_unions_typical_excess_not_fro
             assert len(probe.memory) == 1 + 8 + 28
 
 
+def test_the_pair_screen_threshold_stands_above_the_unions_centre_where_their_excess_spreads():
+    """Heads whose interactions differ (each two ablated cost 0.001 times their weights' product): the
+    unions' excess centres near 0.064 and spreads; none stands 4 spreads above that centre, so none
+    is resolved, though the largest stand 4 spreads above zero."""
+    rng = np.random.default_rng(2)
+    alone, weight = rng.uniform(0.0, 0.01, 64), rng.uniform(0.0, 2.0, 64)
+    score = lambda masks: 1.0 - masks @ alone - 0.0005 * (masks @ weight) ** 2  # noqa: E731
+    groups = [tuple(range(i, i + 8)) for i in range(0, 64, 8)]
+    sums = [weight[list(g)].sum() for g in groups]
+    excess = np.array([0.001 * sums[i] * sums[j] for i in range(8) for j in range(i + 1, 8)])
+    centre, spread = np.median(excess), 1.4826 * np.median(np.abs(excess - np.median(excess)))
+    assert centre > 0.03 and (excess - centre).max() < 4 * spread < excess.max()  # the world is as described
+    probe, stage = Probe(64, 200), Stage((), [], Noise(1e-6))
+    found = Found(stage)
+    finish(ConditionalGroupTesting(64, 200, 0, k=2, pair_screen=True).screen_pairs(probe, found, stage, groups), score)
+    assert found.pairs == [] and len(probe.memory) == 1 + 8 + 28  # the groups and their unions, nothing resolved
+
+
 def test_a_pair_found_by_the_screen_ranks_above_the_heads_of_less_than_half_its_drop():
     # Heads a, b, w drop 0.5, 0.3 and 0.05 alone; p and q only together, by 0.4. The pair is found
     # after w is confirmed, and ranks after a and b (more than half its drop) but before w.
