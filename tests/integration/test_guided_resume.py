@@ -78,6 +78,14 @@ def test_listing_every_head_it_is_greedy_and_its_values_are_the_measured_changes
     assert found["n_evals"] == distinct + math.ceil(worth)
     assert found["details"]["gradient_passes"] == K
     assert [step["chosen"] for step in found["details"]["steps"]] == names
+    # each step's estimate is attribution's beside exactly the heads chosen before it
+    with np.load(tmp_path / "record.npz") as record:
+        backgrounds, estimates = record["backgrounds"], record["estimates"]
+    assert [sorted(np.flatnonzero(row)) for row in backgrounds] == [sorted(chosen[:step]) for step in range(K)]
+    for step, estimate in enumerate(estimates):
+        beside = attribution(model, examples, background=chosen[:step]).effects
+        assert estimate == pytest.approx(-beside, rel=1e-5, abs=1e-5)  # float32 gradients
+        assert step == 0 or not np.allclose(beside, attribution(model, examples).effects, atol=1e-6)
 
 
 def test_a_lower_is_better_score_chooses_the_same_heads(model, examples, tmp_path):
