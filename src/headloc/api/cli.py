@@ -21,6 +21,7 @@ from pathlib import Path
 from headloc import methods
 from headloc.api.locator import BATCH_SIZE, MASKS_PER_PASS, METHOD, SETTINGS  # the defaults of headloc.locate
 from headloc.model.loading import EMBEDDED
+from headloc.search.evidence import head_evidence
 
 RESULTS_DIR = Path("headloc-results")
 MODELS_DIR = RESULTS_DIR / "models"  # converted GGUF models, as the workflow's results/models/<model>
@@ -205,12 +206,11 @@ def summary(found, folder) -> str:
     lines = [f"{found.search_id}: {found.record['method']} on {found.record['task']}, {found.n_evals} evaluations",
              found.evidence, f"value: {found.label}; its 95 % interval over resampled documents; P(in the top k)",
              f"{'rank':>4}  {'head':<8}{'value':>12}  {'interval':<22}{'P':>5}"]
-    p_top_k = found.record.get("p_top_k") or {}
     for rank, head in enumerate(found.top_heads, 1):
-        value, interval, p = found.values[head], found.intervals.get(head), p_top_k.get(head)
+        value = found.values[head]
         value = "-" if value is None else f"{value + 0.0:12.4f}"  # the Lasso's -0.0 prints as 0.0
-        interval = "-" if not interval else f"[{interval[0] + 0.0:.4g}, {interval[1] + 0.0:.4g}]"
-        lines.append(f"{rank:>4}  {head:<8}{value:>12}  {interval:<22}{'-' if p is None else f'{p:.2f}':>5}")
+        _, interval, p = head_evidence(found.record, head, interval_digits=4)
+        lines.append(f"{rank:>4}  {head:<8}{value:>12}  {interval or '-':<22}{p or '-':>5}")
     lines += [f"warning: {warning}" for warning in found.warnings]
     lines.append(f"wrote {folder}")
     return "\n".join(lines)

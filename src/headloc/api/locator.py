@@ -439,16 +439,12 @@ class Located:
     def _top(self) -> list[tuple[str, str]]:
         """The first :attr:`SHOWN` top heads and their values as text, each with its 95 % interval and
         P(top k) where it has them."""
+        from headloc.search.evidence import head_evidence
+
         shown = []
         for head in self.top_heads[: self.SHOWN]:
-            value, interval = self.values[head], self.intervals.get(head)
-            p = (self.record.get("p_top_k") or {}).get(head)
-            text = "-" if value is None else f"{value + 0.0:.4g}"
-            if interval:
-                text += f" [{interval[0] + 0.0:.3g}, {interval[1] + 0.0:.3g}]"
-            if p is not None:
-                text += f" P {p:.2f}"
-            shown.append((head, text))
+            value, interval, p = head_evidence(self.record, head, value_digits=4)
+            shown.append((head, " ".join([value, *([interval] if interval else []), *([f"P {p}"] if p else [])])))
         return shown
 
     @property

@@ -246,3 +246,24 @@ def not_assessed(names: Sequence[str], status: str, reason: str) -> dict:
     found = Evidence(nan, nan.copy(), nan.copy(), (status,) * len(names), None, None, f"not assessed: {reason}",
                      None, 0, 0)
     return found.fields(names, nan)
+
+
+def head_evidence(record: Mapping, head: str, *, value_digits: int = 3,
+                  interval_digits: int = 3) -> tuple[str, str | None, str | None]:
+    """A head's value in a recovery record, its 95 % interval and its P(in the top k) as text, as
+    every reader shows them: (``"-1.98"``, ``"[-2.31, -1.62]"``, ``"0.97"``); ``"-"`` for a head
+    without a value, None for a missing interval or P. Values to ``value_digits`` significant
+    digits, the interval's ends to ``interval_digits`` (``+ 0.0``: a Lasso's -0.0 reads as 0).
+
+    >>> head_evidence({"coef": {"L1H5": -1.984}, "interval": {"L1H5": [-2.3149, -1.62]},
+    ...                "p_top_k": {"L1H5": 0.971}}, "L1H5")
+    ('-1.98', '[-2.31, -1.62]', '0.97')
+    >>> head_evidence({"coef": {"L0H0": -0.0}}, "L0H0", value_digits=4)
+    ('0', None, None)
+    """
+    value = record["coef"].get(head)
+    interval = (record.get("interval") or {}).get(head)
+    p_top_k = (record.get("p_top_k") or {}).get(head)
+    ends = None if not interval else (format(end + 0.0, f".{interval_digits}g") for end in interval)
+    return ("-" if value is None else format(value + 0.0, f".{value_digits}g"),
+            None if ends is None else "[{}, {}]".format(*ends), None if p_top_k is None else f"{p_top_k:.2f}")

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from headloc.heads import format_headset
+from headloc.search.evidence import head_evidence
 from headloc.workflow.selection import select_heads
 
 # The columns of each collected table (results/tables/*.tsv). The report reads these tables and
@@ -114,13 +115,8 @@ def recoveries_frame(recoveries: Sequence[dict], chosen: Sequence[dict] = (),
 def effect_words(record: Mapping, head: str) -> str:
     """A head, its value in a recovery, and its 95 % interval and P(in the top k) where it has them:
     ``L1H5 -1.98 [-2.31, -1.62] P 0.97`` (``+ 0.0``: a Lasso's -0.0 reads as 0)."""
-    value = record["coef"].get(head)
-    words = f"{head} " + ("-" if value is None else f"{value + 0.0:.3g}")
-    interval = (record.get("interval") or {}).get(head)
-    if interval:
-        words += f" [{interval[0] + 0.0:.3g}, {interval[1] + 0.0:.3g}]"
-    p_top_k = (record.get("p_top_k") or {}).get(head)
-    return words if p_top_k is None else f"{words} P {p_top_k:.2f}"
+    value, interval, p_top_k = head_evidence(record, head)
+    return " ".join([head, value, *([interval] if interval else []), *([f"P {p_top_k}"] if p_top_k else [])])
 
 
 def evals_frame(chosen: Sequence[dict], evals: Sequence[dict], units: Mapping[str, str] | None = None,
