@@ -1,18 +1,16 @@
-"""Greedy's question measured whole on SmolLM2 (headloc.api.landscape): every head's drop beside a
-background, and whether random groups' drops point at the best head.
+"""Greedy's question measured whole on SmolLM2 (headloc.benchmarks.landscape): every head's drop
+beside a background, and whether random groups' drops point at the best head.
 
-    .venv/bin/python benchmarks/conditional_landscape.py --background L23H3 L20H0 --seeds 0 1 2 3 4 \
-        --out results/benchmarks/landscape
-    .venv/bin/python benchmarks/conditional_landscape.py --table results/benchmarks/landscape
+    .venv/bin/python benchmarks/conditional_landscape.py --background L23H3 L20H0 --seeds 0 1 2 3 4 --out DIR
+    .venv/bin/python benchmarks/conditional_landscape.py --table DIR
 """
 
 import argparse
-import json
 from pathlib import Path
 
 import yaml
 
-from headloc.api import landscape, vs_greedy
+from headloc.benchmarks import landscape, vs_greedy
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -34,7 +32,7 @@ def main(argv=None) -> None:
     if args.table:
         return print(landscape.landscape_table(landscape.read_records(args.table)))
     if args.out is None:
-        parser.error("--out is required to measure")
+        return parser.error("--out is required to measure")
     config = yaml.safe_load((REPO / "config" / "demo.yaml").read_text())
     if args.task not in config["tasks"]:
         parser.error(f"--task {args.task!r} is not a task of config/demo.yaml; expected one of {sorted(config['tasks'])}")
@@ -42,26 +40,21 @@ def main(argv=None) -> None:
 
     from headloc.heads import HeadGeometry, head_index
     from headloc.model.loading import load_model
+
     torch.set_num_threads(args.threads)
     model, tokenizer = load_model(str(args.model or vs_greedy.demo_checkpoint(REPO)), device=args.device)
     geometry = HeadGeometry.of(model.config)
     background = [head_index(h, geometry.n_layers, geometry.n_heads) for h in args.background]
     for seed in args.seeds:
         path = args.out / f"{args.task}-s{seed}.json"
-        if path.exists():
-            try:
-                landscape.check_kept(json.loads(path.read_text()), background, args.group_sizes, args.partitions)
-            except ValueError as error:
-                parser.error(f"{path}: {error}")
-            continue
-        ids, data, _ = vs_greedy.identification_documents(config["tasks"][args.task], config["search"], seed)
-        task = landscape.identification_task(config["tasks"][args.task], ids, data)
-        score_sets = landscape.task_scorer(model, tokenizer, task, batch_size=args.batch_size)
-        record = landscape.measure(score_sets, geometry, background, group_sizes=args.group_sizes,
-                                   partitions=args.partitions, seed=seed)
-        landscape.write_record(path, record)
-        print(landscape.landscape_table([{"task": args.task, **record}]))
-
+        try:
+            record = landscape.measure_seed(path, model, tokenizer, config, args.task, seed, background,
+                                            group_sizes=args.group_sizes, partitions=args.partitions,
+                                            batch_size=args.batch_size)
+        except ValueError as error:
+            parser.error(f"{path}: {error}")
+        if record is not None:
+            print(landscape.landscape_table([{"task": args.task, **record}]))
 
 if __name__ == "__main__":
     main()

@@ -1,4 +1,4 @@
-"""The GPU check: headloc's ablation engine on a real accelerator, in one short run (headloc.api.gpu_check).
+"""The GPU check: headloc's ablation engine on a real accelerator, in one short run (headloc.benchmarks.gpu_check).
 
     PYTHONPATH=src python benchmarks/gpu_check.py --json gpu_check.json     # on the GPU machine
     PYTHONPATH=src python benchmarks/gpu_check.py --quick --device cpu      # a smoke run of the same code here
@@ -21,7 +21,7 @@ def main(argv=None) -> int:
         os.environ.setdefault(name, value)  # offline; lm-eval's progress bars would bury the figures
     import torch
 
-    from headloc.api import gpu_check
+    from headloc.benchmarks import gpu_check
 
     parser = argparse.ArgumentParser(description=gpu_check.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")

@@ -1,4 +1,4 @@
-"""Search methods against greedy on SmolLM2-135M-Instruct's demo tasks (headloc.api.vs_greedy).
+"""Search methods against greedy on SmolLM2-135M-Instruct's demo tasks (headloc.benchmarks.vs_greedy).
 
     .venv/bin/python benchmarks/smollm2_vs_greedy.py --out results/benchmarks/vs-greedy --seeds 0 1 2 3 4
     .venv/bin/python benchmarks/smollm2_vs_greedy.py --table results/benchmarks/vs-greedy
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from headloc.api import vs_greedy
+from headloc.benchmarks import vs_greedy
 from headloc.report.comparison import vs_greedy_table
 
 REPO = Path(__file__).resolve().parents[1]

@@ -42,7 +42,7 @@ def main(argv=None) -> int:
                        "TQDM_DISABLE": "1"} | dict(os.environ))
     import torch
     from headloc.methods import make_masks
-    from headloc.api.vs_greedy import demo_checkpoint
+    from headloc.benchmarks.vs_greedy import demo_checkpoint
     from headloc.model.loading import check_checkpoint_dir, head_geometry
     torch.set_num_threads(args.threads or torch.get_num_threads())
     location = args.model_dir or demo_checkpoint(REPO)

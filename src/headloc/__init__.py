@@ -40,6 +40,9 @@ test_layout.py checks this and that there is no import circle):
     The front door for a model already loaded: ``headloc.locate(model, tokenizer, task)`` runs
     any registered search the way the workflow does and returns its ranking, heatmap, validation
     and exports; ``python -m headloc locate`` is the same from a shell.
+``benchmarks``
+    The logic of the repository's benchmarks/ scripts (the GPU check, methods against greedy on
+    SmolLM2, the landscape beside a background), which run ``locate`` as a user would.
 """
 
 __all__ = ["locate"]

@@ -1,6 +1,6 @@
 """The benchmarks' library parts that decide what they report, against hand-worked numbers: the
-SmolLM2-vs-greedy comparison (headloc.api.vs_greedy, headloc.report.comparison), the landscape beside a
-background (headloc.api.landscape), the ground-truth
+SmolLM2-vs-greedy comparison (headloc.benchmarks.vs_greedy, headloc.report.comparison), the landscape beside a
+background (headloc.benchmarks.landscape), the ground-truth
 benchmark (headloc.groundtruth.benchmark and .scoring) and the simulated searches' table
 (headloc.search.simulate); each script run as a user runs it where it is cheap."""
 
@@ -9,13 +9,12 @@ from __future__ import annotations
 import importlib.util
 import json
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from headloc.api import landscape, vs_greedy
+from headloc.benchmarks import landscape, vs_greedy
 from headloc.data.datasets import identification_subset
 from headloc.groundtruth import benchmark as gt
 from headloc.groundtruth import scoring
@@ -110,10 +109,6 @@ def test_a_task_without_greedys_records_shows_no_gap_overlap_or_share(tmp_path):
     assert cells[2:8] == ["2", "-60.0 ± 0.0", "-", "-", "50", "-"]
 
 
-class Found(SimpleNamespace):
-    """What a validation reads of a search's result (headloc.api.Located): its ranking and record."""
-
-
 def head_code(mask) -> int:
     """A score that names the ablated heads exactly: the sum of 2 ** index over them."""
     return int(sum(2 ** i for i in np.flatnonzero(mask)))
@@ -121,8 +116,7 @@ def head_code(mask) -> int:
 
 def test_a_validation_record_ablates_the_top_k_and_the_top_k_without_the_universal_heads():
     geometry = HeadGeometry(2, 3)  # L0H0..L1H2, indices 0..5
-    found = Found(ranking=["L0H1", "L1H2", "L0H0", "L1H0"], top_heads=["L0H1", "L1H2"], n_evals=40,
-                  record={"labels": {"L1H0": "confirmed"}})
+    found = vs_greedy.Searched(["L0H1", "L1H2", "L0H0", "L1H0"], 40, {"L1H0": "confirmed"})
     calls = []
 
     def score(masks, desc):
@@ -147,7 +141,7 @@ def test_a_validation_record_ablates_the_top_k_and_the_top_k_without_the_univers
 def test_records_written_by_the_comparison_make_its_table(tmp_path):
     geometry = HeadGeometry(2, 3)
     for method, top, evals in [("greedy", ["L0H0"], 7), ("random", ["L1H1"], 0)]:
-        found = Found(ranking=top, top_heads=top, n_evals=evals, record={})
+        found = vs_greedy.Searched(top, evals)
         row = vs_greedy.validation_record(found, [lambda masks, desc: 1.0 - np.asarray(masks).sum(1) / 4], geometry,
                                           task="ioi", seed=0, label=method, n_docs=9, seconds=1.0,
                                           settings=vs_greedy.Comparison(top_k=1))
@@ -447,7 +441,7 @@ def test_the_script_measures_a_checkpoint_beside_its_background_and_prints_the_t
     from conftest import zeroed_copy
 
     from headloc.api.tasks import mask_scorer, resolve_task
-    from headloc.api.vs_greedy import identification_ids
+    from headloc.benchmarks.vs_greedy import identification_ids
     from headloc.model.loading import load_model
 
     run = script("conditional_landscape")
@@ -581,7 +575,7 @@ def test_a_rerun_asking_another_measurement_than_the_kept_record_is_refused(tmp_
 
 def test_the_benchmarks_default_model_is_the_demo_configs_model_where_the_workflow_converts_it(tmp_path,
                                                                                                   tiny_model_dir):
-    from headloc.api.vs_greedy import demo_checkpoint
+    from headloc.benchmarks.vs_greedy import demo_checkpoint
 
     (tmp_path / "config").mkdir()
     (tmp_path / "config" / "demo.yaml").write_text((REPO / "config" / "demo.yaml").read_text())

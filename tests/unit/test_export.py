@@ -5,7 +5,6 @@ written from EAP-IG's Graph.from_json and MIB's circuit selection (not from head
 import copy
 import json
 import math
-from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -179,7 +178,7 @@ def test_located_save_writes_a_submission_that_mib_reads(tmp_path):
     """The library's path: Located.save, its graph config read from the model's config."""
     config = transformers.LlamaConfig(hidden_size=24, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2)
     found = Located(record={**GREEDY_XU, "model": "my_model", "task": "headloc_ioi_margin", "n_evals": 5},
-                    parameters={}, task=None, model=SimpleNamespace(config=config), tokenizer=None)
+                    parameters={}, task=None, model=transformers.LlamaForCausalLM(config), tokenizer=None)
     found.save(tmp_path / "saved", mib_task="ioi", mib_model="gpt2")
     graph = mib_format.read_submission(tmp_path / "saved" / "mib")["ioi_gpt2"]
     assert graph.cfg == {**CFG, "d_model": 24}

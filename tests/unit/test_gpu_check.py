@@ -1,4 +1,4 @@
-"""The GPU check's code (headloc.api.gpu_check, benchmarks/gpu_check.py) on the CPU: its scoring
+"""The GPU check's code (headloc.benchmarks.gpu_check, benchmarks/gpu_check.py) on the CPU: its scoring
 against an independent per-mask reference, its checks on the tests' planted model (passing, and
 failing on a model without the planted head), the back-off section under injected out-of-memory
 errors, and the script's quick run."""
@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from conftest import tiny_llama, zeroed_copy
-from headloc.api import gpu_check
+from headloc.benchmarks import gpu_check
 from headloc.model.memory import Shape
 
 REPO = Path(__file__).resolve().parents[2]

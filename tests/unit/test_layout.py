@@ -10,7 +10,7 @@ import pytest
 SRC = Path(__file__).resolve().parents[2] / "src"
 # headloc/__init__.py's order: a part may import itself and the parts before it, never one after.
 LAYERS = [("heads", "io", "collected"), ("model",), ("data", "tasks"), ("engine",), ("search",), ("methods",),
-          ("report",), ("workflow",), ("groundtruth",), ("api", "__main__")]
+          ("report",), ("workflow",), ("groundtruth",), ("api", "__main__"), ("benchmarks",)]
 RANK = {part: rank for rank, parts in enumerate(LAYERS) for part in parts}
 
 
@@ -103,6 +103,15 @@ def test_imports_only_go_down(module):
     assert not up, f"{module} imports {up}, a later layer (headloc/__init__.py)"
 
 
+def test_no_module_imports_the_package_itself():
+    """``import headloc`` then ``headloc.methods`` or ``headloc.locate`` reaches any part, above or
+    below, out of the layers' sight: a module names the part it imports."""
+    bare = sorted(module_name(path) for path in (SRC / "headloc").rglob("*.py")
+                  if any(isinstance(node, ast.Import) and any(alias.name == "headloc" for alias in node.names)
+                         for node in ast.walk(ast.parse(path.read_text()))))
+    assert bare == []
+
+
 def test_the_report_never_imports_the_workflow():
     """The report draws what it is handed (collected frames, a plan passed in): it knows the collected
     tables by the registry below both (headloc.collected), never by asking the workflow."""
@@ -122,3 +131,21 @@ def test_reading_the_registry_imports_nothing_heavy():
             "print(sorted({'torch', 'sklearn', 'lm_eval', 'transformers', 'pandas', 'matplotlib'} & set(sys.modules)))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+BENCHMARKS = sorted((SRC.parent / "benchmarks").glob("*.py"))
+
+
+@pytest.mark.parametrize("script", BENCHMARKS, ids=lambda path: path.name)
+def test_a_benchmark_script_is_its_command_line_only(script):
+    """A benchmark's logic lives in a tested module (headloc.benchmarks, or the part it measures);
+    its script parses the command line and calls it, in at most 60 lines."""
+    assert len(script.read_text().splitlines()) <= 60
+
+
+def test_no_stand_in_objects():
+    """Tests and benchmarks hand the code real objects (a dataclass, a tiny model), never a
+    SimpleNamespace that takes any attribute the code happens to read."""
+    files = [*BENCHMARKS, *sorted((SRC.parent / "tests").rglob("*.py")), *sorted((SRC / "headloc").rglob("*.py"))]
+    assert [str(path) for path in files if "SimpleNamespace" in path.read_text() and path != Path(__file__)] == []
+

@@ -136,7 +136,7 @@ def landscape_table(records: list[dict]) -> str:
 
 def identification_task(task: dict, ids: list[int], data: dict, *, gold: bool = False):
     """A config task on the documents ``ids`` of its data ``data`` (as
-    :func:`headloc.api.vs_greedy.identification_documents` gives them): its continuous score
+    :func:`headloc.benchmarks.vs_greedy.identification_documents` gives them): its continuous score
     (``id_task`` and ``id_metric`` where it has them), or with ``gold`` its ``lm_eval_task``
     (whose gold continuations attribution differentiates)."""
     from headloc.api.tasks import resolve_task
@@ -164,3 +164,23 @@ def task_scorer(model, tokenizer, task, *, batch_size: int = 128, masks_per_pass
         return [oriented(float(s), task.higher_is_better) for s in score(masks, desc=f"{len(head_sets)} sets")]
 
     return score_sets
+
+
+def measure_seed(path: Path, model, tokenizer, config: dict, task: str, seed: int, background: list[int], *,
+                 group_sizes, partitions: int, batch_size: int) -> dict | None:
+    """One seed of benchmarks/conditional_landscape.py: the landscape of ``task`` (of ``config``,
+    config/demo.yaml) beside ``background`` on the seed's identification documents, written to
+    ``path``; None where ``path`` holds it already (ValueError where it holds another question's)."""
+    from headloc.benchmarks.vs_greedy import identification_documents
+    from headloc.heads import HeadGeometry
+
+    if path.exists():
+        check_kept(json.loads(path.read_text()), background, group_sizes, partitions)
+        return None
+    ids, data, _ = identification_documents(config["tasks"][task], config["search"], seed)
+    score_sets = task_scorer(model, tokenizer, identification_task(config["tasks"][task], ids, data),
+                             batch_size=batch_size)
+    record = measure(score_sets, HeadGeometry.of(model.config), background, group_sizes=group_sizes,
+                     partitions=partitions, seed=seed)
+    write_record(path, record)
+    return record

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -116,7 +116,8 @@ def compare_seed(model, tokenizer, name: str, task: dict, search: dict, seed: in
                  settings: Comparison, log=print) -> None:
     """Every method's search of ``name`` at ``seed``, each one's top k validated on the full data as
     soon as it is found (a record line each); methods with a validation record already are skipped."""
-    import headloc
+    from headloc import methods
+    from headloc.api import locate
     from headloc.heads import HeadGeometry
 
     record = out / f"{name}-s{seed}.jsonl"
@@ -127,15 +128,15 @@ def compare_seed(model, tokenizer, name: str, task: dict, search: dict, seed: in
         label = method + settings.label_suffix
         if label in done:
             continue
-        spec = headloc.methods.get(method)
+        spec = methods.get(method)
         started = time.perf_counter()
-        found = headloc.locate(model, tokenizer, task.get("id_task") or task["lm_eval_task"], method=method,
-                               budget=settings.budget if spec.budgeted else None, top_k=settings.top_k, seed=seed,
-                               sparsity=search["sparsity"], alpha=search["alpha"], documents=ids,
-                               metric=task.get("id_metric"), dataset_kwargs=data, batch_size=settings.batch_size,
-                               masks_per_pass=settings.masks_per_pass, progress=False,
-                               options=settings.options if spec.options else None)
-        row = validation_record(found, validate, HeadGeometry.of(model.config), task=name, seed=seed, label=label,
+        found = locate(model, tokenizer, task.get("id_task") or task["lm_eval_task"], method=method,
+                       budget=settings.budget if spec.budgeted else None, top_k=settings.top_k, seed=seed,
+                       sparsity=search["sparsity"], alpha=search["alpha"], documents=ids,
+                       metric=task.get("id_metric"), dataset_kwargs=data, batch_size=settings.batch_size,
+                       masks_per_pass=settings.masks_per_pass, progress=False,
+                       options=settings.options if spec.options else None)
+        row = validation_record(Searched.of(found), validate, HeadGeometry.of(model.config), task=name, seed=seed, label=label,
                                 n_docs=n_full, seconds=time.perf_counter() - started, settings=settings,
                                 id_metric=task.get("id_metric"))
         append_record(record, row)
@@ -154,23 +155,38 @@ def validators(model, tokenizer, task: dict, data: dict, settings: Comparison) -
             for t in tasks]
 
 
-def validation_record(found, validate: list, geometry, *, task: str, seed: int, label: str, n_docs: int, seconds: float,
-                      settings: Comparison, id_metric: str | None = None) -> dict:
-    """One search's record (``found``: a :class:`headloc.api.Located`): its top k, and its top k
-    without the universal heads, ablated on the full data by each of ``validate``
+@dataclass(frozen=True)
+class Searched:
+    """What a validation reads of a search: its ranking, its evaluations and each head's label."""
+
+    ranking: list
+    n_evals: int
+    labels: dict = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, found) -> Searched:
+        """From a :class:`headloc.api.Located`."""
+        return cls(list(found.ranking), found.n_evals, dict(found.record.get("labels", {})))
+
+
+def validation_record(found: Searched, validate: list, geometry, *, task: str, seed: int, label: str, n_docs: int,
+                      seconds: float, settings: Comparison, id_metric: str | None = None) -> dict:
+    """One search's record: its top k, and its top k without the universal heads, ablated on the
+    full data by each of ``validate``
     (:func:`validators`), the unablated model beside them (one call each: masks unablated, top k,
     filtered top k; ``geometry``: the model's :class:`headloc.heads.HeadGeometry`)."""
     from headloc.heads import headset_mask
 
+    top = found.ranking[: settings.top_k]
     filtered = [head for head in found.ranking if head not in settings.universal][: settings.top_k]
     masks = np.vstack([np.zeros(geometry.total, dtype=np.int8)]
                       + [headset_mask(heads, geometry.n_layers, geometry.n_heads).reshape(-1)
-                         for heads in (found.top_heads, filtered)])
+                         for heads in (top, filtered)])
     clean, ablated, filtered_ablated = (float(v) for v in validate[0](masks, desc=f"validate {task}"))
-    row = {"kind": "validation", "task": task, "seed": seed, "method": label, "top": found.top_heads,
+    row = {"kind": "validation", "task": task, "seed": seed, "method": label, "top": top,
            "n_evals": found.n_evals, "seconds": seconds, "n_docs": n_docs, "clean": clean, "ablated": ablated,
            "universal": list(settings.universal), "filtered_top": filtered, "filtered_ablated": filtered_ablated,
-           "labels": [found.record.get("labels", {}).get(head, "") for head in filtered]}
+           "labels": [found.labels.get(head, "") for head in filtered]}
     if len(validate) > 1:
         row["id_clean"], row["id_ablated"], row["id_filtered_ablated"] = (
             float(v) for v in validate[1](masks, desc=f"validate {task} ({id_metric})"))

@@ -1,5 +1,5 @@
 """Searches compared with a reference: every method against greedy, seed by seed
-(:func:`vs_greedy_table`, the records of :mod:`headloc.api.vs_greedy`), and one search's scores in
+(:func:`vs_greedy_table`, the records of :mod:`headloc.benchmarks.vs_greedy`), and one search's scores in
 two runs, e.g. in two dtypes (:func:`score_agreement`).
 
 >>> print(mean_se([-50.0, -60.0]), mean_se([-50.0]), mean_se([]))
