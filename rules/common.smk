@@ -127,6 +127,31 @@ def step_params(step, **facts):
     )
 
 
+ONE_JOB_KINDS = methods.kinds.one_job()
+
+
+def search_kind(wildcards):
+    return methods.get(search_method(wildcards)).kind
+
+
+def one_job_tasks(wildcards):
+    """The task options a one-job search reads, by role: how it scores masks (a kind that scores),
+    the task whose gold continuations it differentiates (a kind that does)."""
+    kind = search_kind(wildcards)
+    roles = {
+        "scoring": (kind.scored, task_options),
+        "gold": (kind.gold, validation_task_options),
+    }
+    return {role: options(wildcards) for role, (used, options) in roles.items() if used}
+
+
+def one_job_step(wildcards):
+    """A one-job search's step parameters (its step is named as its kind)."""
+    return step_params(search_kind(wildcards).name, higher_is_better=scoring_direction)(
+        wildcards
+    )
+
+
 def universal_heads(wildcards):
     """The model's universal heads, which a method that leaves them out (greedy) never chooses."""
     leaves_out = methods.get(search_method(wildcards)).excludes_universal

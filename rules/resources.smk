@@ -1,5 +1,5 @@
 """The evaluating jobs' template: every rule that loads a model to evaluate it (score_masks,
-gradient_search, sequential_search, score_top_heads, validate_headset and the rules derived from
+search_job, score_top_heads, validate_headset and the rules derived from
 them) takes its resources from EVALUATING and its params from evaluating_params, so that none can
 miss the GPU, the model-sized memory and time or the GPU partition.
 

@@ -40,84 +40,35 @@ rule score_masks:
         "../scripts/score_masks.py"
 
 
-rule gradient_search:
-    """Attribution patching or Causal Head Gating on the identification subset: one model load,
-    gradients of the gold continuations' log-likelihood instead of masked evaluations.
+rule search_job:
+    """A search whose method's kind runs it in one job (headloc.methods.one_job.OneJob: gradient,
+    sequential and guided searches) on the identification subset: one model load, then the kind's
+    step, which scores masks on the search's scoring task, differentiates the same documents' gold
+    continuations, or both; a killed job's rerun resumes from the search's record (record.npz).
     """
     input:
         model=get_model_input,
         docs=get_id_subset,
     output:
-        paths.GRADIENT,
+        paths.ONE_JOB_RESULT,
     log:
-        "results/logs/gradient_search/{model}/{task}/{search}.log",
+        "results/logs/{kind}_search/{model}/{task}/{search}.log",
     benchmark:
-        "results/benchmarks/gradient_search/{model}/{task}/{search}.tsv"
+        "results/benchmarks/{kind}_search/{model}/{task}/{search}.tsv"
     wildcard_constraints:
-        search=alternatives(PLAN.searches_run_by("gradient_search")),
+        search=alternatives(PLAN.searches_run_by("search_job")),
+        kind=alternatives(ONE_JOB_KINDS),
     conda:
         "../envs/headloc.yaml"
     resources:
         **EVALUATING,
     params:
-        **evaluating_params(task=validation_task_options),
-        gradient=step_params("gradient"),
+        **evaluating_params(),
+        task_digest=task_digest,
+        tasks=one_job_tasks,
+        step=one_job_step,
     script:
-        "../scripts/gradient_search.py"
-
-
-rule sequential_search:
-    """A sequential search (group testing, Thompson sampling) on the identification subset: one
-    model load, rounds of masks scored in turn, each round's masks chosen from the scores so far;
-    a killed job's rerun resumes from the search's record (paths.RECORD)."""
-    input:
-        model=get_model_input,
-        docs=get_id_subset,
-    output:
-        paths.SEQUENTIAL,
-    log:
-        "results/logs/sequential_search/{model}/{task}/{search}.log",
-    benchmark:
-        "results/benchmarks/sequential_search/{model}/{task}/{search}.tsv"
-    wildcard_constraints:
-        search=alternatives(PLAN.searches_run_by("sequential_search")),
-    conda:
-        "../envs/headloc.yaml"
-    resources:
-        **EVALUATING,
-    params:
-        **evaluating_params(task=task_options),
-        sequential=step_params("sequential", higher_is_better=scoring_direction),
-    script:
-        "../scripts/sequential_search.py"
-
-
-rule guided_search:
-    """Gradient-guided greedy on the identification subset: one model load; each step a gradient of
-    the gold continuations beside the heads chosen so far, then the heads it lists scored on the
-    search's scoring task beside them; a killed job's rerun resumes from the search's record
-    (paths.RECORD)."""
-    input:
-        model=get_model_input,
-        docs=get_id_subset,
-    output:
-        paths.GUIDED,
-    log:
-        "results/logs/guided_search/{model}/{task}/{search}.log",
-    benchmark:
-        "results/benchmarks/guided_search/{model}/{task}/{search}.tsv"
-    wildcard_constraints:
-        search=alternatives(PLAN.searches_run_by("guided_search")),
-    conda:
-        "../envs/headloc.yaml"
-    resources:
-        **EVALUATING,
-    params:
-        **evaluating_params(task=task_options),
-        gold=validation_task_options,
-        guided=step_params("guided", higher_is_better=scoring_direction),
-    script:
-        "../scripts/guided_search.py"
+        "../scripts/search_job.py"
 
 
 rule refine_masks:

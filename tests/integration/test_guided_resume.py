@@ -1,5 +1,5 @@
 """Gradient-guided greedy as its job runs it (headloc.methods.kinds.guided.guided, the one call of rule
-guided_search's script) on the planted tiny model (tests/planted.py): its heads against greedy's,
+search_job's script) on the planted tiny model (tests/planted.py): its heads against greedy's,
 computed here from plain forward passes; its values against the scores measured here; a job killed
 mid-way resumes from its record to the uninterrupted result, scoring no recorded head set and
 taking no recorded gradient again; a record of other inputs is not resumed."""

@@ -1,7 +1,7 @@
 """A sequential search killed mid-way (SIGTERM, SIGKILL) resumes from its record and ends with the
 same record and result as an uninterrupted one, scoring no recorded mask again.
 
-The step (headloc.methods.kinds.sequential.sequential, the one call of rule sequential_search's script) runs
+The step (headloc.methods.kinds.sequential.sequential, the step rule search_job's script makes for a sequential search) runs
 in a real subprocess on the planted tiny model (tests/planted.py), its scorer slowed so the kill
 lands between rounds or inside one; every mask it starts scoring is appended to a journal first.
 The same step, called again in this process as the rerun of the killed job would call it, goes on
@@ -9,8 +9,8 @@ from the record. The reference is the same step uninterrupted.
 
 The same step killed in-process between rounds on the simulated world (headloc.search.simulate):
 a lower-is-better score resumes to the uninterrupted result, and a record left by another model,
-other documents or another task (its key, sequential.record_key, as scripts/sequential_search.py
-builds it) is not resumed.
+other documents or another task (its key, headloc.methods.record.record_key, as
+headloc.workflow.jobs.one_job builds it) is not resumed.
 """
 
 import contextlib
@@ -31,6 +31,7 @@ from planted import N_HEADS, N_LAYERS, planted_dir, planted_examples, weakened
 
 from headloc.heads import HeadGeometry
 from headloc.methods.kinds import sequential
+from headloc.methods.record import record_key
 from headloc.search.simulate import make_world
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -240,10 +241,10 @@ def record_files(folder: Path) -> tuple[Path, Path]:
 
 
 def key_of(model_file: Path, docs: Path, **changed) -> str:
-    """The record's key as scripts/sequential_search.py builds it."""
+    """The record's key as headloc.workflow.jobs.one_job builds it."""
     fields = {"task_digest": "d0", "location": str(model_file), "model": {"dtype": "float32"},
-              "task": {"lm_eval_task": "headloc_ioi", "metric": "acc"}, "inputs": [model_file, docs], **changed}
-    return sequential.record_key(**fields)
+              "task": {"scoring": {"lm_eval_task": "headloc_ioi", "metric": "acc"}}, "inputs": [model_file, docs], **changed}
+    return record_key(**fields)
 
 
 def touched(path: Path) -> Path:
@@ -258,7 +259,7 @@ OTHER_INPUTS = {
     "another model location": lambda model, docs: {"location": str(model.parent / "other.gguf")},
     "other model settings": lambda model, docs: {"model": {"dtype": "bfloat16"}},
     "another task digest": lambda model, docs: {"task_digest": "d1"},
-    "another task": lambda model, docs: {"task": {"lm_eval_task": "headloc_ioi", "metric": "acc_norm"}},
+    "another task": lambda model, docs: {"task": {"scoring": {"lm_eval_task": "headloc_ioi", "metric": "acc_norm"}}},
     "new documents": lambda model, docs: {"inputs": [model, touched(docs)]},
     "a new model file": lambda model, docs: {"inputs": [touched(model), docs]},
 }

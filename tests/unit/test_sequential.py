@@ -89,7 +89,7 @@ def test_a_record_of_other_settings_or_unfinished_is_refused():
 
 
 def test_the_sequential_step_replays_its_record_once_per_job(tmp_path, monkeypatch):
-    """sequential.sequential (rule sequential_search, the driver): one plan per job, fresh or resumed,
+    """sequential.sequential (rule search_job, the driver): one plan per job, fresh or resumed,
     and the same record either way."""
     import logging
 
@@ -136,7 +136,7 @@ def test_recovery_json_names_the_heads_a_search_keeps_in_its_details():
 
 
 def test_a_search_stopped_at_its_cap_warns_in_the_log_and_in_recovery_json(tmp_path, caplog):
-    """Rule sequential_search's step and checkpoint recover_heads' (the driver's too): a group
+    """Rule search_job's step and checkpoint recover_heads' (the driver's too): a group
     testing search capped before its top k are confirmed logs a warning naming the cap and the
     unconfirmed heads, and recovery.json carries it in ``warnings`` with the ``confirmed`` heads."""
     import logging

@@ -10,7 +10,7 @@ scores, evaluations) and a plain transformers forward pass, not from the methods
   greedy's round 1, smaller budgets read the first rows of the full design, repeats draw new
   designs, cs_adaptive screens then refines, and Table 4 carries the recall of greedy's top k and
   the unfiltered deltas;
-- gradient methods (attribution, chg): rule gradient_search writes gradient.json, the recover_heads
+- gradient methods (attribution, chg): rule search_job writes gradient.json, the recover_heads
   checkpoint turns it into recovery.json in the format of the other methods, Table 9 lists every
   search;
 - one GPU per job: the run is given three (fake) GPUs and three evaluating jobs at a time; each
@@ -250,7 +250,7 @@ def test_random_draws_evaluate_nothing_and_sit_in_table4(results):
 
 
 def test_sequential_searches_resume_from_a_record_and_recover_like_the_others(results):
-    """group_testing and thompson: one sequential_search job each, its record (every scored mask
+    """group_testing and thompson: one search_job job each, its record (every scored mask
     once, the unablated row first), its result turned into recovery.json by recover_heads."""
     from headloc.methods import get
     from headloc.methods.kinds.sequential import SequentialParams
@@ -276,7 +276,7 @@ def test_sequential_searches_resume_from_a_record_and_recover_like_the_others(re
 
 
 def test_the_guided_search_records_what_it_scored_and_chose_greedily_from_it(results):
-    """guided_greedy: one guided_search job, its record (every head set it scored once, with its raw
+    """guided_greedy: one search_job job, its record (every head set it scored once, with its raw
     score, and each gradient beside the heads chosen before it), recovery.json read back against
     it: each chosen head the lowest-scoring of its step's listed sets, its value its measured change."""
     folder = results / "tiny" / "ioi" / GUIDED
@@ -319,7 +319,7 @@ def job_span(log: Path) -> tuple[datetime, datetime, str]:
 def test_concurrent_evaluating_jobs_each_hold_their_own_gpu(results):
     """The run had CUDA_VISIBLE_DEVICES=0,1,2 and --resources gpu=3: Snakemake ran three evaluating
     jobs at a time and said nothing of which GPU each should use. Every score_masks and
-    sequential_search and guided_search job claimed one, from its first log line to its last no other job held it,
+    search_job claimed one, from its first log line to its last no other job held it,
     and all three were used (the third is claimed only while the other two are held)."""
     logs = sorted((results / "logs" / "score_masks").rglob("*.log"))
     logs += sorted((results / "logs" / "sequential_search").rglob("*.log"))

@@ -220,10 +220,10 @@ def test_slurm_profile_dry_run_without_slurm(monkeypatch, tmp_path):
                        "--directory", str(tmp_path))
     out = result.stdout + result.stderr
     assert "Using profiles" in out and "profiles/slurm" in out
-    # the demo's main method: one guided_search job per task (guided greedy scores its own masks)
+    # the demo's main method: one search_job per task (guided greedy scores its own masks in one job)
     demo = yaml.safe_load((REPO / "config/demo.yaml").read_text())
     assert demo["search"]["methods"] == ["guided_greedy"], "the demo's default changed: update this test"
-    search_jobs = [block for block in out.split("\nrule ") if block.startswith("guided_search:")]
+    search_jobs = [block for block in out.split("\nrule ") if block.startswith("search_job:")]
     assert search_jobs, out[-2000:]
     for block in search_jobs:
         resources = next(line for line in block.splitlines() if line.strip().startswith("resources:"))
@@ -233,23 +233,23 @@ def test_slurm_profile_dry_run_without_slurm(monkeypatch, tmp_path):
                      "mem_mb=6000", "runtime=120"):
             assert item in resources, resources
     counts = dict(line.split()[:2] for line in result.stdout.splitlines()
-                  if line.split()[:1] and line.split()[0] in {"guided_search", "score_masks", "recover_heads"})
+                  if line.split()[:1] and line.split()[0] in {"search_job", "score_masks", "recover_heads"})
     n_tasks = len(demo["tasks"])
-    assert int(counts["guided_search"]) == n_tasks == len(search_jobs) and int(counts["recover_heads"]) == n_tasks
+    assert int(counts["search_job"]) == n_tasks == len(search_jobs) and int(counts["recover_heads"]) == n_tasks
     assert "score_masks" not in counts  # no mask design to score in chunks
     materialize = next(block for block in out.split("\nrule ") if block.startswith("materialize_dataset:"))
     assert "slurm_partition=," in materialize or "slurm_partition=\n" in materialize  # SBATCH_PARTITION unset
 
 
 # the rules that load a model to evaluate it: each takes the evaluating jobs' template (rules/resources.smk)
-EVALUATING = {"score_masks", "score_stage2_masks", "score_greedy_masks", "gradient_search", "sequential_search",
-              "guided_search", "score_top_heads", "validate_headset"}
+EVALUATING = {"score_masks", "score_stage2_masks", "score_greedy_masks", "search_job", "score_top_heads",
+              "validate_headset"}
 
 
 def test_every_job_holding_a_gpu_goes_to_the_gpu_partition_on_slurm(monkeypatch, tmp_path):
     """A dry run through profiles/slurm of a config with a method of every kind, tuning and one
     validation: each job with gpu=1 goes to HEADLOC_GPU_PARTITION and every other job to
-    SBATCH_PARTITION (sequential_search and score_stage2_masks once went to the default partition
+    SBATCH_PARTITION (a sequential search's job and score_stage2_masks once went to the default partition
     with a GPU request), and every evaluating rule is among them."""
     monkeypatch.setenv("HEADLOC_GPU_PARTITION", "gpu-x")
     monkeypatch.setenv("SBATCH_PARTITION", "cpu-y")

@@ -1,5 +1,5 @@
 """Attribution patching (:mod:`headloc.search.attribution`): each head's ablation effect to first
-order, one gradient of the gold continuation's log-likelihood at gate = 1 (rule gradient_search)."""
+order, one gradient of the gold continuation's log-likelihood at gate = 1 (rule search_job)."""
 
 from headloc.methods.contract import SCALE, Method
 

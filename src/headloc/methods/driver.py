@@ -2,7 +2,7 @@
 ``score`` function in place of the scoring jobs.
 
 The workflow spreads a search over jobs (make_masks, score_masks, refine_masks, greedy's rounds,
-gradient_search, sequential_search, guided_search, recover_heads), each a script that makes one step's call.
+search_job, recover_heads), each a script that makes one step's call.
 :func:`drive` has the method's kind make the same calls (:meth:`headloc.methods.kinds.Kind.drive`),
 writing the same files under one folder, laid out as a workflow's search folder
 (:class:`~headloc.methods.kinds.SearchFiles`); headloc.locate, benchmarks/ground_truth.py and the
@@ -24,6 +24,7 @@ from headloc.methods.kinds import SearchFiles
 from headloc.methods.settings import SearchSettings, SearchSpec
 
 LOG = logging.getLogger("headloc.methods")
+BATCH = 256  # rows per gradient pass where the caller gives none: memory only, not the result
 
 
 def drive(method, score, geometry: HeadGeometry, folder, settings: SearchSettings | None = None, *,
@@ -54,7 +55,9 @@ def drive(method, score, geometry: HeadGeometry, folder, settings: SearchSetting
 class Job:
     """One driven search, as a kind's steps see it: how its masks are scored, its model's heads,
     where its files go, the scored metric's direction, its log; the model and gold continuations of
-    a gradient search, and the heads greedy's rounds leave out."""
+    a gradient search, the heads greedy's rounds leave out, the rows per gradient pass (memory
+    only) and what a one-job search's record depends on beyond its parameters
+    (:func:`headloc.methods.record.record_key`; empty in one process, whose inputs do not change)."""
 
     score: Callable
     geometry: HeadGeometry
@@ -63,6 +66,8 @@ class Job:
     log: logging.Logger
     gradient: tuple | None = None
     universal: tuple[str, ...] = ()
+    batch_size: int = BATCH
+    key: str = ""
 
     def scored(self, masks: np.ndarray, stage: str = "") -> list[str]:
         """Score ``masks`` and write their table and per-document scores as one scoring job of rule

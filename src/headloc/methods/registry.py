@@ -16,7 +16,7 @@ from pathlib import Path
 from headloc.methods.contract import Method
 
 # The package's modules that run methods instead of declaring them (and its sub-packages: the kinds).
-MACHINERY = ("contract", "driver", "registry", "settings", "steps")
+MACHINERY = ("contract", "driver", "one_job", "record", "registry", "settings", "steps")
 _REGISTRY: dict[str, Method] = {}
 
 

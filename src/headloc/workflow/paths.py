@@ -38,13 +38,9 @@ ROUND_MASKS = _IN_SEARCH.masks("round{round}")
 ROUND_SCORES = _IN_SEARCH.score_table("round{round}", "{chunk}")
 ROUND_SAMPLES = _IN_SEARCH.samples("round{round}", "{chunk}")
 CHOSEN = _IN_SEARCH.chosen("{round}")
-GRADIENT = _IN_SEARCH.result("gradient")
-SEQUENTIAL = _IN_SEARCH.result("sequential")
-GUIDED = _IN_SEARCH.result("guided")
-# a one-job search's scores (and a guided search's gradients) so far: no rule's output (Snakemake
-# would delete a killed job's outputs), so a rerun of the killed job resumes from it
-# (headloc.methods.kinds.sequential and .guided)
-RECORD = _IN_SEARCH.record()
+# a one-job search's result, named by its method's kind (gradient.json, sequential.json, guided.json);
+# its record (record.npz, headloc.methods.record) lies beside it and is no rule's output
+ONE_JOB_RESULT = _IN_SEARCH.result("{kind}")
 RECOVERY = f"{SEARCH}/recovery.json"
 HEATMAP = f"{SEARCH}/heatmap.png"
 ID_TOPK = f"{SEARCH}/id_topk.json"

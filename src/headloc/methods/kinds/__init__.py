@@ -81,8 +81,8 @@ class SearchFiles:
         return self.path(f"{kind}.json")
 
     def record(self) -> str:
-        """A sequential or guided search's record: every mask scored (and a guided search's every
-        gradient) so far, to resume from."""
+        """A one-job search's record (:mod:`headloc.methods.record`): every mask scored (and every
+        gradient taken) so far, to resume from."""
         return self.path("record.npz")
 
 
@@ -181,6 +181,11 @@ def registry() -> dict[str, Kind]:
 
 def names() -> list[str]:
     return sorted(registry())
+
+
+def one_job() -> list[str]:
+    """The kinds whose searches run in one job (:class:`headloc.methods.one_job.OneJob`, rule search_job)."""
+    return sorted(name for name, kind in registry().items() if kind.rule == "search_job")
 
 
 def get(name: str) -> Kind:

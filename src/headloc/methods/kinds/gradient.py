@@ -1,7 +1,7 @@
 """Kind ``gradient``: one job differentiates the gold continuations' log-likelihood (attribution
 patching, Causal Head Gating) instead of scoring masks.
 
-Steps: :func:`gradient` (rule gradient_search, which loads the model and the gold continuations),
+Steps: :func:`gradient` (rule search_job, which loads the model and the gold continuations),
 then the recovery (rule recover_heads), which reads the job's result. Its methods supply the
 function the step calls (``algorithm``).
 """
@@ -12,16 +12,14 @@ import time
 from dataclasses import dataclass
 
 from headloc.io import write_json
-from headloc.methods.kinds import Kind, SearchFiles, read_result
+from headloc.methods.one_job import OneJob
 from headloc.methods.registry import get
-from headloc.methods.steps import RecoverInputs, RecoverParams, WithOptions
-
-BATCH = 256  # rows per forward pass when driven in one process: memory only, not the result
+from headloc.methods.steps import RecoverParams, WithOptions
 
 
 @dataclass(frozen=True)
 class GradientParams(WithOptions):
-    """Rule gradient_search: the method, its seed and its options."""
+    """Rule search_job, a gradient search: the method, its seed and its options."""
 
     method: str
     seed: int
@@ -32,27 +30,21 @@ class GradientParams(WithOptions):
         return cls(search.method.name, search.settings.seed, search.options)
 
 
-class Gradient(Kind):
+class Gradient(OneJob):
     name = "gradient"
     algorithm = "fit(model, examples, options, seed, batch_size) -> result (headloc.engine.supervision.recovery_fields)"
     gold = True
     seeded = True
-    rule = "gradient_search"
-    recover = staticmethod(read_result)
     steps = {"gradient": GradientParams, "recover": RecoverParams}
     unassessed = ("estimated", "a gradient estimates each head's effect; no head set was scored")
 
-    def recovery_inputs(self, files: SearchFiles, search, model=()) -> RecoverInputs:
-        return RecoverInputs(result=files.result(self.name))
-
-    def drive(self, search, job) -> RecoverInputs:
+    def run(self, params: GradientParams, job) -> dict:
         model, examples = job.gradient
-        gradient(self.params("gradient", search), model, examples, BATCH, job.files.result(self.name), job.log)
-        return self.recovery_inputs(job.files, search)
+        return gradient(params, model, examples, job.batch_size, job.files.result(self.name), job.log)
 
 
 def gradient(params: GradientParams, model, examples, batch_size: int, result_out, log) -> dict:
-    """Rule gradient_search: run the gradient method on the gold continuations ``examples``
+    """Rule search_job, a gradient search: run the gradient method on the gold continuations ``examples``
     (:class:`headloc.engine.supervision.Example`), ``batch_size`` rows per forward pass (memory only:
     the result does not depend on it); write its part of recovery.json (method, documents and
     :func:`headloc.engine.supervision.recovery_fields`) to ``result_out``."""

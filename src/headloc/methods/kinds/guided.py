@@ -3,7 +3,7 @@ a gradient beside the heads chosen so far (attribution with their gates at 0) dr
 list, and the job scores each listed head ablated beside them (gradient-guided greedy,
 :mod:`headloc.search.guided`), keeping a record to resume from.
 
-Steps: :func:`guided` (rule guided_search, which loads the model once and hands the step both the
+Steps: :func:`guided` (rule search_job, which loads the model once and hands the step both the
 scoring task's ``score(masks)`` and the gold continuations of the same documents), then the
 recovery (rule recover_heads), which reads the job's result. Its methods supply the search
 (``algorithm``), which chooses heads from the estimates and scores the step gives it.
@@ -11,26 +11,23 @@ recovery (rule recover_heads), which reads the job's result. Its methods supply 
 
 from __future__ import annotations
 
-import json
 import math
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import dataclass
 
 import numpy as np
 
 from headloc.heads import HeadGeometry
-from headloc.io import Scored, atomic_path, oriented, write_json
-from headloc.methods.kinds import Kind, SearchFiles, read_result
+from headloc.io import Scored, oriented, write_json
+from headloc.methods.one_job import OneJob
+from headloc.methods.record import Record, identity
 from headloc.methods.registry import get
-from headloc.methods.steps import RecoverInputs, RecoverParams, WithOptions
-from headloc.search.evidence import extend_per_doc, log_evidence, of_record
-
-BATCH = 256  # documents per gradient pass when driven in one process: memory only, not the result
+from headloc.methods.steps import RecoverParams, WithOptions
+from headloc.search.evidence import log_evidence
 
 
 @dataclass(frozen=True)
 class GuidedParams(WithOptions):
-    """Rule guided_search: the method, the top k it chooses, its options and the scored metric's
+    """Rule search_job, a guided search: the method, the top k it chooses, its options and the scored metric's
     direction."""
 
     method: str
@@ -43,30 +40,24 @@ class GuidedParams(WithOptions):
         return cls(search.method.name, search.settings.top_k, search.options, search.higher_is_better)
 
 
-class Guided(Kind):
+class Guided(OneJob):
     name = "guided"
     algorithm = ("search(estimate, score_sets, n_heads, params: GuidedParams) -> headloc.search.guided.Guided "
                  "(estimate(background): every head's estimated drop beside it; score_sets(head sets): "
                  "higher-is-better scores)")
     scored = True
     gold = True
-    rule = "guided_search"
-    recover = staticmethod(read_result)
     steps = {"guided": GuidedParams, "recover": RecoverParams}
 
-    def recovery_inputs(self, files: SearchFiles, search, model=()) -> RecoverInputs:
-        return RecoverInputs(result=files.result(self.name))
-
-    def drive(self, search, job) -> RecoverInputs:
+    def run(self, params: GuidedParams, job) -> dict:
         model, examples = job.gradient
-        guided(self.params("guided", search), job.geometry, job.score, model, examples, BATCH, job.files.record(),
-               job.files.result(self.name), job.log)
-        return self.recovery_inputs(job.files, search)
+        return guided(params, job.geometry, job.score, model, examples, job.batch_size, job.files.record(),
+                      job.files.result(self.name), job.log, key=job.key)
 
 
 def guided(params: GuidedParams, geometry: HeadGeometry, score, model, examples, batch_size: int, record_path,
            result_out, log, *, key: str = "") -> dict:
-    """Rule guided_search: the method's search, ``score(masks) -> raw scores`` (in the metric's
+    """Rule search_job, a guided search: the method's search, ``score(masks) -> raw scores`` (in the metric's
     direction; one call per step, so that a step's masks share forward passes) scoring its head
     sets, attribution on ``examples`` (the same documents' gold continuations, ``batch_size`` per
     pass: memory only) estimating each head's drop beside a background. Every score and estimate
@@ -74,8 +65,7 @@ def guided(params: GuidedParams, geometry: HeadGeometry, score, model, examples,
     of the same search (same parameters and ``key``, as the sequential kind's) is resumed: nothing
     it holds is scored or differentiated again. Writes the method's part of recovery.json to
     ``result_out``."""
-    identity = json.dumps({"params": asdict(params), "key": key}, sort_keys=True, default=str)
-    record = Record.read(record_path, identity, geometry.total, log)
+    record = Record.read(record_path, identity(params, key), geometry.total, log)
 
     def score_sets(head_sets: list) -> list[float]:
         masks = np.array([record.mask(heads) for heads in head_sets])
@@ -105,10 +95,8 @@ def guided(params: GuidedParams, geometry: HeadGeometry, score, model, examples,
     chosen = get(params.method).algorithm(estimate, score_sets, geometry.total, params)
     fields = guided_fields(chosen, record.equivalent(), geometry.names)
     coef = np.array([fields["coef"][name] for name in geometry.names])
-    evidence = of_record(record.masks, oriented(record.scores, params.higher_is_better),
-                         None if record.per_doc is None else oriented(record.per_doc, params.higher_is_better),
-                         coef, measured_sets(chosen), top_k=params.top_k,
-                         seed=0)  # the resamples' seed: a guided search draws nothing else at random
+    evidence = record.evidence(coef, measured_sets(chosen), top_k=params.top_k, higher_is_better=params.higher_is_better,
+                               seed=0)  # the resamples' seed: a guided search draws nothing else at random
     log_evidence(evidence, geometry.names, coef, log)
     result = {"method": params.method, "n_docs": len(examples), **fields, **evidence.fields(geometry.names, coef)}
     log.info("%s: %d masked evaluations and %d gradient passes (%d evaluations in all); heads %s", params.method,
@@ -158,79 +146,3 @@ def measured_sets(chosen) -> dict[int, tuple[list[int], list[int]]]:
     for step, head in enumerate(chosen.heads):
         sets[int(head)] = (list(chosen.heads[:step + 1]), list(chosen.heads[:step]))
     return sets
-
-
-@dataclass
-class Record:
-    """What a guided search has scored and differentiated so far: head sets (as masks) with their
-    raw scores, backgrounds (as masks) with the estimates beside them and each gradient's cost in
-    masked evaluations; ``identity``: the search and inputs it belongs to; ``per_doc``: each head
-    set's raw per-document scores, where every set has them."""
-
-    identity: str
-    masks: np.ndarray
-    scores: np.ndarray
-    backgrounds: np.ndarray
-    estimates: np.ndarray
-    costs: np.ndarray
-    per_doc: np.ndarray | None = None
-
-    @classmethod
-    def empty(cls, identity: str, n_heads: int) -> Record:
-        rows = np.zeros((0, n_heads), dtype=np.int8)
-        return cls(identity, rows, np.zeros(0), rows.copy(), np.zeros((0, n_heads)), np.zeros(0))
-
-    @classmethod
-    def read(cls, path, identity: str, n_heads: int, log) -> Record:
-        """The record at ``path``; empty when there is none or it is another search's."""
-        if not Path(path).exists():
-            return cls.empty(identity, n_heads)
-        with np.load(path) as kept:
-            if str(kept["identity"]) != identity:
-                log.info("%s was left by another search or inputs: starting afresh", path)
-                return cls.empty(identity, n_heads)
-            found = cls(identity, *(kept[name] for name in ("masks", "scores", "backgrounds", "estimates", "costs")),
-                        per_doc=kept["per_doc"] if "per_doc" in kept.files else None)
-        log.info("resuming from %s: %d head sets scored, %d gradients taken", path, len(found.masks),
-                 len(found.backgrounds))
-        return found
-
-    def write(self, path) -> None:
-        """The whole record, atomically: a kill leaves the previous record or this one."""
-        with atomic_path(path) as tmp, open(tmp, "wb") as handle:
-            kept = {} if self.per_doc is None else {"per_doc": self.per_doc}
-            np.savez(handle, identity=np.array(self.identity), masks=self.masks, scores=self.scores,
-                     backgrounds=self.backgrounds, estimates=self.estimates, costs=self.costs, **kept)
-
-    @staticmethod
-    def _find(rows: np.ndarray, row: np.ndarray):
-        hits = np.flatnonzero((rows == row).all(axis=1)) if len(rows) else []
-        return int(hits[0]) if len(hits) else None
-
-    def score(self, mask: np.ndarray) -> float | None:
-        at = self._find(self.masks, mask)
-        return None if at is None else float(self.scores[at])
-
-    def add_scores(self, masks: np.ndarray, raw: np.ndarray, per_doc: np.ndarray | None = None) -> None:
-        self.per_doc = extend_per_doc(self.per_doc, len(self.masks), per_doc)
-        self.masks = np.vstack([self.masks, masks.astype(np.int8)])
-        self.scores = np.concatenate([self.scores, raw])
-
-    def estimate(self, background) -> np.ndarray | None:
-        at = self._find(self.backgrounds, self.mask(background))
-        return None if at is None else self.estimates[at].copy()
-
-    def add_estimate(self, background, estimate: np.ndarray, cost: float) -> None:
-        self.backgrounds = np.vstack([self.backgrounds, self.mask(background)[None]])
-        self.estimates = np.vstack([self.estimates, np.asarray(estimate, dtype=float)[None]])
-        self.costs = np.append(self.costs, cost)
-
-    def equivalent(self) -> float:
-        """The gradients' cost, in masked evaluations."""
-        return float(self.costs.sum())
-
-    def mask(self, heads) -> np.ndarray:
-        """``heads`` (flat indices) as a mask row."""
-        mask = np.zeros(self.masks.shape[1], dtype=np.int8)
-        mask[list(heads)] = 1
-        return mask
