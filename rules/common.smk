@@ -198,6 +198,26 @@ def main_recovery_files(wildcards):
     ]
 
 
+def universal_damage(wildcards):
+    """The heads measured alone, where the model's universal heads are detected from damage."""
+    universal = config["universal"]
+    if universal["detect"] != "damage" or wildcards.model in universal["heads"]:
+        return []
+    return paths.SINGLE_HEADS.format(model=wildcards.model)
+
+
+def found_universal(model):
+    """The model's universal heads as rule universal_heads found them (after its checkpoint)."""
+    found = checkpoints.universal_heads.get(model=model)
+    with open(found.output[0]) as handle:
+        return json.load(handle)["heads"]
+
+
+def universal_files(wildcards):
+    """Every model's universal heads: the selections of the collected tables read them."""
+    return expand(paths.UNIVERSAL, model=MODELS) if LOCALIZED else []
+
+
 def get_tuning_points(wildcards):
     return [
         paths.ID_TOPK.format(search=search, **wildcards)
@@ -233,7 +253,8 @@ def get_collected_evals(wildcards):
             (task, search): ranking(model, task, search)
             for task, search in PLAN.searches_of(wildcards.collection)
         }
-        headsets = PLAN.headsets(wildcards.collection, rankings, model)
+        universal = found_universal(model) if rankings else None
+        headsets = PLAN.headsets(wildcards.collection, rankings, model, universal)
         files += expand(paths.EVAL, model=model, task=TASKS, headset=headsets)
     return files
 

@@ -17,10 +17,43 @@ checkpoint recover_heads:
         "../scripts/recover_heads.py"
 
 
-rule universal_heads:
-    """Heads at the top of tasks of several capabilities (paper 6.1), from the main method's rankings."""
+rule single_head_damage:
+    """Heads ablated alone on every task's full data (universal.detect: damage): each task's top
+    heads and the heads its filtered top k reports, in one job per model."""
     input:
-        main_recovery_files,
+        model=get_model_input,
+        docs=[TASK_FACTS.full_documents(task) for task in TASKS],
+        recoveries=main_recovery_files,
+    output:
+        paths.SINGLE_HEADS,
+    log:
+        "results/logs/single_head_damage/{model}.log",
+    benchmark:
+        "results/benchmarks/single_head_damage/{model}.tsv"
+    conda:
+        "../envs/headloc.yaml"
+    resources:
+        **EVALUATING,
+    params:
+        **evaluating_params(),
+        names=TASKS,
+        tasks=all_task_options,
+        task_digests=all_task_digests,
+        directions=TASK_FACTS.directions(),
+        capabilities=PLAN.capabilities,
+        rule=config["universal"],
+        k=PLAN.top_k,
+    script:
+        "../scripts/single_head_damage.py"
+
+
+checkpoint universal_heads:
+    """Heads that degrade tasks of several capabilities (paper 6.1): given, measured alone
+    (universal.detect: damage) or at the top of the main method's rankings (ranking); a
+    checkpoint: the tables' head sets leave them out."""
+    input:
+        recoveries=main_recovery_files,
+        damage=universal_damage,
     output:
         paths.UNIVERSAL,
     log:

@@ -49,6 +49,7 @@ rule collect_recoveries:
     input:
         run=RUN_CONFIG,
         recoveries=get_collected_recoveries,
+        universal=universal_files,
     output:
         paths.COLLECTED,
     log:
@@ -72,6 +73,7 @@ rule collect_evals:
     input:
         run=RUN_CONFIG,
         recoveries=get_collected_recoveries,
+        universal=universal_files,
         evals=get_collected_evals,
     output:
         paths.COLLECTED,

@@ -2,12 +2,15 @@
 
 from headloc.io import log_to_file, read_json, write_table
 from headloc.workflow.plan import collection_selections
+from headloc.workflow.selection import with_universal
 from headloc.workflow.results import evals_frame
 
 log = log_to_file(snakemake.log[0])
 recoveries = [read_json(path) for path in snakemake.input.recoveries]
 evals = [read_json(path) for path in snakemake.input.evals]
-options, p = snakemake.params.selection, snakemake.params
+p = snakemake.params
+# the universal heads each model's rule universal_heads found (detected or given)
+options = with_universal(p.selection, {u["model"]: u["heads"] for u in map(read_json, snakemake.input.universal)})
 chosen = collection_selections(p.collection, recoveries, options, p.main_method)
 frame = evals_frame(chosen, evals, units=p.units, capabilities=options["capabilities"], directions=p.directions)
 write_table(snakemake.output[0], frame)

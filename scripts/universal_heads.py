@@ -1,21 +1,27 @@
-"""One model's universal heads (rule universal_heads): detected, or given by universal.heads; see
-headloc.selection."""
+"""One model's universal heads (rule universal_heads): given by universal.heads, else detected
+from measured damage (universal.detect: damage, rule single_head_damage's file) or from the
+rankings' overlap (universal.detect: ranking); see headloc.workflow.universal and
+headloc.workflow.selection."""
 
 from headloc.io import log_to_file, read_json, write_json
 from headloc.workflow.selection import model_universal_heads
 
 log = log_to_file(snakemake.log[0])
 model = snakemake.wildcards.model
-recoveries = [read_json(path) for path in snakemake.input]
+recoveries = [read_json(path) for path in snakemake.input.recoveries]
 rankings = {r["task"]: r["ranking"] for r in recoveries}
 rule = snakemake.params.rule
 given = rule["heads"].get(model)
-found = model_universal_heads(rankings, snakemake.params.capabilities, rule, model)
-log.info("%d universal heads (%s): %s", len(found), "given by universal.heads" if given is not None else "detected",
-         ", ".join(found) or "none")
+damage = read_json(snakemake.input.damage) if snakemake.input.get("damage") else None
+# head -> the tasks it degrades (damage) or hits (ranking, given)
+found = damage["universal"] if damage is not None else model_universal_heads(rankings, snakemake.params.capabilities,
+                                                                                rule, model)
+how = "given by universal.heads" if given is not None else f"detected by {rule['detect']}"
+log.info("%d universal heads (%s): %s", len(found), how, ", ".join(found) or "none")
 write_json(snakemake.output[0], {
     "model": model,
     "rule": {"top_n": rule["top_n"], "min_capabilities": rule["min_capabilities"], "given": given is not None,
+             "detect": None if given is not None else rule["detect"], "min_drop": rule["min_drop"],
              "filtered": rule["filter"], "searches": [r["search"] for r in recoveries]},
     "heads": list(found),
     "hits": found,

@@ -60,7 +60,7 @@ def methods_config(model_dir) -> dict:
         "group_testing": GROUP_TESTING,
         "validation": {"top_k": TOP_K},
         # top 5 of 8 heads on each of two tasks: at least two heads are universal
-        "universal": {"top_n": 5, "min_capabilities": 2, "filter": True},
+        "universal": {"detect": "ranking", "top_n": 5, "min_capabilities": 2, "filter": True},
     }
 
 

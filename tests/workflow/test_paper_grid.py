@@ -62,8 +62,12 @@ METHODS = {  # every method: 5 x 8 x (cs_stratified, cs_bernoulli) matrices, 5 x
     # recovered from greedy's round 1; greedy's rounds wait on each model's universal heads)
     "materialize_dataset": 8, "subset_dataset": 8, "make_masks": 80, "score_masks": 320,
     "make_greedy_masks": 200, "score_greedy_masks": 800, "choose_greedy_head": 200, "recover_heads": 160,
-    "universal_heads": 5, "run_config": 1, "render_table": 1, "collect_recoveries": 1,
+    "run_config": 1, "render_table": 1, "collect_recoveries": 1,
 }
+# every table of searched heads filters each model's universal heads (universal.detect: damage): one
+# job per model measures heads alone on the full data of all 13 tasks, whose documents it reads
+UNIVERSAL = {"materialize_dataset": 13, "single_head_damage": 5, "universal_heads": 5}
+MAIN, METHODS = {**MAIN, **UNIVERSAL}, {**METHODS, **UNIVERSAL}
 EXPECTED = {
     "table1": {"model_geometry": 5, "run_config": 1, "collect_models": 1, "render_table": 1},
     # tables 2 and 3 mark the shown heads their search did not confirm: they read the recoveries too

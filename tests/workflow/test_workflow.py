@@ -136,12 +136,31 @@ def test_greedy_rounds_keep_the_worst_head(tiny_run, model):
 @pytest.mark.slow
 @pytest.mark.parametrize("model", MODELS)
 def test_universal_heads_follow_the_documented_rule_and_are_filtered(tiny_run, model):
-    # two tasks of two capabilities: universal = in the top 3 of both main-method rankings
-    ioi = recovery(tiny_run, model, "ioi", "cs_stratified")["ranking"][:3]
-    swear = recovery(tiny_run, model, "swear", "cs_stratified")["ranking"][:3]
-    expected = sorted(set(ioi) & set(swear), key=lambda h: tuple(int(x) for x in h[1:].split("H")))
+    """universal.detect: damage (the default): every head of each main ranking's top 3 and of its
+    filtered top k is measured alone on every task's full data; a head is universal when it lowers
+    tasks of two capabilities by at least 10 % of their unablated score, its interval above zero."""
+    damage = read_json(tiny_run / model / "single_heads.json")
+    rankings = {task: recovery(tiny_run, model, task, "cs_stratified")["ranking"] for task in ("ioi", "swear")}
+    measured = set(damage["heads"])
+    # the unablated scores and every head also evaluated alone by rule validate_headset agree with it
+    for task, found in damage["tasks"].items():
+        assert found["baseline"] == pytest.approx(read_json(tiny_run / model / "evals" / task / "none.json")["value"])
+        for head in measured:
+            alone = tiny_run / model / "evals" / task / f"{head}.json"
+            if alone.is_file():
+                assert damage["heads"][head][task]["value"] == pytest.approx(read_json(alone)["value"], abs=1e-6)
+
+    def degrades(head, task):
+        found, baseline = damage["heads"][head][task], damage["tasks"][task]["baseline"]
+        return found["drop"] >= 0.1 * abs(baseline) and found["drop"] > 0 and (found["low"] is None or found["low"] > 0)
+
+    expected = sorted((h for h in measured if len({CAPS[t] for t in damage["tasks"] if degrades(h, t)}) >= 2),
+                      key=lambda h: tuple(int(x) for x in h[1:].split("H")))
     universal = read_json(tiny_run / model / "universal_heads.json")
-    assert universal["heads"] == expected
+    assert universal["heads"] == expected and universal["rule"]["detect"] == "damage"
+    for ranking in rankings.values():
+        assert set(ranking[:3]) <= measured
+        assert set([h for h in ranking if h not in expected][:TOP_K]) <= measured
     recoveries = pd.read_csv(tiny_run / "tables/recoveries.tsv", sep="\t").query("model == @model")
     for heads in recoveries["top_heads"]:
         assert not set(heads.split(",")) & set(expected)
@@ -152,8 +171,11 @@ def test_universal_heads_follow_the_documented_rule_and_are_filtered(tiny_run, m
 @pytest.mark.slow
 def test_every_evaluation_row_matches_its_file(tiny_run):
     evals = pd.read_csv(tiny_run / "tables/evals_all.tsv", sep="\t", keep_default_na=False)
-    # unfiltered: each search's own top k beside its filtered one (the universal filter is on)
-    assert set(evals["kind"]) == {"task", "unfiltered", "universal", "knowledge", "extra"}
+    # unfiltered: each search's own top k beside its filtered one (the universal filter is on); each
+    # universal head alone, where the model has one
+    universal = read_json(tiny_run / "tiny-a" / "universal_heads.json")["heads"]
+    assert set(evals["kind"]) == {"task", "unfiltered", "knowledge", "extra"} | ({"universal"} if universal else set())
+    assert set(evals.query("kind == 'universal' and k > 0")["headset"]) == set(universal)
     assert set(evals.query("kind == 'extra' and k > 0")["headset"]) == {"L0H1+L1H2"}
     for row in evals.query("eval_task != 'swear'").itertuples():
         record = read_json(tiny_run / f"{row.model}/evals/{row.eval_task}/{row.headset}.json")
@@ -186,7 +208,7 @@ def test_tables_and_figures(tiny_run):
     logs = list((tiny_run / "logs").rglob("*.log"))
     assert {p.relative_to(tiny_run / "logs").parts[0] for p in logs} >= {
         "materialize_dataset", "subset_dataset", "make_masks", "score_masks", "make_greedy_masks",
-        "choose_greedy_head", "recover_heads", "universal_heads", "score_top_heads",
+        "choose_greedy_head", "recover_heads", "single_head_damage", "universal_heads", "score_top_heads",
         "choose_hyperparameters", "validate_headset", "model_geometry", "collect_evals",
         "collect_recoveries", "collect_models", "collect_tuning", "render_table", "render_figure"}
 

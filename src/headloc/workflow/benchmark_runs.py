@@ -27,7 +27,6 @@ from headloc.report.efficiency import with_search_fields
 from headloc.workflow import paths
 from headloc.workflow.config import validate_config
 from headloc.workflow.plan import Plan
-from headloc.workflow.selection import model_universal_heads
 
 CONFIG_FILE = "benchmark-config.yaml"
 TABLE4 = paths.TABLE.format(table="table4", ext="csv")
@@ -66,18 +65,12 @@ def run_plan(config_file: Path, schema: Path) -> Plan:
 
 
 def read_universal(where: Path, plan: Plan) -> dict[str, list[str]]:
-    """Per model, the universal heads the run in ``where`` filtered out of its Table 4, found as the
-    workflow finds them (given by universal.heads, or detected on the main search's rankings);
-    empty when universal.filter is off."""
-    rule = plan.config["universal"]
-    if not rule["filter"]:
+    """Per model, the universal heads the run in ``where`` filtered out of its Table 4: its rule
+    universal_heads' files (given by universal.heads, or detected); empty when universal.filter is off."""
+    if not plan.config["universal"]["filter"]:
         return {}
-    found = {}
-    for model in plan.models:
-        rankings = {task: json.loads((where / paths.search_file(paths.RECOVERY, model, task, plan.main_search(task)))
-                                     .read_text())["ranking"] for task in plan.localized}
-        found[model] = list(model_universal_heads(rankings, plan.capabilities, rule, model))
-    return found
+    return {model: json.loads((where / paths.UNIVERSAL.format(model=model)).read_text())["heads"]
+            for model in plan.models}
 
 
 def run_table4(where: Path, schema: Path) -> tuple[pd.DataFrame, dict]:

@@ -17,6 +17,7 @@ RESULTS = "results"
 MODEL_DIR = f"{RESULTS}/models/{{model}}"  # a prepared (converted) checkpoint
 GEOMETRY = f"{RESULTS}/{{model}}/geometry.json"
 UNIVERSAL = f"{RESULTS}/{{model}}/universal_heads.json"
+SINGLE_HEADS = f"{RESULTS}/{{model}}/single_heads.json"  # heads ablated alone on every task (universal.detect: damage)
 
 # documents
 DOCUMENTS = f"{RESULTS}/data/{{task}}/test.jsonl"  # the full documents, copied by headloc

@@ -37,7 +37,7 @@ from headloc.methods.kinds import SearchFiles
 from headloc.methods.settings import SearchSpec
 from headloc.workflow import paths
 from headloc.workflow.configured import searched_tasks, task_settings
-from headloc.workflow.selection import select_heads
+from headloc.workflow.selection import select_heads, with_universal
 
 DIGEST_LENGTH = 12
 
@@ -282,15 +282,18 @@ class Plan:
         }
 
     def headsets(self, collection: str, rankings: Mapping[tuple[str, str], Sequence[str]],
-                 model: str | None = None) -> list[str]:
+                 model: str | None = None, universal: Sequence[str] | None = None) -> list[str]:
         """Head sets of one model a collected evals table needs: the baseline ("none"), then per the
         collection's head selections the cumulative top 1..k of each main-method search and the top k of
         every other search (and its unfiltered top k when the universal filter is on), each
         universal and knowledge head alone, and the extra head sets. ``rankings`` maps (task,
-        search id) to the recovered ranking of every search in :meth:`searches_of` of ``model``
-        (whose ``universal.heads``, when listed, are its universal heads)."""
+        search id) to the recovered ranking of every search in :meth:`searches_of` of ``model``;
+        ``universal``: its universal heads as rule universal_heads found them (None: as the
+        rankings and ``universal.heads`` say)."""
         wanted = COLLECTIONS[collection].heads
         options = self.selection_options()
+        if universal is not None:
+            options = with_universal(options, {model: universal})
         selected = select_heads(rankings, options["main"], self.capabilities, k=self.top_k,
                                 universal=options["universal"], knowledge=options["knowledge"], model=model)
         sets = {"none"}

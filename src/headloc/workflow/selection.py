@@ -53,6 +53,19 @@ def model_universal_heads(rankings: Mapping[str, Sequence[str]], capabilities: M
                            given=rule.get("heads", {}).get(model))
 
 
+def with_universal(options: Mapping, found: Mapping[str, Sequence[str]]) -> dict:
+    """Selection options (:meth:`headloc.workflow.plan.Plan.selection_options`) whose universal heads
+    of each model in ``found`` (model -> heads: rule universal_heads' files, detected or given) are
+    those, so that every table selects the heads the workflow found.
+
+    >>> with_universal({"universal": {"filter": True, "heads": {}}}, {"m": ["L1H5"]})["universal"]["heads"]
+    {'m': ['L1H5']}
+    """
+    universal = {**options["universal"]}
+    universal["heads"] = {**universal.get("heads", {}), **{model: list(heads) for model, heads in found.items()}}
+    return {**options, "universal": universal}
+
+
 def task_heads(ranking: Sequence[str], k: int, exclude: Iterable[str] = ()) -> list[str]:
     """The top ``k`` of ``ranking`` without the heads in ``exclude``.
 
