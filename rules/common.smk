@@ -203,6 +203,8 @@ def universal_damage(wildcards):
     universal = config["universal"]
     if universal["detect"] != "damage" or wildcards.model in universal["heads"]:
         return []
+    if len(set(PLAN.capabilities.values())) < universal["min_capabilities"]:
+        return []  # no head can degrade that many capabilities: nothing to measure
     return paths.SINGLE_HEADS.format(model=wildcards.model)
 
 

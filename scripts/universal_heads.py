@@ -12,10 +12,14 @@ recoveries = [read_json(path) for path in snakemake.input.recoveries]
 rankings = {r["task"]: r["ranking"] for r in recoveries}
 rule = snakemake.params.rule
 given = rule["heads"].get(model)
-damage = read_json(snakemake.input.damage) if snakemake.input.get("damage") else None
 # head -> the tasks it degrades (damage) or hits (ranking, given)
-found = damage["universal"] if damage is not None else model_universal_heads(rankings, snakemake.params.capabilities,
-                                                                                rule, model)
+if given is not None or rule["detect"] == "ranking":
+    found = model_universal_heads(rankings, snakemake.params.capabilities, rule, model)
+elif snakemake.input.get("damage"):
+    found = read_json(snakemake.input.damage)["universal"]
+else:  # rule single_head_damage measured nothing: the tasks span fewer capabilities than asked
+    found = {}
+    log.info("the tasks span fewer than %d capabilities: no head can be universal", rule["min_capabilities"])
 how = "given by universal.heads" if given is not None else f"detected by {rule['detect']}"
 log.info("%d universal heads (%s): %s", len(found), how, ", ".join(found) or "none")
 write_json(snakemake.output[0], {

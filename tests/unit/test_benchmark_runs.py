@@ -105,20 +105,17 @@ def test_a_missing_run_is_named(tmp_path):
                                           "--workdir", str(tmp_path)])
 
 
-def test_the_universal_heads_are_read_as_the_workflow_detects_them(tmp_path):
-    """A head in the top 5 of tasks of two capabilities is universal: L1H5 (top 1 of ioi, top 2 of
-    capitals); L2H2 is capitals' first but ioi's sixth; L0H0 ioi's second but capitals' sixth."""
-    rankings = {"ioi": ["L1H5", "L0H0", "L0H1", "L0H2", "L0H3", "L2H2"],
-                "capitals": ["L2H2", "L1H5", "L3H3", "L3H4", "L3H5", "L0H0"]}
+def test_the_universal_heads_are_read_as_the_workflow_found_them(tmp_path):
+    """Table 4's universal heads are each model's universal_heads.json (rule universal_heads: measured,
+    ranked or given), not recomputed from the rankings; none when the filter is off."""
     plan = run_plan(write_config(tmp_path, efficiency_config({"filter": True})), SCHEMA)
-    for task, ranking in rankings.items():
-        folder = tmp_path / "results" / "m" / task / plan.main_search(task)
-        folder.mkdir(parents=True)
-        (folder / "recovery.json").write_text(json.dumps({"ranking": ranking}))
-    assert read_universal(tmp_path, plan) == {"m": ["L1H5"]}
-    given = run_plan(write_config(tmp_path, efficiency_config({"filter": True, "heads": {"m": ["L9H9"]}})), SCHEMA)
-    assert read_universal(tmp_path, given) == {"m": ["L9H9"]}
+    (tmp_path / "results" / "m").mkdir(parents=True)
+    (tmp_path / "results" / "m" / "universal_heads.json").write_text(json.dumps({"model": "m", "heads": ["L1H5", "L2H2"]}))
+    assert read_universal(tmp_path, plan) == {"m": ["L1H5", "L2H2"]}
     assert read_universal(tmp_path, run_plan(write_config(tmp_path, efficiency_config({"filter": False})), SCHEMA)) == {}
+    (tmp_path / "results" / "m" / "universal_heads.json").unlink()
+    with pytest.raises(FileNotFoundError, match="universal_heads.json"):
+        read_universal(tmp_path, plan)
 
 
 def test_the_efficiency_tables_by_hand():

@@ -31,7 +31,8 @@ def validated(**changes):
 def test_defaults_are_filled_in():
     config = validated()
     assert config["validation"]["method"] == "cs_stratified" and config["tasks"]["capitals"]["chat"] is False
-    assert config["universal"] == {"top_n": 5, "min_capabilities": 2, "filter": True, "heads": {}}
+    assert config["universal"] == {"detect": "damage", "top_n": 5, "min_drop": 0.1, "min_capabilities": 2,
+                                   "filter": True, "heads": {}}
     check_config(config, GEOMETRY)
 
 

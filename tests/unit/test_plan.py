@@ -97,7 +97,7 @@ def test_head_sets_of_a_collection():
     config["search"]["methods"] = ["cs_stratified", "greedy1s"]
     config["validation"]["top_k"] = 2
     config["validation"]["headsets"] = ["L9H9+L0H1"]
-    config["universal"].update(top_n=1, min_capabilities=2)
+    config["universal"].update(detect="ranking", top_n=1, min_capabilities=2)
     plan = Plan(config)
     cs, one = "cs_stratified_m100_p0.05_n20_s0", "greedy1s_n20_s0"
     rankings = {("ioi", cs): ["L1H5", "L2H0", "L3H3"], ("capitals", cs): ["L1H5", "L4H4", "L5H5"],
@@ -120,6 +120,14 @@ def test_head_sets_of_a_collection():
         "L1H5", "L1H5+L3H3", "L1H5+L4H4", "L1H5+L6H6", "L6H6", "none"]
     assert pinned.headsets("evals_universal", main, "smollm2-135m") == ["L2H0", "none"]
     assert pinned.headsets("evals_main", main, "another") == plan.headsets("evals_main", main)
+    # detected from damage (the default): the heads rule universal_heads measured, never the rankings'
+    config["universal"].update(detect="damage", heads={})
+    measured = Plan(config)
+    assert measured.headsets("evals_main", main, "smollm2-135m", universal=["L6H6"]) == [
+        "L1H5", "L1H5+L2H0", "L1H5+L4H4", "L1H5+L7H7", "none"]
+    assert measured.headsets("evals_universal", main, "smollm2-135m", universal=[]) == ["none"]
+    with pytest.raises(ValueError, match="detected by damage: read them from rule universal_heads' file"):
+        measured.headsets("evals_main", main, "smollm2-135m")
 
 
 def test_selections_in_a_collection():

@@ -243,7 +243,7 @@ def test_slurm_profile_dry_run_without_slurm(monkeypatch, tmp_path):
 
 # the rules that load a model to evaluate it: each takes the evaluating jobs' template (rules/resources.smk)
 EVALUATING = {"score_masks", "score_stage2_masks", "score_greedy_masks", "search_job", "score_top_heads",
-              "validate_headset"}
+              "validate_headset", "single_head_damage"}
 
 
 def test_every_job_holding_a_gpu_goes_to_the_gpu_partition_on_slurm(monkeypatch, tmp_path):

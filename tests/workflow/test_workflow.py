@@ -164,8 +164,12 @@ def test_universal_heads_follow_the_documented_rule_and_are_filtered(tiny_run, m
     recoveries = pd.read_csv(tiny_run / "tables/recoveries.tsv", sep="\t").query("model == @model")
     for heads in recoveries["top_heads"]:
         assert not set(heads.split(",")) & set(expected)
+    # the random model's heads degrade no two capabilities (L1H2, in the top 3 of both searched tasks,
+    # is universal by the paper's ranking rule only): Table 7 says there are none
     table7 = pd.read_csv(tiny_run / "tables/table7.csv").query("model == @model")
-    assert table7["head"].tolist() == ["BL", *expected]
+    assert table7["head"].tolist() == (["BL", *expected] if expected else [])
+    if not expected:
+        assert "no universal heads" in (tiny_run / "tables/table7.md").read_text()
 
 
 @pytest.mark.slow

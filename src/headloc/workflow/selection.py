@@ -48,7 +48,13 @@ def universal_heads(rankings: Mapping[str, Sequence[str]], capabilities: Mapping
 def model_universal_heads(rankings: Mapping[str, Sequence[str]], capabilities: Mapping[str, str],
                           rule: Mapping, model: str | None) -> dict[str, list[str]]:
     """:func:`universal_heads` as the config's ``universal`` section (``rule``) asks for one model:
-    its ``heads`` when the model is listed there, else detected with ``top_n`` and ``min_capabilities``."""
+    its ``heads`` when the model is listed there, else detected with ``top_n`` and ``min_capabilities``
+    (``detect: ranking``). Heads detected from damage are measured (headloc.workflow.universal): a
+    caller passes them as the model's ``heads`` (:func:`with_universal`); ValueError without them."""
+    given = rule.get("heads", {}).get(model)
+    if given is None and rule.get("detect", "ranking") != "ranking":
+        raise ValueError(f"model {model}'s universal heads are detected by {rule['detect']}: read them from "
+                         "rule universal_heads' file (with_universal), not from the rankings")
     return universal_heads(rankings, capabilities, top_n=rule["top_n"], min_capabilities=rule["min_capabilities"],
                            given=rule.get("heads", {}).get(model))
 
