@@ -156,3 +156,17 @@ def test_config_on_the_command_line_edits_the_default_config(tmp_path):
     result = snakemake("-n", "--forceall", "--directory", str(tmp_path), "table1",
                        "--config", "report={model: llama-3.2-1b}", cwd=tmp_path)
     assert job_counts(result.stdout)["model_geometry"] == 5  # the paper's five models are still there
+
+
+@pytest.mark.parametrize("capabilities, measured", [(("syntax", "knowledge"), True), (("syntax", "syntax"), False)])
+def test_heads_are_measured_alone_only_where_a_head_could_be_universal(tmp_path, capabilities, measured):
+    """universal.detect: damage needs tasks of min_capabilities (2) capabilities: two tasks of two
+    schedule rule single_head_damage, two of one capability do not (no head could be universal)."""
+    config = {"models": {"m": {"source": "smollm2-135m-instruct"}},
+              "tasks": {task: {"lm_eval_task": f"headloc_{task}", "capability": capability}
+                        for task, capability in zip(("ioi", "capitals"), capabilities)},
+              "search": {"methods": ["cs_stratified"], "n_masks": 10}}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    counts = job_counts(snakemake("-n", "--forceall", "--configfile", str(tmp_path / "config.yaml"), "--directory",
+                                  str(tmp_path), "results/m/universal_heads.json", cwd=tmp_path).stdout)
+    assert counts["universal_heads"] == 1 and ("single_head_damage" in counts) == measured
