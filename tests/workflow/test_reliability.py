@@ -254,7 +254,9 @@ def test_every_job_holding_a_gpu_goes_to_the_gpu_partition_on_slurm(monkeypatch,
     monkeypatch.setenv("HEADLOC_GPU_PARTITION", "gpu-x")
     monkeypatch.setenv("SBATCH_PARTITION", "cpu-y")
     config = {"models": {"smollm2-135m": {"source": "smollm2-135m-instruct"}},
-              "tasks": {"ioi": {"lm_eval_task": "headloc_ioi", "n_docs": 20}},
+              # capitals, evaluated only, is a second capability: universal heads are measured alone
+              "tasks": {"ioi": {"lm_eval_task": "headloc_ioi", "n_docs": 20},
+                        "capitals": {"lm_eval_task": "headloc_capitals", "localize": False}},
               "search": {"methods": ["cs_stratified", "cs_adaptive", "greedy1s", "greedy", "attribution", "random",
                                      "group_testing", "guided_greedy"], "n_masks": 20, "id_docs": 10},
               "tuning": {"tasks": ["ioi"], "n_masks": [20], "sparsity": [0.05]}, "universal": {"filter": False}}

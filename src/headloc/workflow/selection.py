@@ -4,9 +4,11 @@ Pure functions of the recovered rankings (``recovery.json["ranking"]``, most dam
 workflow's input functions (which head sets to evaluate) and its collection step (which rows the
 tables show) apply one rule.
 
-* **Universal heads** (paper section 6.1) show up at the top of many unrelated tasks. The rule: a
-  head *hits* a task when it is among the ``top_n`` of the task's ranking; it is universal when the
-  tasks it hits span at least ``min_capabilities`` distinct capabilities.
+* **Universal heads** (paper section 6.1) degrade many unrelated tasks. Measured by default
+  (``universal.detect: damage``, :mod:`headloc.workflow.universal`: the workflow passes them in,
+  :func:`with_universal`); by the paper's overlap rule (``detect: ranking``) a head *hits* a task
+  when it is among the ``top_n`` of the task's ranking, and is universal when the tasks it hits
+  span at least ``min_capabilities`` distinct capabilities.
 * **Task-specific heads** are a task's ranking with the universal heads left out, cut at ``k``.
 * **Knowledge heads** (paper section 6.2) are shared by several knowledge tasks: among the
   task-specific ``top_n`` of at least ``min_tasks`` of them.
