@@ -38,7 +38,7 @@ def evaluate(heads):
     return damage
 
 
-rankings = {read_json(path)["task"]: read_json(path)["ranking"] for path in snakemake.input.recoveries}
+rankings = {found["task"]: found["ranking"] for found in map(read_json, snakemake.input.recoveries)}
 rule = p.rule
 damage, universal = measure_heads(evaluate, rankings, tasks, p.capabilities, top_n=rule["top_n"], k=p.k,
                                   min_drop=rule["min_drop"], min_capabilities=rule["min_capabilities"], log=log)
