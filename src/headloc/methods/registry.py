@@ -14,6 +14,7 @@ import pkgutil
 from pathlib import Path
 
 from headloc.methods.contract import Method
+from headloc.methods.kinds import plugin_modules
 
 # The package's modules that run methods instead of declaring them (and its sub-packages: the kinds).
 MACHINERY = ("contract", "driver", "one_job", "record", "registry", "settings", "steps")
@@ -21,7 +22,8 @@ _REGISTRY: dict[str, Method] = {}
 
 
 def registry() -> dict[str, Method]:
-    """Every method of every module of this package, by name, in module order."""
+    """Every method of every module of this package, by name, in module order, then those of the
+    plugins' modules (the ``headloc.methods`` entry-point group: :func:`headloc.methods.kinds.plugin_modules`)."""
     if not _REGISTRY:
         for module in pkgutil.iter_modules([str(Path(__file__).parent)]):
             if module.name in MACHINERY or module.ispkg:
@@ -29,6 +31,12 @@ def registry() -> dict[str, Method]:
             for method in importlib.import_module(f"headloc.methods.{module.name}").METHODS:
                 if method.name in _REGISTRY:
                     raise ValueError(f"search method {method.name!r} declared twice (in {module.name})")
+                _REGISTRY[method.name] = method
+        for module in plugin_modules():
+            for method in getattr(module, "METHODS", ()):
+                if method.name in _REGISTRY:
+                    raise ValueError(f"search method {method.name!r} of plugin {module.__name__} is already "
+                                     "declared; give it another name")
                 _REGISTRY[method.name] = method
     return _REGISTRY
 

@@ -1,6 +1,7 @@
 """Method kinds: how the methods of one kind spend their evaluations. One small class per kind, in a
-module of its own in this package, found by the registry below: adding a kind is its module and
-the rule that runs its job.
+module of its own in this package, found by the registry below: adding a kind is its module (and,
+for a kind whose search does not run in one job, the rules that run it). A package of its own may
+add kinds and methods too, through the ``headloc.methods`` entry-point group (:func:`plugin_modules`).
 
 A kind owns what depends on it: its steps (one function per rule, in its module) and what each is
 told (:meth:`Kind.params`, built from one :class:`~headloc.methods.settings.SearchSpec`), the files
@@ -166,16 +167,51 @@ def read_result(inputs, names, params, log) -> dict:
 
 
 _KINDS: dict[str, Kind] = {}
+# The entry-point group through which an installed package adds methods and kinds: each entry
+# point names a module, read as one of headloc.methods' own (its METHODS, its Kind subclasses).
+PLUGINS = "headloc.methods"
+
+
+def plugin_modules() -> list:
+    """The modules that installed packages name in the ``headloc.methods`` entry-point group
+    (docs/extending.md, "A method or kind of your own"), imported, in the order of their names."""
+    from importlib.metadata import entry_points
+
+    found = {}  # by module: one named twice (a package found twice on the path) is read once
+    for point in sorted(entry_points(group=PLUGINS), key=lambda point: (point.name, point.value)):
+        try:
+            found[point.value] = importlib.import_module(point.module)
+        except ImportError as error:
+            raise ImportError(f"entry point {point.name!r} of group {PLUGINS!r} names module {point.value!r}, "
+                              f"which does not import: {error}") from error
+    return list(found.values())
+
+
+def kinds_of(module) -> list[type]:
+    """The :class:`Kind` subclasses a module defines (not those it imports)."""
+    return [item for item in vars(module).values()
+            if isinstance(item, type) and issubclass(item, Kind) and item.__module__ == module.__name__ and item.name]
 
 
 def registry() -> dict[str, Kind]:
-    """Every kind, by name: the one :class:`Kind` subclass of each module of this package."""
+    """Every kind, by name: the one :class:`Kind` subclass of each module of this package, then
+    those of the plugins' modules (:func:`plugin_modules`)."""
+    if _KINDS:
+        return _KINDS
+    found: dict[str, Kind] = {}
+    own = [importlib.import_module(f"{__name__}.{module.name}") for module in pkgutil.iter_modules([str(Path(__file__).parent)])]
+    for module in own + plugin_modules():
+        kinds = kinds_of(module)
+        if module in own and len(kinds) != 1:
+            raise ValueError(f"{module.__name__} defines {len(kinds)} kinds; a module of this package defines one")
+        for kind in kinds:
+            if kind.name in found:
+                raise ValueError(f"method kind {kind.name!r} defined twice (in {module.__name__})")
+            found[kind.name] = kind()
+    # a plugin's module asks for its kind while it is imported (its Method(kind=...)): that inner
+    # call filled the registry first, and its instances are the ones the methods hold
     if not _KINDS:
-        for module in pkgutil.iter_modules([str(Path(__file__).parent)]):
-            found = importlib.import_module(f"{__name__}.{module.name}")
-            (kind,) = [item for item in vars(found).values()
-                       if isinstance(item, type) and issubclass(item, Kind) and item.__module__ == found.__name__]
-            _KINDS[kind.name] = kind()
+        _KINDS.update(found)
     return _KINDS
 
 
