@@ -20,6 +20,7 @@ from headloc.workflow.facts import ModelFacts, TaskFacts
 from headloc.workflow.gpu_plan import plan_warnings
 from headloc.workflow.plan import Plan
 from headloc.workflow.portable import files_digest
+from headloc.workflow.universal import damage_rule
 from snakemake.exceptions import WorkflowError
 
 # Every config check, before any job: the schema (filling in defaults), the models, the cross-key

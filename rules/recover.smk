@@ -41,7 +41,7 @@ rule single_head_damage:
         task_digests=all_task_digests,
         directions=TASK_FACTS.directions(),
         capabilities=PLAN.capabilities,
-        rule=config["universal"],
+        rule=damage_rule(config["universal"]),
         k=PLAN.top_k,
     script:
         "../scripts/single_head_damage.py"

@@ -45,7 +45,7 @@ damage, universal = measure_heads(evaluate, rankings, tasks, p.capabilities, top
 log.info("%d heads measured alone; universal: %s", len(damage), ", ".join(universal) or "none")
 write_json(snakemake.output[0], {
     "model": snakemake.wildcards.model,
-    "rule": {key: rule[key] for key in ("top_n", "min_drop", "min_capabilities")} | {"k": p.k},
+    "rule": rule | {"k": p.k},
     "tasks": tasks,
     "heads": damage,
     "universal": universal,

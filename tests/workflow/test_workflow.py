@@ -352,6 +352,20 @@ def test_a_second_run_has_nothing_to_do(tiny_run):
     assert "Nothing to be done" in result.stdout + result.stderr
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("change, measured_again", [({"filter": False}, False), ({"min_drop": 0.2}, True)])
+def test_single_heads_are_measured_again_only_for_what_decides_them(tiny_run, tmp_path, change, measured_again):
+    """single_head_damage is keyed on the universal keys it reads (top_n, min_drop, min_capabilities):
+    turning the filter off does not measure every head again, a new min_drop does."""
+    work = tiny_run.parent
+    config = yaml.safe_load((work / "config.yaml").read_text())
+    config["universal"] |= change
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    result = snakemake("-n", "results/tiny-a/single_heads.json", "--directory", str(work), "--configfile",
+                       str(tmp_path / "config.yaml"))
+    assert ("single_head_damage" in result.stdout) == measured_again, result.stdout[-2000:]
+
+
 @pytest.mark.parametrize("args", [
     ["all", "--cores", "1", "--resources", "gpu=1"],
     ["--cores", "1", "--resources", "gpu=1", "--", "all"],

@@ -33,6 +33,15 @@ from headloc.heads import parse_head
 from headloc.workflow.selection import task_heads
 
 Z95 = 1.96
+# the universal section's keys the measurement reads: rule single_head_damage's params hold these
+# alone, so that another key (filter, detect's other settings) does not measure every head again
+DAMAGE_KEYS = ("top_n", "min_drop", "min_capabilities")
+
+
+def damage_rule(universal: Mapping) -> dict:
+    """The part of the ``universal`` config section that decides which heads are measured alone and
+    which of them are universal."""
+    return {key: universal[key] for key in DAMAGE_KEYS}
 
 
 def head_damage(baseline: float, value: float, baseline_docs, docs, higher_is_better: bool) -> dict:
