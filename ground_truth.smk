@@ -3,6 +3,7 @@
 A workflow of its own, beside the main Snakefile (which does not include it):
 
     snakemake -s ground_truth.smk --cores 2                                  # every model in `build`
+    snakemake -s ground_truth.smk planted_held_out --cores 2                 # the held-out placements
     snakemake -s ground_truth.smk results/planted/c270-s0/truth.json --cores 1
 
 Its config is config/ground_truth.yaml (key ``ground_truth``); another file can replace it with
@@ -44,6 +45,12 @@ rule planted_all:
     default_target: True
     input:
         expand(PLANTED_TRUTH, planted=GROUND_TRUTH.get("build", [])),
+
+
+rule planted_held_out:
+    """The placements held out of every tuning (ground_truth.held_out), with their truth."""
+    input:
+        expand(PLANTED_TRUTH, planted=GROUND_TRUTH.get("held_out", [])),
 
 
 rule planted_model:

@@ -96,10 +96,12 @@ def test_the_ground_truth_config_makes_a_recipe_of_every_model():
     config = load_config(REPO / "config/ground_truth.yaml")
     recipes = {name: recipe_from_config(config, name) for name in model_entries(config)}
     certified = [f"{family}{n}-s{seed}" for family in "ci" for n in (32, 270, 1024) for seed in range(3)]
-    assert set(recipes) == {"tiny", "smol", "large", *certified} and config["build"] == certified
+    held_out = [f"i{n}-s{seed}" for n in (270, 1024) for seed in (3, 4, 5)]
+    assert set(recipes) == {"tiny", "smol", "large", *certified, *held_out} and config["build"] == certified
+    assert config["held_out"] == held_out  # never built by default, so never tuned on
     assert {recipes[name].size.n_heads for name in certified} == {32, 270, 1024}
     # three placements per size, each its own draw
-    assert len({str(recipes[name].placement()) for name in certified}) == len(certified)
+    assert len({str(recipes[name].placement()) for name in certified + held_out}) == len(certified + held_out)
 
 
 @pytest.mark.parametrize("config", CONFIGS)
