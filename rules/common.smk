@@ -209,6 +209,16 @@ def universal_damage(wildcards):
     return paths.SINGLE_HEADS.format(model=wildcards.model)
 
 
+def measured_evals(wildcards):
+    """For the unablated model or a single head, rule single_head_damage's evaluation records where
+    that job runs (universal.detect: damage): validate_headset copies a head set it evaluated.
+    """
+    if "+" in wildcards.headset:
+        return []
+    found = universal_damage(wildcards)
+    return paths.SINGLE_HEAD_EVALS.format(model=wildcards.model) if found else []
+
+
 def found_universal(model):
     """The model's universal heads as rule universal_heads found them (after its checkpoint)."""
     found = checkpoints.universal_heads.get(model=model)

@@ -25,7 +25,8 @@ rule single_head_damage:
         docs=[TASK_FACTS.full_documents(task) for task in TASKS],
         recoveries=main_recovery_files,
     output:
-        paths.SINGLE_HEADS,
+        heads=paths.SINGLE_HEADS,
+        evals=paths.SINGLE_HEAD_EVALS,
     log:
         "results/logs/single_head_damage/{model}.log",
     benchmark:

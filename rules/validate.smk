@@ -1,9 +1,11 @@
 rule validate_headset:
     """Evaluate every task on its full data with one head set ablated ('none' = the baseline):
-    one model load for all tasks, one result file per task."""
+    one model load for all tasks, one result file per task; the baseline and a single head that
+    rule single_head_damage evaluated on every task are copied from its records."""
     input:
         model=get_model_input,
         docs=[TASK_FACTS.full_documents(task) for task in TASKS],
+        measured=measured_evals,
     output:
         expand(paths.EVAL, task=TASKS, allow_missing=True),
     log:

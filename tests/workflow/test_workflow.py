@@ -142,13 +142,13 @@ def test_universal_heads_follow_the_documented_rule_and_are_filtered(tiny_run, m
     damage = read_json(tiny_run / model / "single_heads.json")
     rankings = {task: recovery(tiny_run, model, task, "cs_stratified")["ranking"] for task in ("ioi", "swear")}
     measured = set(damage["heads"])
-    # the unablated scores and every head also evaluated alone by rule validate_headset agree with it
+    # its evaluation records hold the unablated model and each head measured, on every task, with
+    # the values single_heads.json reports
+    records = read_json(tiny_run / model / "single_heads.evals.json")["evals"]
+    assert set(records) == {"none", *measured}
     for task, found in damage["tasks"].items():
-        assert found["baseline"] == pytest.approx(read_json(tiny_run / model / "evals" / task / "none.json")["value"])
-        for head in measured:
-            alone = tiny_run / model / "evals" / task / f"{head}.json"
-            if alone.is_file():
-                assert damage["heads"][head][task]["value"] == pytest.approx(read_json(alone)["value"], abs=1e-6)
+        assert records["none"][task]["value"] == found["baseline"]
+        assert all(records[head][task]["value"] == damage["heads"][head][task]["value"] for head in measured)
 
     def degrades(head, task):
         found, baseline = damage["heads"][head][task], damage["tasks"][task]["baseline"]
@@ -170,6 +170,40 @@ def test_universal_heads_follow_the_documented_rule_and_are_filtered(tiny_run, m
     assert table7["head"].tolist() == (["BL", *expected] if expected else [])
     if not expected:
         assert "no universal heads" in (tiny_run / "tables/table7.md").read_text()
+
+
+@pytest.mark.slow
+def test_head_sets_evaluated_alone_are_copied_and_match_a_fresh_evaluation(tiny_run, tiny_models, tokenizer):
+    """validate_headset copies the unablated model's and each single head's records from
+    single_heads.evals.json (its log says so) instead of evaluating them again; a multi-head set it
+    evaluates. The copied values equal an evaluation made here on the full data."""
+    import numpy as np
+    from transformers import AutoModelForCausalLM
+
+    from headloc.engine.evaluation import MaskEvaluator, TaskSpec
+
+    records = read_json(tiny_run / "tiny-a" / "single_heads.evals.json")["evals"]
+    logs = tiny_run / "logs" / "validate_headset" / "tiny-a"
+    written = {path.stem for path in (tiny_run / "tiny-a" / "evals" / "ioi").glob("*.json")}
+    copied = [headset for headset in written if "+" not in headset]
+    assert "none" in copied and len(copied) > 1
+    for headset in copied:
+        assert "evaluated by rule single_head_damage" in (logs / f"{headset}.log").read_text()
+        for task, docs in (("ioi", 10), ("swear", 3), ("arc", 6)):
+            record = read_json(tiny_run / "tiny-a" / "evals" / task / f"{headset}.json")
+            assert record == records[headset][task]
+            assert (record["model"], record["task"], record["headset"], record["n_docs"]) == ("tiny-a", task, headset, docs)
+            assert record["heads"] == ([] if headset == "none" else [headset]) and len(record["samples"]) == docs
+    assert "evaluated by rule single_head_damage" not in (logs / "L0H1+L1H2.log").read_text()
+    model = AutoModelForCausalLM.from_pretrained(tiny_models["tiny-a"]).eval()
+    task = TaskSpec("headloc_ioi").with_documents(str(tiny_run / "data" / "ioi" / "test.jsonl"))
+    evaluator = MaskEvaluator(model, tokenizer, task, batch_size=8)
+    head = sorted(h for h in copied if h != "none")[0]
+    layer, index = (int(x) for x in head[1:].split("H"))
+    mask = np.zeros(8, dtype=np.int8)
+    assert records["none"]["ioi"]["value"] == pytest.approx(evaluator.evaluate_mask(mask).score, abs=1e-6)
+    mask[layer * 4 + index] = 1
+    assert records[head]["ioi"]["value"] == pytest.approx(evaluator.evaluate_mask(mask).score, abs=1e-6)
 
 
 @pytest.mark.slow

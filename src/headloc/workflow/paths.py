@@ -18,6 +18,9 @@ MODEL_DIR = f"{RESULTS}/models/{{model}}"  # a prepared (converted) checkpoint
 GEOMETRY = f"{RESULTS}/{{model}}/geometry.json"
 UNIVERSAL = f"{RESULTS}/{{model}}/universal_heads.json"
 SINGLE_HEADS = f"{RESULTS}/{{model}}/single_heads.json"  # heads ablated alone on every task (universal.detect: damage)
+# the same job's evaluation records (the unablated model's and each head's alone, every task), which
+# rule validate_headset copies instead of evaluating those head sets again
+SINGLE_HEAD_EVALS = f"{RESULTS}/{{model}}/single_heads.evals.json"
 
 # documents
 DOCUMENTS = f"{RESULTS}/data/{{task}}/test.jsonl"  # the full documents, copied by headloc

@@ -36,6 +36,14 @@ TUNING_FRAME_COLUMNS = ["model", "task", "method", "n_masks", "sparsity", "searc
 UNITS = ("points", "relative", "own")
 
 
+def eval_record(model: str, task: str, headset: str, heads: Sequence[str], metric_key: str, result) -> dict:
+    """The evaluation record of ``task`` with ``headset`` (its ``heads``) ablated, scored by
+    ``metric_key`` (lm-eval's ``metric,filter``): ``result`` (a
+    :class:`headloc.engine.evaluation.MaskResult`) as ``evals/{task}/{headset}.json`` holds it."""
+    return {"model": model, "task": task, "headset": headset, "heads": list(heads), "metric": metric_key,
+            "value": result.score, "n_docs": len(result.samples), "samples": result.samples}
+
+
 def display_score(value: float, baseline: float, unit: str) -> float:
     """A score in display units: ``points``, a fraction in [0, 1], in percent (its changes are
     percentage points); ``relative``, percent of the baseline (NaN if the baseline is 0); ``own``,
