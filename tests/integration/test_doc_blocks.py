@@ -31,7 +31,7 @@ from conftest import REPO
 
 PAGES = [REPO / "README.md"] + sorted((REPO / "docs").glob("*.md"))
 CODE = {"bash", "python"}
-SHOWN = {"text", "yaml", "jsonl", "json"}
+SHOWN = {"text", "yaml", "jsonl", "json", "toml"}
 # what another test runs as written: a page, or a section between <!-- name --> and <!-- /name -->
 RUN_ELSEWHERE = {
     "docs/own-task.md": "tests/workflow/test_own_task.py",
@@ -94,6 +94,19 @@ RUN_HERE = [b for b in BLOCKS if b.language in CODE and not b.not_run and not b.
 def test_every_block_names_its_language():
     bare = [b.id for b in BLOCKS if b.language not in CODE | SHOWN]
     assert bare == [], f"fenced blocks without a known language (bash, python, or one that is shown: {SHOWN}): {bare}"
+
+
+def test_toml_blocks_are_pyproject_entry_points_of_the_plugin_group():
+    """A TOML block (docs/extending.md's) parses, and names the entry-point group the registries read."""
+    import tomllib
+
+    from headloc.methods.kinds import PLUGINS
+
+    blocks = [b for b in BLOCKS if b.language == "toml"]
+    assert blocks
+    for block in blocks:
+        points = tomllib.loads(block.body)["project"]["entry-points"]
+        assert list(points) == [PLUGINS], block.id
 
 
 def test_commands_are_code_blocks():
