@@ -1,4 +1,4 @@
-"""Planted-head models: small Llama checkpoints whose capability heads are known (issue 22).
+"""Planted-head models: small Llama checkpoints whose capability heads are known.
 
 - :mod:`headloc.groundtruth.recipe`: a family member's recipe from ``config/ground_truth.yaml``
 - :mod:`headloc.groundtruth.tasks`: vocabulary, general text, task documents, lm-eval task folder

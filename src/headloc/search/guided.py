@@ -46,7 +46,7 @@ from headloc.search.sequential import check_positive_int
 
 
 @dataclass(frozen=True)
-class Guided:
+class GuidedSteps:
     """The heads in the order chosen, each one's measured drop beside the heads before it, the
     masked evaluations (distinct sets scored, the unablated one included), gradient passes, each
     step's short list and the drop measured for each head of it, the unablated score, and every
@@ -63,7 +63,7 @@ class Guided:
 
 
 def guided_greedy(estimate: Callable[[list[int]], np.ndarray], score_sets: Callable[[list], list], n_heads: int,
-                  k: int, *, m: int = 10, m_abs: int = 10, carry: int = 0) -> Guided:
+                  k: int, *, m: int = 10, m_abs: int = 10, carry: int = 0) -> GuidedSteps:
     """``k`` heads chosen greedily from short lists (module docstring). ``estimate(background)``:
     every head's estimated drop beside ``background`` (length ``n_heads``, larger = more damage:
     minus attribution's effects); ``score_sets(head_sets)``: each set's score when ablated
@@ -99,4 +99,4 @@ def guided_greedy(estimate: Callable[[list[int]], np.ndarray], score_sets: Calla
         best = max(short, key=lambda h: (measured[h], -h))
         background, drops = background + [best], drops + [measured[best]]
         runners_up = {h: d for h, d in measured.items() if h != best}
-    return Guided(background, drops, len(known), k, lists, steps, known[frozenset()], ranked)
+    return GuidedSteps(background, drops, len(known), k, lists, steps, known[frozenset()], ranked)

@@ -42,7 +42,7 @@ class GuidedParams(WithOptions):
 
 class Guided(OneJob):
     name = "guided"
-    algorithm = ("search(estimate, score_sets, n_heads, params: GuidedParams) -> headloc.search.guided.Guided "
+    algorithm = ("search(estimate, score_sets, n_heads, params: GuidedParams) -> headloc.search.guided.GuidedSteps "
                  "(estimate(background): every head's estimated drop beside it; score_sets(head sets): "
                  "higher-is-better scores)")
     scored = True
@@ -106,7 +106,7 @@ def guided(params: GuidedParams, geometry: HeadGeometry, score, model, examples,
 
 
 def guided_fields(chosen, gradient_equivalent: float, names) -> dict:
-    """recovery.json's ranking fields of a :class:`headloc.search.guided.Guided`: the chosen heads
+    """recovery.json's ranking fields of a :class:`headloc.search.guided.GuidedSteps`: the chosen heads
     in their order, each one's value the score change measured when it joined (beside the heads
     before it); every other head's value the change measured for it at the last step that listed
     it, or 0 where it was never listed. Heads after the chosen ones: the measured ones by their
