@@ -40,7 +40,7 @@ def test_defaults_are_filled_in():
     ({"search__alpha": "auto"}, "config search.alpha: 'auto' is not valid; expected a number >= 0 or one of: cv"),
     ({"search__seed": -1}, "config search.seed: -1 is not >= 0; expected an integer >= 0"),
     ({"tasks__ioi__chat": "yes"}, "config tasks.ioi.chat: 'yes' is not valid; expected true or false"),
-    ({"serach": {}}, "config: unknown key 'serach'; valid keys: chg, conditional_group_testing, data, export, group_testing, guided_greedy, include_path, knowledge, models, report, search, tasks, thompson"),
+    ({"serach": {}}, "config: unknown key 'serach'; valid keys: chg, conditional_group_testing, data, export, group_testing, guided_greedy, include_path, knowledge, models, report, screened_greedy, search, tasks, thompson"),
     ({"validation__headsets": ["L1X"]}, "config validation.headsets[0]: 'L1X' is not valid; expected a string matching"),
     ({"search__methods": ["greedy1s", "greedy1s"]}, "config search.methods: ['greedy1s', 'greedy1s'] repeats an item"),
     ({"universal__heads": {"smollm2-135m": ["l1h5"]}},

@@ -21,7 +21,7 @@ def test_a_method_with_its_defaults_reads_as_its_name():
 
 
 def test_every_search_of_make_methods_has_a_label_of_its_own():
-    """config/methods.yaml: ten methods, three budgets, two repeats; per task, no two labels alike,
+    """config/methods.yaml: eleven methods, three budgets, two repeats; per task, no two labels alike,
     each a few words, and each says its method, budget and repeat."""
     for task in METHODS.localized:
         searches = METHODS.searches[task]

@@ -43,7 +43,7 @@ CHG = {"seeds": 2, "lam": 0.1, "steps": 6}
 GROUP_TESTING = {"group_size": 2}  # 4 groups of 8 heads: the baseline and a partition fit the budget of 6
 # ioi is searched by every method; induction by the mask methods that need no gradients
 IOI_METHODS = ["cs_stratified", "greedy1s", "greedy", "cs_adaptive", "attribution", "chg", "random", "group_testing",
-               "thompson", "guided_greedy"]
+               "thompson", "guided_greedy", "screened_greedy"]
 METHODS = ["cs_stratified", "greedy1s", "greedy"]
 TASKS = ("ioi", "induction")
 BATCH_SIZE = 8
@@ -72,6 +72,8 @@ SEQUENTIAL = {f"{method}_m{budget}{middle}_n{ID_DOCS}_s0{f'_r{repeat}' if repeat
               for method, middle in (("group_testing", f"_k{TOP_K}_g2_per1_x2"), ("thompson", "_p0.25_score"))
               for budget in (BUDGET, N_MASKS) for repeat in range(REPEATS)}
 GUIDED = f"guided_greedy_k{TOP_K}_l10_a10_c0_n{ID_DOCS}_s0"
+SCREENED = f"screened_greedy_k{TOP_K}_l10_a10_g3_p4_n{ID_DOCS}_s0"
+SCREENED_RUNS = {SCREENED + (f"_r{repeat}" if repeat else "") for repeat in range(REPEATS)}  # drawn again per repeat
 SEARCHES = {"cs_stratified": f"cs_stratified_m{N_MASKS}_p0.25_n{ID_DOCS}_s0",
             "attribution": f"attribution_n{ID_DOCS}_s0",
             "chg": f"chg_x{CHG['seeds']}_l{CHG['lam']:g}_t{CHG['steps']}_n{ID_DOCS}_s0"}
@@ -182,7 +184,7 @@ def test_table4_recall_and_unfiltered_columns(results):
     for task in TASKS:
         mine = table[table["task"] == task].set_index("search")
         assert set(mine.index) == searches | {GREEDY, ONE_SHOT} | (
-            adaptive | GRADIENT | set(DRAWS) | set(SEQUENTIAL) | {GUIDED} if task == "ioi" else set())
+            adaptive | GRADIENT | set(DRAWS) | set(SEQUENTIAL) | {GUIDED} | SCREENED_RUNS if task == "ioi" else set())
         greedy_top = set(read_json(results / "tiny" / task / GREEDY / "recovery.json")["ranking"][:TOP_K])
         evals = results / "tiny" / "evals" / task
         baseline = read_json(evals / "none.json")["value"]
@@ -300,6 +302,47 @@ def test_the_guided_search_records_what_it_scored_and_chose_greedily_from_it(res
     assert found["intercept"] == pytest.approx(score[frozenset()])
     log = results / "logs" / "guided_search" / "tiny" / "ioi" / f"{GUIDED}.log"
     assert f"{TOP_K} gradient passes" in log.read_text()
+
+
+def test_the_screened_search_through_its_rule_chooses_what_its_record_says(results):
+    """screened_greedy: one search_job job (kind guided). Its record is the oracle: the registered
+    algorithm replayed on the record's scores and gradients chooses the heads recovery.json
+    confirms, and each chosen head's value is the change its label says was measured (alone, beside
+    the heads before it, or with its pair's partner beside them)."""
+    from headloc.methods import get
+    from headloc.methods.kinds.guided import GuidedParams
+
+    folder = results / "tiny" / "ioi" / SCREENED
+    found = read_json(folder / "recovery.json")
+    assert (found["method"], found["search"]) == ("screened_greedy", SCREENED)
+    with np.load(folder / "record.npz") as record:  # no gradient arrays where the screen found every head
+        masks, scores = record["masks"], record["scores"]
+        gradients = (record["backgrounds"], record["estimates"]) if "backgrounds" in record.files else ([], [])
+    score = {frozenset(np.flatnonzero(row).tolist()): value for row, value in zip(masks, scores)}
+    beside = {frozenset(np.flatnonzero(row).tolist()): value for row, value in zip(*gradients)}
+    method = get("screened_greedy")
+    replay = method.algorithm(lambda bg: beside[frozenset(bg)], lambda sets: [score[frozenset(s)] for s in sets],
+                              len(HEADS), GuidedParams(method.name, TOP_K, method.options_of({}), seed=0))
+    assert found["confirmed"] == [HEADS[h] for h in replay.heads] == found["top_heads"][:len(replay.heads)]
+    assert replay.gradient_passes == len(beside) and replay.evaluations == len(masks)
+    assert found["details"]["set_aside"] == [HEADS[h] for h in replay.details["set_aside"]]
+    for head, background, together in zip(replay.heads, replay.beside, replay.together):
+        change = score[frozenset(background + [head] + together)] - score[frozenset(background)]
+        assert found["coef"][HEADS[head]] == pytest.approx(change)
+    assert found["intercept"] == pytest.approx(score[frozenset()])
+
+
+@pytest.mark.parametrize("repeat", range(REPEATS))
+def test_each_repeat_of_the_screened_search_screens_its_own_partition(results, repeat):
+    """search.repeats draws the screen again: repeat r's record starts with the unablated model and
+    group testing's partition for seed search.seed + r."""
+    from headloc.search.group_testing import GroupTesting
+
+    folder = results / "tiny" / "ioi" / sorted(SCREENED_RUNS)[repeat]
+    with np.load(folder / "record.npz") as record:
+        masks = record["masks"]
+    groups = GroupTesting(n_heads=len(HEADS), n_masks=2 * len(HEADS) + 2, seed=repeat, k=TOP_K).partition()
+    assert [sorted(np.flatnonzero(row).tolist()) for row in masks[:len(groups) + 1]] == [[]] + [sorted(g) for g in groups]
 
 
 # ---------------------------------------------------------------- one GPU per job
@@ -453,7 +496,7 @@ READING = {"cs_stratified": "stratified: every mask", "greedy1s": "head alone is
            "greedy": "greedy round it was chosen in", "attribution": "minus d score / d gate",
            "chg": "Causal Head Gating", "cs_adaptive": "two stages", "random": "drawn from the seed",
            "group_testing": "smallest group of heads that holds it", "thompson": "posterior mean reward",
-           "guided_greedy": "step's short list"}
+           "guided_greedy": "step's short list", "screened_greedy": "score's floor"}
 
 
 def embedded(page: str, name: str):
@@ -557,7 +600,7 @@ def test_heatmaps_match_their_records(methods_run):
 # ---------------------------------------------------------------- headloc.locate and the exports (issue 34)
 
 LOCATED = {"cs_stratified": {"budget": N_MASKS}, "cs_adaptive": {"budget": N_MASKS}, "greedy1s": {},
-           "attribution": {}, "chg": {"options": CHG}, "random": {}, "guided_greedy": {}}
+           "attribution": {}, "chg": {"options": CHG}, "random": {}, "guided_greedy": {}, "screened_greedy": {}}
 
 
 @pytest.fixture(scope="module")

@@ -37,7 +37,7 @@ both scores masks and takes the gradients, and keeps both in a record to resume 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
@@ -47,10 +47,13 @@ from headloc.search.sequential import check_positive_int
 
 @dataclass(frozen=True)
 class GuidedSteps:
-    """The heads in the order chosen, each one's measured drop beside the heads before it, the
-    masked evaluations (distinct sets scored, the unablated one included), gradient passes, each
-    step's short list and the drop measured for each head of it, the unablated score, and every
-    head by the last step's estimate, largest drop first."""
+    """The heads in the order chosen, each one's measured drop beside its background (``beside``;
+    ``together``: heads ablated with it there, a pair's partner), ``labels`` saying how each was
+    found, the masked evaluations (distinct sets scored, the unablated one included), gradient
+    passes, each short list with the background it was measured beside, the drop measured for each
+    head of it and the head chosen from it (None: none lowered the score enough), the unablated
+    score, every head by the last gradient's estimate, largest drop first, and ``details`` (lists of
+    head indices by what they are, e.g. ``set_aside``)."""
 
     heads: list[int]
     drops: list[float]
@@ -60,6 +63,47 @@ class GuidedSteps:
     measured: list[dict[int, float]]
     baseline: float
     last_order: list[int]
+    backgrounds: list[list[int]]
+    picked: list[int | None]
+    beside: list[list[int]]
+    together: list[list[int]]
+    labels: list[str]
+    details: dict = field(default_factory=dict)
+
+
+class SetScores:
+    """``score_sets`` with each distinct head set scored once (``count``: how many were)."""
+
+    def __init__(self, score_sets: Callable[[list], list]):
+        self.score_sets, self.known = score_sets, {}
+
+    def __call__(self, head_sets: list) -> list[float]:
+        keys = [frozenset(s) for s in head_sets]
+        new = list(dict.fromkeys(key for key in keys if key not in self.known))
+        if new:
+            self.known.update(zip(new, (float(v) for v in self.score_sets([sorted(key) for key in new]))))
+        return [self.known[key] for key in keys]
+
+    @property
+    def count(self) -> int:
+        return len(self.known)
+
+
+def short_list(guess, excluded, m: int, m_abs: int, extra=()) -> tuple[list[int], list[int]]:
+    """A step's short list: the ``m`` heads of largest estimated drop, the ``m_abs`` of largest
+    estimate of either sign and ``extra``, none of ``excluded``; and every head by estimate."""
+    guess = np.asarray(guess, dtype=float).copy()
+    guess[list(excluded)] = np.nan
+    ranked = [int(h) for h in np.argsort(-np.nan_to_num(guess, nan=-np.inf), kind="stable")]
+    magnitude = [int(h) for h in np.argsort(-np.nan_to_num(np.abs(guess), nan=-np.inf), kind="stable")]
+    return [h for h in dict.fromkeys(ranked[:m] + magnitude[:m_abs] + list(extra)) if h not in excluded], ranked
+
+
+def check_lists(m: int, m_abs: int) -> None:
+    for name, value in (("m", m), ("m_abs", m_abs)):
+        check_positive_int(name, value, least=0, meaning="heads on each step's short list")
+    if m + m_abs == 0:
+        raise ValueError("m and m_abs cannot both be 0: the short list would hold only the runners-up")
 
 
 def guided_greedy(estimate: Callable[[list[int]], np.ndarray], score_sets: Callable[[list], list], n_heads: int,
@@ -71,27 +115,13 @@ def guided_greedy(estimate: Callable[[list[int]], np.ndarray], score_sets: Calla
     check_positive_int("k", k)
     if k > n_heads:
         raise ValueError(f"k must lie in 1..{n_heads} (number of heads), got {k}")
-    for name, value in (("m", m), ("m_abs", m_abs), ("carry", carry)):
-        check_positive_int(name, value, least=0, meaning="heads on each step's short list")
-    if m + m_abs == 0:
-        raise ValueError("m and m_abs cannot both be 0: the short list would hold only the runners-up")
-    known: dict[frozenset, float] = {}
-
-    def scores(head_sets: list) -> list[float]:
-        keys = [frozenset(s) for s in head_sets]
-        new = list(dict.fromkeys(key for key in keys if key not in known))
-        if new:
-            known.update(zip(new, (float(v) for v in score_sets([sorted(key) for key in new]))))
-        return [known[key] for key in keys]
-
+    check_lists(m, m_abs)
+    check_positive_int("carry", carry, least=0, meaning="heads on each step's short list")
+    scores = SetScores(score_sets)
     background, drops, runners_up, lists, steps = [], [], {}, [], []
     for _ in range(k):
-        guess = np.asarray(estimate(list(background)), dtype=float).copy()
-        guess[background] = np.nan
-        ranked = [int(h) for h in np.argsort(-np.nan_to_num(guess, nan=-np.inf), kind="stable")]
-        magnitude = [int(h) for h in np.argsort(-np.nan_to_num(np.abs(guess), nan=-np.inf), kind="stable")]
         carried = sorted(runners_up, key=lambda h: (-runners_up[h], h))[:carry]
-        short = [h for h in dict.fromkeys(ranked[:m] + magnitude[:m_abs] + carried) if h not in background]
+        short, ranked = short_list(estimate(list(background)), background, m, m_abs, carried)
         lists.append(short)
         base, *scored = scores([background] + [background + [h] for h in short])
         measured = {h: base - s for h, s in zip(short, scored)}
@@ -99,4 +129,7 @@ def guided_greedy(estimate: Callable[[list[int]], np.ndarray], score_sets: Calla
         best = max(short, key=lambda h: (measured[h], -h))
         background, drops = background + [best], drops + [measured[best]]
         runners_up = {h: d for h, d in measured.items() if h != best}
-    return GuidedSteps(background, drops, len(known), k, lists, steps, known[frozenset()], ranked)
+    return GuidedSteps(background, drops, scores.count, k, lists, steps, scores([()])[0], ranked,
+                       backgrounds=[background[:i] for i in range(k)], picked=list(background),
+                       beside=[background[:i] for i in range(k)], together=[[] for _ in range(k)],
+                       labels=[f"chosen {i + 1}, beside {i} heads" for i in range(k)])

@@ -27,17 +27,19 @@ from headloc.search.evidence import log_evidence
 
 @dataclass(frozen=True)
 class GuidedParams(WithOptions):
-    """Rule search_job, a guided search: the method, the top k it chooses, its options and the scored metric's
-    direction."""
+    """Rule search_job, a guided search: the method, the top k it chooses, its options, the scored metric's
+    direction and the search's seed (a search that draws at random: screened greedy's partition)."""
 
     method: str
     top_k: int
     options: object = None
     higher_is_better: bool = True
+    seed: int = 0
 
     @classmethod
     def of(cls, search) -> GuidedParams:
-        return cls(search.method.name, search.settings.top_k, search.options, search.higher_is_better)
+        return cls(search.method.name, search.settings.top_k, search.options, search.higher_is_better,
+                   search.settings.seed)
 
 
 class Guided(OneJob):
@@ -107,29 +109,31 @@ def guided(params: GuidedParams, geometry: HeadGeometry, score, model, examples,
 
 def guided_fields(chosen, gradient_equivalent: float, names) -> dict:
     """recovery.json's ranking fields of a :class:`headloc.search.guided.GuidedSteps`: the chosen heads
-    in their order, each one's value the score change measured when it joined (beside the heads
-    before it); every other head's value the change measured for it at the last step that listed
+    in their order, each one's value the score change measured when it joined (beside its
+    background); every other head's value the change measured for it at the last step that listed
     it, or 0 where it was never listed. Heads after the chosen ones: the measured ones by their
     change, then the rest in the last gradient's order. ``n_evals``: the masked evaluations (the
     unablated one included) and the gradient passes' worth in masked evaluations, rounded up."""
     coef, labels = np.zeros(len(names)), ["not measured"] * len(names)
-    for step, (listed, measured) in enumerate(zip(chosen.lists, chosen.measured)):
+    for listed, measured, background in zip(chosen.lists, chosen.measured, chosen.backgrounds):
         for head in listed:
             coef[head] = -measured[head]
-            labels[head] = f"measured beside {step} heads"
-    for step, (head, drop) in enumerate(zip(chosen.heads, chosen.drops)):
-        coef[head], labels[head] = -drop, f"chosen {step + 1}, beside {step} heads"
+            labels[head] = f"measured beside {len(background)} heads"
+    for head, drop, label in zip(chosen.heads, chosen.drops, chosen.labels):
+        coef[head], labels[head] = -drop, label
     measured = sorted({h for listed in chosen.lists for h in listed} - set(chosen.heads), key=lambda h: (coef[h], h))
     rest = [h for h in chosen.last_order if h not in set(chosen.heads) | set(measured)]
     ranking = list(chosen.heads) + measured + rest
-    steps = [{"chosen": names[head], "drop": float(drop), "list": [names[h] for h in listed]}
-             for head, drop, listed in zip(chosen.heads, chosen.drops, chosen.lists)]
+    steps = [{"chosen": None if head is None else names[head],
+              "drop": float(max(found.values()) if head is None else found[head]), "list": [names[h] for h in listed]}
+             for head, found, listed in zip(chosen.picked, chosen.measured, chosen.lists)]
+    found = {key: [names[h] for h in heads] for key, heads in chosen.details.items()}
     return {
         "n_evals": int(chosen.evaluations + math.ceil(gradient_equivalent - 1e-9)), "alpha": None, "r2": None,
         "intercept": float(chosen.baseline), "ranking": [names[h] for h in ranking],
         "coef": {name: float(value) for name, value in zip(names, coef)},
         "labels": dict(zip(names, labels)),
-        "details": {"steps": steps, "masked_evaluations": chosen.evaluations,
+        "details": {"steps": steps, **found, "masked_evaluations": chosen.evaluations,
                     "gradient_passes": chosen.gradient_passes, "gradient_equivalent": float(gradient_equivalent)},
         "confirmed": [names[h] for h in chosen.heads],
         "warnings": [],
@@ -137,12 +141,12 @@ def guided_fields(chosen, gradient_equivalent: float, names) -> dict:
 
 
 def measured_sets(chosen) -> dict[int, tuple[list[int], list[int]]]:
-    """Each listed head's measurement, as :func:`guided_fields` values it: the heads chosen before its
-    step with it, and without it (the last step that listed it; a chosen head's own step)."""
+    """Each listed head's measurement, as :func:`guided_fields` values it: its step's background with
+    it, and without it (the last step that listed it); a chosen head's, beside its own background
+    (with a pair's partner)."""
     sets = {}
-    for step, listed in enumerate(chosen.lists):
-        before = list(chosen.heads[:step])
-        sets.update({int(head): (before + [int(head)], before) for head in listed})
-    for step, head in enumerate(chosen.heads):
-        sets[int(head)] = (list(chosen.heads[:step + 1]), list(chosen.heads[:step]))
+    for listed, background in zip(chosen.lists, chosen.backgrounds):
+        sets.update({int(head): (list(background) + [int(head)], list(background)) for head in listed})
+    for head, background, together in zip(chosen.heads, chosen.beside, chosen.together):
+        sets[int(head)] = (list(background) + [int(head)] + list(together), list(background))
     return sets

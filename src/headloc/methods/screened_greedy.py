@@ -1,0 +1,68 @@
+"""Screened greedy (:mod:`headloc.search.screened`): group testing screens the heads alone (heads
+that take the score to its floor are set aside, the most damaging other head starts the
+background), gradient-guided greedy steps beside the background, and a pair probe (gradients
+beside two random halves of the heads) for pairs that act only together; stops at
+``validation.top_k`` heads or when nothing lowers the score. Options: section ``screened_greedy``
+(``m``, ``m_abs``: each step's short list, as guided greedy's; ``screen``: heads group testing
+confirms alone; ``pair_candidates``: heads the pair probe ablates two by two, 0: no probe). Kind
+``guided``: it scores masks on the identification subset's scoring task and differentiates the same
+documents' gold continuations, so it needs an lm-eval task with gold continuations."""
+
+from dataclasses import dataclass
+
+from headloc.methods.contract import SCALE, Method
+from headloc.methods.settings import MethodOptions, integer, setting
+
+
+@dataclass(frozen=True)
+class ScreenedGreedyOptions(MethodOptions, section="screened_greedy"):
+    """``m``, ``m_abs``: each greedy step's short list; ``screen``: heads confirmed alone;
+    ``pair_candidates``: the pair probe's heads (:func:`headloc.search.screened.screened_greedy`)."""
+
+    m: int = setting(10, integer(0))  # guided greedy's lists (docs/results/vs-greedy-smollm2.md)
+    m_abs: int = setting(10, integer(0))
+    screen: int = setting(3, integer(1))  # a universal head and a synergy pair: three heads at the floor
+    pair_candidates: int = setting(4, integer(0))  # 6 pairs; the planted pair ranked in the first 4
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.m + self.m_abs == 0:
+            raise ValueError(f"{self.key('m')} and {self.key('m_abs')}: both 0 is not valid; expected at least one "
+                             "of them >= 1")
+        if self.pair_candidates == 1:
+            raise ValueError(f"{self.key('pair_candidates')}: 1 is not valid; expected 0 (no pair probe) or at "
+                             "least 2 (a pair needs two heads)")
+
+
+def search(estimate, score_sets, n_heads, params):
+    from headloc.search.screened import screened_greedy
+
+    o = params.options
+    return screened_greedy(estimate, score_sets, n_heads, params.top_k, seed=params.seed, m=o.m, m_abs=o.m_abs,
+                           screen=o.screen, pair_candidates=o.pair_candidates)
+
+
+def search_id(parts) -> str:
+    o = parts.options
+    return (f"screened_greedy_k{parts.top_k}_l{o.m}_a{o.m_abs}_g{o.screen}_p{o.pair_candidates}_{parts.tail}"
+            + parts.repeat_suffix)
+
+
+# how to read its heatmap (the caption in Snakemake's report)
+READING = """A chosen head's cell is the change in the task's score measured when it was found: alone for a
+head set aside at the score's floor and for the screen's first head, beside the heads chosen before it
+for a greedy step's head, with its partner beside them for a pair's. A head listed at some step but not
+chosen shows the change measured for it beside that step's heads; a head never listed is 0 and ranked
+by the last gradient. ``labels`` in recovery.json says which; ``details`` names the heads set aside,
+the screen's and the pair.
+
+""" + SCALE
+
+
+METHODS = (
+    Method(name="screened_greedy", kind="guided", algorithm=search, options=ScreenedGreedyOptions,
+           search_id=search_id, marker="d", repeats=True,
+           about="group testing alone, then greedy steps from gradients beside the chosen heads, then a pair probe",
+           label="score change when found (alone, beside the heads before it, or with its pair's partner)",
+           reading=READING),
+)

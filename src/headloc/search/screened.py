@@ -1,0 +1,200 @@
+"""Screened greedy: greedy's heads, heads at the score's floor, backup heads, synergy and redundant
+pairs in one search (search method ``screened_greedy``, :mod:`headloc.methods.screened_greedy`).
+
+Gradient-guided greedy (:mod:`headloc.search.guided`) lists each step's candidates by a gradient,
+so it cannot see a head whose effect is far from linear in its gate: it never listed the
+universal head of the planted models (ablated alone, it takes every task to chance), nor the
+head that alone hurt most on a task built outside the project. Each of its heads is chosen beside
+the heads before it, so beside a head that took the score to its floor nothing moves, and it
+cannot see a redundant pair (either head alone changes nothing). Group testing sees both kinds
+of alone effect but answers greedy's question (beside the heads chosen) poorly. So, in stages:
+
+1. **Screen** (group testing, :class:`~headloc.search.group_testing.GroupTesting`): a random
+   partition of the heads, each group ablated, the most damaging halved down to single heads,
+   until ``screen`` heads are confirmed alone. A confirmed head beside which the most damaging
+   other one keeps less than a fifth (``1 - FLOOR``) of its drop alone takes the score to its
+   floor (one mask each, as conditional group testing checks its background; where no other
+   lowers the score, a head whose drop alone is ``FLOOR`` of the span, the unablated score less the
+   lowest seen): it is **set aside**
+   (reported first, as found, and never ablated in what follows, since beside it nothing else
+   could show). The most damaging
+   other head confirmed joins the background: greedy's first head, found without a gradient.
+2. **Greedy steps** (as guided greedy's): a gradient beside the background lists the ``m`` heads
+   of largest estimated drop, the ``m_abs`` of largest estimate of either sign and the screen's
+   other confirmed heads; each is ablated beside the background and the one that lowers the score
+   most joins it, while its drop is at least ``NOISE`` (0.05) of the span (the unablated score
+   less the lowest score seen).
+3. **Pairs**: when a step finds no such head, a pair that acts only together may still be there.
+   The heads not yet chosen or set aside are split at random into two halves and a gradient taken
+   beside the background with each half ablated. A redundant pair shows in one of them whatever
+   the split: with both heads in a half, restoring either restores the task (a gradient at gate
+   0); with one in each, the other half's gradient shows the head whose partner is gone. The
+   ``pair_candidates`` heads of largest estimate (either sign) beside the background or either half
+   are ablated two by two beside it (beside the background too: a redundant head's gradient there
+   can be large although its ablation alone changes nothing); the pair that lowers the score most joins
+   the background if its drop is at least ``NOISE`` of the span, and the greedy steps go on.
+
+It stops at ``k`` heads (the set-aside heads count), or when neither a step nor the pair probe
+finds a head that lowers the score. Measured on the planted interaction models and SmolLM2 in
+docs/results/screened-greedy.md.
+
+>>> import numpy as np
+>>> effect = np.zeros(64); effect[[5, 40]] = [0.6, 0.3]
+>>> def score(sets):  # head 9 takes the score to its floor (-1); 20 and 33 matter only together
+...     return [-1.0 if 9 in s else 1.0 - effect[list(s)].sum() - (0.5 if {20, 33} <= set(s) else 0.0)
+...             for s in sets]
+>>> def estimate(background):  # first order: each head's drop beside the background, gate at 0 or 1
+...     drop = effect.copy()
+...     drop[20] = 0.5 if 33 in background or 20 in background and 33 not in background else 0.0
+...     drop[33] = 0.5 if 20 in background or 33 in background and 20 not in background else 0.0
+...     return drop
+>>> found = screened_greedy(estimate, score, 64, 5, seed=0, m=2, m_abs=0)
+>>> found.heads, found.details["set_aside"], found.details["pair"]
+([9, 5, 40, 20, 33], [9], [20, 33])
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from headloc.search.group_testing import GroupTesting
+from headloc.search.guided import GuidedSteps, SetScores, check_lists, short_list
+from headloc.search.sequential import check_positive_int
+
+FLOOR = 0.8  # beside a head at the floor, another head keeps less than 1 - FLOOR of its drop alone
+NOISE = 0.05  # a head (or pair) joins only if its drop is at least this share of the span
+
+
+class Steps:
+    """What the search has measured and chosen, in the order it happened (becomes a GuidedSteps)."""
+
+    def __init__(self, scores: SetScores):
+        self.scores, self.gradients = scores, set()
+        self.heads, self.drops, self.beside, self.together, self.labels = [], [], [], [], []
+        self.lists, self.measured, self.backgrounds, self.picked = [], [], [], []
+        self.last_order: list[int] = []
+
+    def estimate(self, estimate: Callable, background: list[int]) -> np.ndarray:
+        self.gradients.add(frozenset(background))
+        return np.asarray(estimate(list(background)), dtype=float)
+
+    def choose(self, head: int, drop: float, beside: list[int], label: str, together=()) -> None:
+        self.heads.append(head), self.drops.append(float(drop)), self.labels.append(label)
+        self.beside.append(list(beside)), self.together.append(list(together))
+
+    def result(self, details: dict) -> GuidedSteps:
+        return GuidedSteps(self.heads, self.drops, self.scores.count, len(self.gradients), self.lists, self.measured,
+                           self.scores([()])[0], self.last_order, self.backgrounds, self.picked, self.beside,
+                           self.together, self.labels, details)
+
+
+def screened_greedy(estimate: Callable[[list[int]], np.ndarray], score_sets: Callable[[list], list], n_heads: int,
+                    k: int, *, seed: int = 0, m: int = 10, m_abs: int = 10, screen: int = 3,
+                    pair_candidates: int = 4) -> GuidedSteps:
+    """Up to ``k`` heads by the stages of the module docstring. ``estimate(background)``: every
+    head's estimated drop beside ``background`` (larger = more damage); ``score_sets(head_sets)``:
+    each set's score when ablated (higher is better); ``seed``: the partition and the halves."""
+    check_positive_int("k", k)
+    if k > n_heads:
+        raise ValueError(f"k must lie in 1..{n_heads} (number of heads), got {k}")
+    check_lists(m, m_abs)
+    check_positive_int("screen", screen, meaning="heads the screen confirms alone")
+    check_positive_int("pair_candidates", pair_candidates, least=0, meaning="heads the pair probe tries two by two")
+    scores = SetScores(score_sets)
+    steps = Steps(scores)
+    alone, span, steps.last_order = screen_alone(scores, n_heads, min(k, screen), seed)
+    set_aside = [h for h in alone if at_floor(scores, alone, h, span)]
+    for head in set_aside:
+        steps.choose(head, alone[head], [], "alone: at the score's floor, set aside")
+    others = [h for h in alone if h not in set_aside and alone[h] >= NOISE * span]
+    background: list[int] = []
+    if others and len(steps.heads) < k:
+        steps.choose(others[0], alone[others[0]], [], "chosen 1, alone (the screen)")
+        background = [others.pop(0)]
+    probed = False
+    while len(steps.heads) < k:
+        head = greedy_step(steps, estimate, background, set_aside, others, m, m_abs, NOISE * span)
+        if head is not None:
+            background.append(head)
+            others = [h for h in others if h != head]
+            continue
+        if probed or pair_candidates < 2 or len(steps.heads) + 2 > k:
+            break
+        probed = True
+        pair = pair_probe(steps, estimate, background, set_aside, n_heads, pair_candidates, NOISE * span, seed)
+        if pair is not None:
+            background += list(pair)
+    details = {"set_aside": set_aside, "screened": list(alone),
+               "pair": [h for h, extra in zip(steps.heads, steps.together) if extra]}
+    return steps.result(details)
+
+
+def screen_alone(scores: SetScores, n_heads: int, wanted: int, seed: int) -> tuple[dict[int, float], float, list[int]]:
+    """Stage 1: the heads group testing confirms alone (head -> drop, most damaging first), the
+    span (the unablated score less the lowest score seen) and every head in group testing's order
+    (the ranking's tail until a gradient is taken)."""
+    search = GroupTesting(n_heads=n_heads, n_masks=2 * n_heads + 2, seed=seed, k=wanted)
+    masks, values, found = search.complete(lambda rows: np.array(scores([np.flatnonzero(r) for r in rows])))
+    baseline = scores([()])[0]
+    alone = {int(h): baseline - scores([(int(h),)])[0] for h in found.confirmed or ()}
+    order = [int(h) for h in found.ranking]
+    return dict(sorted(alone.items(), key=lambda item: -item[1])), baseline - float(np.min(values)), order
+
+
+def at_floor(scores: SetScores, alone: dict[int, float], head: int, span: float) -> bool:
+    """Whether ``head`` takes the score to its floor: the most damaging other head the screen
+    confirmed, ablated beside it, adds less than ``1 - FLOOR`` of its own drop alone (one mask).
+    Where no other confirmed head lowers the score by ``NOISE`` of the span, nothing can show the
+    floor that way: then a head whose drop alone is at least ``FLOOR`` of the span is taken to sit
+    there (beside it nothing else alone would show either)."""
+    other = next((h for h in alone if h != head and alone[h] >= NOISE * span), None)
+    if other is None:
+        return alone[head] >= FLOOR * span
+    both = scores([()])[0] - scores([(head, other)])[0]
+    return both - alone[head] < (1 - FLOOR) * alone[other]
+
+
+def greedy_step(steps: Steps, estimate, background: list[int], set_aside: list[int], extra: list[int], m: int,
+                m_abs: int, least: float) -> int | None:
+    """Stage 2, one step: the listed head that lowers the score most beside ``background``, chosen
+    if its drop is at least ``least``; None otherwise."""
+    excluded = set(background) | set(set_aside)
+    short, steps.last_order = short_list(steps.estimate(estimate, background), excluded, m, m_abs, extra)
+    if not short:
+        return None
+    base, *scored = steps.scores([background] + [background + [h] for h in short])
+    measured = {h: base - s for h, s in zip(short, scored)}
+    best = max(short, key=lambda h: (measured[h], -h))
+    chosen = best if measured[best] >= least else None
+    steps.lists.append(short), steps.measured.append(measured), steps.backgrounds.append(list(background))
+    steps.picked.append(chosen)
+    if chosen is not None:
+        steps.choose(chosen, measured[chosen], background, f"chosen {len(background) + 1}, beside "
+                                                          f"{len(background)} heads")
+    return chosen
+
+
+def pair_probe(steps: Steps, estimate, background: list[int], set_aside: list[int], n_heads: int, candidates: int,
+               least: float, seed: int) -> tuple[int, int] | None:
+    """Stage 3: the pair of candidates (the heads of largest estimate beside the background or half
+    the others ablated with it) that lowers the score most beside ``background``, chosen if its drop is at least ``least``."""
+    taken = set(background) | set(set_aside)
+    free = np.array([h for h in range(n_heads) if h not in taken])
+    order = np.random.default_rng(seed).permutation(free)
+    halves = [list(background) + [int(h) for h in part] for part in np.array_split(order, 2)]
+    # a head's largest estimate beside the background or either half: beside the background too, since
+    # a redundant head's gradient can be large where its ablation alone changes nothing
+    largest = np.max([np.abs(steps.estimate(estimate, heads)) for heads in [background, *halves]], axis=0)
+    largest[list(taken)] = -np.inf
+    top = [int(h) for h in np.argsort(-largest, kind="stable")[:candidates]]
+    pairs = [(a, b) for i, a in enumerate(top) for b in top[i + 1:]]
+    base, *scored = steps.scores([background] + [background + list(pair) for pair in pairs])
+    drops = {pair: base - s for pair, s in zip(pairs, scored)}
+    best = max(pairs, key=lambda pair: (drops[pair], [-h for h in pair]))
+    if drops[best] < least:
+        return None
+    for head, partner in (best, best[::-1]):
+        steps.choose(head, drops[best], background, f"pair, beside {len(background)} heads", together=[partner])
+    return best

@@ -1,0 +1,169 @@
+"""Screened greedy (headloc.search.screened) through the registered method, on worlds whose every
+set's score is known, with a first-order estimate that sees a head's effect only where its gate
+moves it (none for a head at the floor's cliff, none for a redundant head beside its partner)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from headloc import methods
+from headloc.methods.kinds.guided import GuidedParams, guided_fields, measured_sets
+
+N = 64
+FLOOR = -1.0  # the score's floor (chance)
+
+
+class World:
+    """1 - the ablated heads' effects, floored at FLOOR; ``cliff``: heads that alone take the score to
+    the floor (where the small heads still move it a little); ``backup``: {(primary, head): drop of head once primary is ablated}; ``redundant``:
+    (a, b, drop) that only the two ablated together cause. ``estimate`` is first order: a cliff
+    head's gradient is 0 (flat until it falls), a backup head's shows beside its primary, a redundant
+    head's where its partner is ablated, or, its own gate at 0, where both are."""
+
+    def __init__(self, effect, cliff=(), backup=None, redundant=None):
+        self.effect, self.cliff, self.backup, self.redundant = np.asarray(effect, float), set(cliff), backup or {}, redundant
+        self.scored: list[frozenset] = []
+
+    def drop(self, heads: set) -> float:
+        total = self.effect[list(heads)].sum() + sum(d for (p, h), d in self.backup.items() if {p, h} <= heads)
+        if self.redundant and {self.redundant[0], self.redundant[1]} <= heads:
+            total += self.redundant[2]
+        return total
+
+    def score_sets(self, head_sets):
+        self.scored += [frozenset(s) for s in head_sets]
+        return [self.floor(set(s)) if self.cliff & set(s) else max(FLOOR, 1.0 - self.drop(set(s))) for s in head_sets]
+
+    def floor(self, heads: set) -> float:
+        """At the floor the many small heads still move the score a little (as on the planted models)."""
+        return FLOOR - sum(self.effect[h] for h in heads if abs(self.effect[h]) < 0.05)
+
+    def estimate(self, background):
+        background = set(background)
+        guess = self.effect.copy()
+        guess[list(self.cliff)] = 0.0
+        for (primary, head), d in self.backup.items():
+            guess[head] += d if primary in background else 0.0
+        if self.redundant:
+            a, b, d = self.redundant
+            for head, partner in ((a, b), (b, a)):
+                guess[head] += d if partner in background else 0.0
+        return guess
+
+
+def search(world: World, k: int, seed: int = 0, **options):
+    """The registered method's algorithm, as the guided kind calls it (options as a config gives them)."""
+    method = methods.get("screened_greedy")
+    params = GuidedParams(method.name, k, method.options_of(options), seed=seed)
+    return method.algorithm(world.estimate, world.score_sets, N, params)
+
+
+def effects(**heads) -> np.ndarray:
+    effect = np.random.default_rng(1).normal(0, 0.005, N)
+    for head, value in heads.items():
+        effect[int(head[1:])] = value
+    return effect
+
+
+def test_a_head_at_the_floor_is_set_aside_and_the_rest_are_chosen_beside_each_other():
+    """Head 9 takes the score to its floor and its gradient is 0 (guided greedy never lists it);
+    beside it nothing moves, so it is reported first and never ablated while the others are found."""
+    world = World(effects(h5=0.6, h40=0.3), cliff=[9])
+    found = search(world, 3, m=3, m_abs=0)
+    assert found.heads == [9, 5, 40]
+    assert found.details["set_aside"] == [9]
+    assert found.labels[0].startswith("alone: at the score's floor")
+    assert not any(9 in s and len(s) > 1 for s in world.scored[found.evaluations:])  # never beside others after the screen
+    assert found.drops[1:] == pytest.approx([0.6, 0.3], abs=0.02)
+
+
+def test_the_head_that_alone_hurts_most_is_found_though_its_gradient_says_nothing():
+    """Head 17 alone drops the score most, its estimate is 0: the screen confirms it alone and it
+    starts the background (greedy's first head), found without a gradient."""
+    world = World(effects(h17=0.7, h3=0.3, h30=0.2))
+    blind = lambda bg: np.where(np.arange(N) == 17, 0.0, world.estimate(bg))  # noqa: E731
+    method = methods.get("screened_greedy")
+    found = method.algorithm(blind, world.score_sets, N, GuidedParams(method.name, 3, method.options_of({"m": 3,
+                                                                                                       "m_abs": 0})))
+    assert found.heads == [17, 3, 30]
+    assert found.labels[0] == "chosen 1, alone (the screen)"
+
+
+def test_a_backup_head_is_chosen_beside_its_primary():
+    world = World(effects(h4=0.6, h11=0.3), backup={(4, 22): 0.4})
+    found = search(world, 3, m=3, m_abs=0)
+    assert found.heads == [4, 22, 11]
+    assert found.drops[1] == pytest.approx(0.4 + world.effect[22], abs=1e-9)
+
+
+def test_both_heads_of_a_synergy_pair_are_set_aside_with_the_universal_head():
+    """Each head of a synergy pair alone breaks the task: three heads at the floor, all found."""
+    world = World(effects(), cliff=[2, 33, 50])
+    found = search(world, 3)
+    assert sorted(found.heads) == [2, 33, 50] and sorted(found.details["set_aside"]) == [2, 33, 50]
+    assert found.gradient_passes == 0  # no step was needed: the ranking's tail is the screen's order
+    ranking = guided_fields(found, 0.0, [f"L{h // 8}H{h % 8}" for h in range(N)])["ranking"]
+    assert len(set(ranking)) == N
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_beside_a_universal_head_alone_a_redundant_pair_is_still_found(seed):
+    """The planted redundant task: a head at the floor and a pair, nothing else matters alone. The
+    screen's other heads do not lower the score, so the floor is told by the span; the head is set
+    aside, not ablated beside the probe (beside it, at the floor, the pair could not show)."""
+    world = World(effects(), cliff=[9], redundant=(20, 45, 0.6))
+    found = search(world, 3, seed=seed)
+    assert found.heads[0] == 9 and sorted(found.heads[1:]) == [20, 45] and found.details["set_aside"] == [9]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_redundant_pair_is_found_by_the_probe_whatever_the_halves(seed):
+    """Heads 20 and 45 matter only together; the halves split them or hold both, by the seed."""
+    world = World(effects(h5=0.5), cliff=[9], redundant=(20, 45, 0.6))
+    found = search(world, 4, seed=seed, m=3, m_abs=0)
+    assert found.heads[:2] == [9, 5] and sorted(found.heads[2:]) == [20, 45]
+    assert sorted(found.details["pair"]) == [20, 45]
+    assert found.drops[2:] == pytest.approx([world.drop({20, 45, 5}) - world.drop({5})] * 2)
+    sets = measured_sets(found)
+    assert sets[20] == ([5, 20, 45], [5]) and sets[45] == ([5, 45, 20], [5])
+
+
+def test_it_stops_when_nothing_more_lowers_the_score_and_fills_no_place():
+    """One head matters, nothing else moves: after it, a step and the pair probe find nothing, so
+    the search stops at one head of the five asked (recovery.json then ranks the rest unchosen)."""
+    effect = np.zeros(N)
+    effect[5] = 0.6
+    world = World(effect)
+    found = search(world, 5, m=3, m_abs=0)
+    assert found.heads == [5] and found.details["pair"] == [] and found.picked[-1] is None
+    names = [f"L{h // 8}H{h % 8}" for h in range(N)]
+    fields = guided_fields(found, 0.0, names)
+    assert fields["confirmed"] == ["L0H5"] and len(fields["ranking"]) == N
+
+
+def test_recovery_fields_name_the_set_aside_heads_and_value_each_chosen_head_by_its_drop():
+    world = World(effects(h5=0.6), cliff=[9], redundant=(20, 45, 0.6))
+    found = search(world, 4, m=3, m_abs=0)
+    names = [f"L{h // 8}H{h % 8}" for h in range(N)]
+    fields = guided_fields(found, 3.0, names)
+    assert fields["details"]["set_aside"] == ["L1H1"] and sorted(fields["details"]["pair"]) == ["L2H4", "L5H5"]
+    assert fields["ranking"][:2] == ["L1H1", "L0H5"]
+    assert fields["coef"]["L1H1"] == pytest.approx(-2.0, abs=0.05)  # 1 - (-1): alone to the floor
+    assert fields["n_evals"] == found.evaluations + 3
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"m": 0, "m_abs": 0}, "both 0"),
+    ({"pair_candidates": 1}, "pair_candidates: 1 is not valid"),
+    ({"screen": 0}, "screen: 0 is not valid"),
+])
+def test_options_that_cannot_work_are_refused(options, message):
+    with pytest.raises(ValueError, match=message):
+        methods.get("screened_greedy").options_of(options)
+
+
+def test_the_screens_seed_changes_the_partition_not_the_heads():
+    world = World(effects(h5=0.6, h40=0.3), cliff=[9])
+    first, other = search(world, 3, seed=0, m=3, m_abs=0), search(World(world.effect, cliff=[9]), 3, seed=7, m=3, m_abs=0)
+    assert first.heads == other.heads == [9, 5, 40]
