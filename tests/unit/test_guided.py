@@ -161,3 +161,18 @@ def test_a_listed_head_not_chosen_keeps_the_change_measured_for_it():
     coef = guided_fields(found, 0, names)["coef"]
     assert [coef[names[h]] for h in (3, 7, 12)] == pytest.approx([-1.0, -0.8, -0.1])
     assert coef[names[0]] == 0  # never listed
+
+
+def test_a_head_listed_at_a_later_step_is_assessed_beside_that_steps_heads():
+    """A head listed at step 2 and not chosen: its label says one head beside it, and the evidence
+    compares the two sets it was measured on (the first chosen head with it, and without it)."""
+    from headloc.methods.kinds.guided import guided_fields, measured_sets
+
+    effect = np.zeros(N)
+    effect[[3, 7, 12]] = [1.0, 0.8, 0.1]
+    score_sets, _ = world(effect)
+    found = method_search(lambda bg: effect, score_sets, 2, m=3, m_abs=0)
+    assert found.heads == [3, 7]
+    names = [f"L{h // 8}H{h % 8}" for h in range(N)]
+    assert guided_fields(found, 0, names)["labels"][names[12]] == "measured beside 1 heads"
+    assert measured_sets(found)[12] == ([3, 12], [3])

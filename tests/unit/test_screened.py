@@ -167,3 +167,27 @@ def test_the_screens_seed_changes_the_partition_not_the_heads():
     world = World(effects(h5=0.6, h40=0.3), cliff=[9])
     first, other = search(world, 3, seed=0, m=3, m_abs=0), search(World(world.effect, cliff=[9]), 3, seed=7, m=3, m_abs=0)
     assert first.heads == other.heads == [9, 5, 40]
+
+
+def test_the_probe_takes_its_candidates_beside_the_background_too():
+    """Heads 20 and 45 matter only together; their gradients are large beside nothing and nil
+    beside either half (as a planted redundant pair's were), where four other heads have larger
+    ones: only the estimates beside the background put the pair among the four candidates."""
+    world = World(effects(), cliff=[9], redundant=(20, 45, 0.6))
+
+    def estimate(background):
+        guess = np.zeros(N)
+        if background:  # a half: two strong and two weak decoys, the pair unseen
+            guess[[1, 2]], guess[[3, 4]] = 0.9, 0.05
+        else:
+            guess[[20, 45]] = 0.5
+        return guess
+    method = methods.get("screened_greedy")
+    found = method.algorithm(estimate, world.score_sets, N, GuidedParams(method.name, 3, method.options_of({})))
+    assert sorted(found.details["pair"]) == [20, 45]
+
+
+@pytest.mark.parametrize("screen", [1, 2])
+def test_the_screen_confirms_as_many_heads_as_asked(screen):
+    world = World(effects(h5=0.6, h40=0.3, h12=0.2), cliff=[9])
+    assert len(search(world, 5, screen=screen, m=3, m_abs=0).details["screened"]) == screen
