@@ -155,7 +155,7 @@ def test_an_lm_eval_tasks_direction_is_read_never_contradicted():
      "method 'group_testing' has no option 'extra_head'; its options are group_size (default 'auto'), "
      "masks_per_round (default 1), extra_heads (default 2)"),
     ({"method": "cs_stratified", "options": {"steps": 3}}, "method 'cs_stratified' takes no options, got {'steps': 3}; the methods with "
-                                "options are chg, group_testing, conditional_group_testing, guided_greedy, thompson"),
+                                "options are chg, group_testing, conditional_group_testing, guided_greedy, screened_greedy, thompson"),
     ({"method": "guided_greedy", "options": {"m": 0, "m_abs": 0}},
      "guided_greedy.m and guided_greedy.m_abs: both 0 is not valid; expected at least one of them >= 1"),
     ({"method": "group_testing", "options": {"extra_heads": -1}},

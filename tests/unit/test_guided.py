@@ -88,7 +88,7 @@ def test_no_set_is_scored_twice():
 def test_bad_options_are_refused_naming_the_value(options, message):
     score_sets, _ = world(np.zeros(N))
     with pytest.raises(ValueError, match=message):
-        guided_greedy(lambda bg: np.zeros(N), score_sets, N, **{"k": 2, **options})
+        guided_greedy(lambda bg: np.zeros(N), score_sets, N, **{"k": 2, "m": 10, "m_abs": 10, "carry": 0, **options})
 
 
 # ---------------------------------------------------------------- through the method, as the workflow and locate call it

@@ -107,8 +107,9 @@ def check_lists(m: int, m_abs: int) -> None:
 
 
 def guided_greedy(estimate: Callable[[list[int]], np.ndarray], score_sets: Callable[[list], list], n_heads: int,
-                  k: int, *, m: int = 10, m_abs: int = 10, carry: int = 0) -> GuidedSteps:
-    """``k`` heads chosen greedily from short lists (module docstring). ``estimate(background)``:
+                  k: int, *, m: int, m_abs: int, carry: int) -> GuidedSteps:
+    """``k`` heads chosen greedily from short lists (module docstring); ``m``, ``m_abs`` and ``carry``
+    have no default here: the method's options hold them (GuidedGreedyOptions). ``estimate(background)``:
     every head's estimated drop beside ``background`` (length ``n_heads``, larger = more damage:
     minus attribution's effects); ``score_sets(head_sets)``: each set's score when ablated
     (higher is better)."""

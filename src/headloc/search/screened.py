@@ -48,7 +48,7 @@ docs/results/screened-greedy.md.
 ...     drop[20] = 0.5 if 33 in background or 20 in background and 33 not in background else 0.0
 ...     drop[33] = 0.5 if 20 in background or 33 in background and 20 not in background else 0.0
 ...     return drop
->>> found = screened_greedy(estimate, score, 64, 5, seed=0, m=2, m_abs=0)
+>>> found = screened_greedy(estimate, score, 64, 5, seed=0, m=2, m_abs=0, screen=3, pair_candidates=4)
 >>> found.heads, found.details["set_aside"], found.details["pair"]
 ([9, 5, 40, 20, 33], [9], [20, 33])
 """
@@ -91,11 +91,11 @@ class Steps:
 
 
 def screened_greedy(estimate: Callable[[list[int]], np.ndarray], score_sets: Callable[[list], list], n_heads: int,
-                    k: int, *, seed: int = 0, m: int = 10, m_abs: int = 10, screen: int = 3,
-                    pair_candidates: int = 4) -> GuidedSteps:
+                    k: int, *, seed: int, m: int, m_abs: int, screen: int, pair_candidates: int) -> GuidedSteps:
     """Up to ``k`` heads by the stages of the module docstring. ``estimate(background)``: every
     head's estimated drop beside ``background`` (larger = more damage); ``score_sets(head_sets)``:
-    each set's score when ablated (higher is better); ``seed``: the partition and the halves."""
+    each set's score when ablated (higher is better); ``seed``: the partition and the halves. No
+    option has a default here: the method's options hold them (ScreenedGreedyOptions)."""
     check_positive_int("k", k)
     if k > n_heads:
         raise ValueError(f"k must lie in 1..{n_heads} (number of heads), got {k}")
