@@ -7,7 +7,7 @@ documents it evaluates, and writes the indices the full-data validation scores (
 
 from headloc.engine.evaluation import TaskSpec, count_documents
 from headloc.io import log_to_file, write_json
-from headloc.workflow.config import task_folders
+from headloc.workflow.task_lookup import task_folders
 from headloc.workflow.portable import located
 
 log = log_to_file(snakemake.log[0])

@@ -7,7 +7,7 @@ written, so a bad file fails here, naming the file, the line and the field, and 
 from headloc.data.datasets import build_docs, read_jsonl_numbered, write_jsonl
 from headloc.data.documents import check_documents, load_task_yaml, required_fields, task_yaml
 from headloc.io import log_to_file
-from headloc.workflow.config import task_folders
+from headloc.workflow.task_lookup import task_folders
 from headloc.workflow.portable import mirror
 
 log = log_to_file(snakemake.log[0])

@@ -10,7 +10,7 @@ from headloc.engine.evaluation import MaskEvaluator, TaskSpec, check_grouping
 from headloc.heads import HeadGeometry, headset_mask
 from headloc.io import read_json, write_json
 from headloc.model.loading import load_model
-from headloc.workflow.config import task_folders
+from headloc.workflow.task_lookup import task_folders
 from headloc.workflow.jobs import start_evaluating_job
 from headloc.workflow.portable import located
 from headloc.workflow.results import eval_record

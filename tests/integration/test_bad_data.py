@@ -6,7 +6,8 @@ import pytest
 import yaml
 
 from conftest import REPO, SHARED_DATA, snakemake
-from headloc.workflow.config import check_config, validate_config
+from headloc.workflow.config import check_config
+from headloc.workflow.schema import validate_config
 from headloc.data.datasets import identification_subset, read_jsonl
 from headloc.model.loading import resolve_source
 

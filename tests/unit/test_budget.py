@@ -8,7 +8,8 @@ import pytest
 from conftest import REPO, accuracy_demo
 from headloc.heads import HeadGeometry
 from headloc.search.budget import PER_K_LOG_N, suggested_masks
-from headloc.workflow.config import check_config, validate_config
+from headloc.workflow.config import check_config
+from headloc.workflow.schema import validate_config
 
 # (heads, k, masks at which cs_stratified or cs_adaptive held 95 % of a certified task's role heads,
 # mean over 3 placements x 3 seeds; the larger of the two designs' budgets): docs/ground-truth.md,

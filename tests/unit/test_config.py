@@ -7,7 +7,9 @@ import struct
 import pytest
 
 from conftest import REPO, accuracy_demo
-from headloc.workflow.config import check_config, expected, lm_eval_tasks, model_geometries, validate_config
+from headloc.workflow.config import check_config, model_geometries
+from headloc.workflow.schema import expected, validate_config
+from headloc.workflow.task_lookup import lm_eval_tasks
 from headloc.heads import HeadGeometry as Geometry
 from headloc.model.loading import read_gguf_metadata, resolve_source, source_geometry
 

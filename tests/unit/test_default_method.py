@@ -11,7 +11,7 @@ import yaml
 
 import headloc
 from headloc.api.cli import parser
-from headloc.workflow.config import validate_config
+from headloc.workflow.schema import validate_config
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = REPO / "config" / "schema.yaml"

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from headloc.workflow.config import validate_config
+from headloc.workflow.schema import validate_config
 from headloc.workflow.plan import Plan
 from headloc.report.efficiency import efficiency_points, search_fields, smallest_budgets, with_search_fields
 

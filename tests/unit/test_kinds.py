@@ -23,7 +23,7 @@ from headloc.methods.contract import Method
 from headloc.methods.kinds import Kind, SearchFiles, read_result
 from headloc.methods.settings import SearchSettings, SearchSpec
 from headloc.methods.steps import RecoverInputs, RecoverParams
-from headloc.workflow.config import validate_config
+from headloc.workflow.schema import validate_config
 from headloc.workflow.plan import Plan
 
 # What adding a kind takes, tests and a docs row aside: its module and one rule (with its script).

@@ -78,7 +78,7 @@ def test_the_graph_sees_the_imports_it_must():
     assert "headloc.engine.lm" in GRAPH["headloc.engine.grouped"]
     assert "headloc.methods.contract" in GRAPH["headloc.methods"]
     assert "headloc.collected" in GRAPH["headloc.report.spec"]
-    assert "headloc.workflow.config" in GRAPH["headloc.workflow.facts"]
+    assert "headloc.workflow.task_lookup" in GRAPH["headloc.workflow.facts"]
 
 
 def test_no_import_circles():

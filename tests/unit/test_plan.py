@@ -9,7 +9,9 @@ import yaml
 
 from conftest import REPO, accuracy_demo
 from headloc.search.chg import chg
-from headloc.workflow.config import TASKS_DIR, check_config, validate_config
+from headloc.data import TASKS_DIR
+from headloc.workflow.config import check_config
+from headloc.workflow.schema import validate_config
 from headloc.data.datasets import build_docs, read_jsonl_numbered
 from headloc.data.documents import check_documents, load_task_yaml, required_fields, task_files, task_yaml
 from headloc.report import target_table

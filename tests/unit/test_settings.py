@@ -11,7 +11,7 @@ from jsonschema import Draft202012Validator
 from conftest import REPO, accuracy_demo
 from headloc import methods
 from headloc.methods.settings import SearchSettings
-from headloc.workflow.config import validate_config, with_method_enums
+from headloc.workflow.schema import validate_config, with_method_enums
 from headloc.workflow.configured import task_settings
 
 SCHEMA = with_method_enums(yaml.safe_load((REPO / "config/schema.yaml").read_text()))

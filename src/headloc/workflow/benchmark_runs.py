@@ -25,7 +25,7 @@ from headloc.io import read_scores
 from headloc.report.comparison import score_agreement
 from headloc.report.efficiency import with_search_fields
 from headloc.workflow import paths
-from headloc.workflow.config import validate_config
+from headloc.workflow.schema import validate_config
 from headloc.workflow.plan import Plan
 
 CONFIG_FILE = "benchmark-config.yaml"

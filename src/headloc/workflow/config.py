@@ -2,9 +2,9 @@
 
 ``check_workflow_config`` is what the Snakefile calls when it parses a config (rules/common.smk),
 so what it raises is what a bad config's ``snakemake -n`` prints. It runs, in order:
-``validate_config``, which checks the config against ``config/schema.yaml`` (filling in defaults)
-and words each error as ``config <key.path>: <bad value> ...; expected ...``; ``model_geometries``,
-which resolves every model's source and reads its layers and heads offline; ``complete_metrics``,
+``validate_config`` (:mod:`headloc.workflow.schema`), which checks the config against
+``config/schema.yaml`` (filling in defaults) and words each error as ``config <key.path>: <bad
+value> ...; expected ...``; ``model_geometries``, which resolves every model's source and reads its layers and heads offline; ``complete_metrics``,
 the one normalisation, which completes bare metric names in place (before the digest is taken);
 ``check_config``, which checks what the schema cannot express, one small named check at a time
 (``check_gen_tasks``, ``check_scoring``, ``check_heads``, ...: each returns its problems as
@@ -22,34 +22,27 @@ import copy
 import json
 import sys
 from pathlib import Path
-from typing import NamedTuple
-
-import yaml
 
 from headloc.data.documents import (
     GOLD_DECLARATION,
-    defined_tasks,
     defining_file,
     gold_problem,
     is_fraction,
-    lm_eval_tasks_dir,
-    load_task_yaml,
     metric_direction,
     reads_own_documents,
     reported_filters,
     reported_metrics,
-    task_yaml,
     template_errors,
 )
 from headloc import methods as search_methods
 from headloc.heads import HeadGeometry, parse_head
-from headloc.data import TASKS_DIR
 from headloc.model.memory import resolve_rows
 from headloc.model.loading import read_gguf_metadata, resolve_source, source_geometry
 from headloc.search.budget import suggested_masks
 from headloc.model.architectures import ablation_problem
 from headloc.workflow.configured import searched_tasks, setting_key, task_settings
-
+from headloc.workflow.schema import validate_config
+from headloc.workflow.task_lookup import TaskLookup, TaskYaml, lm_eval_tasks
 
 
 # ------------------------------------------------------------------ the workflow's checks
@@ -78,123 +71,6 @@ def check_workflow_config(config: dict, schema_path) -> None:
     for note in ignored_notes(given, config):
         print(note, file=sys.stderr)
     Plan(config)
-
-
-# ------------------------------------------------------------------ schema
-
-
-def validate_config(config: dict, schema_path) -> None:
-    """Validate ``config`` against the JSON schema at ``schema_path``, setting defaults in place."""
-    from jsonschema import Draft202012Validator, validators
-
-    schema = with_method_enums(yaml.safe_load(Path(schema_path).read_text(encoding="utf-8")))
-    base = Draft202012Validator
-    properties = base.VALIDATORS["properties"]
-
-    def set_defaults(validator, props, instance, schema):
-        if isinstance(instance, dict):
-            for name, subschema in props.items():
-                if "default" in subschema:
-                    instance.setdefault(name, _copy(subschema["default"]))
-        yield from properties(validator, props, instance, schema)
-
-    validator = validators.extend(base, {"properties": set_defaults})(schema)
-    errors = sorted(validator.iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path])
-    if errors:
-        raise ValueError("\n".join(dict.fromkeys(_describe(error) for error in errors)))
-    # the main method, when not named: the first method searched (the default search's, or the one
-    # line `search: {methods: [cs_stratified]}` that runs the paper's method)
-    config["validation"].setdefault("method", config["search"]["methods"][0])
-
-
-def with_method_enums(schema: dict) -> dict:
-    """The schema with its method enums filled in from the registry (headloc.methods): every
-    registered method for ``search.methods`` and ``validation.method``, the methods whose budgets
-    nest for ``tuning.method``. The schema file names none, so a new method module needs no edit
-    there."""
-    schema["$defs"]["method"]["enum"] = search_methods.names()
-    nested = [name for name in search_methods.names() if search_methods.get(name).nested]
-    schema["properties"]["tuning"]["properties"]["method"]["enum"] = nested
-    return schema
-
-
-def _copy(value):
-    return yaml.safe_load(yaml.safe_dump(value)) if isinstance(value, (dict, list)) else value
-
-
-def key_path(parts) -> str:
-    """``['models', 'x', 'dtype'] -> 'models.x.dtype'``; list indices as ``[0]``."""
-    text = ""
-    for part in parts:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text
-
-
-def _describe(error) -> str:
-    key = key_path(error.absolute_path)
-    where = f"config {key}" if key else "config"
-    value, schema, rule = error.instance, error.schema, error.validator
-    if rule == "additionalProperties":
-        allowed = sorted(schema.get("properties", {}))
-        unknown = sorted(set(value) - set(allowed))
-        return (f"{where}: unknown key{'s' if len(unknown) > 1 else ''} "
-                f"{', '.join(map(repr, unknown))}; valid keys: {', '.join(allowed)}")
-    if rule == "required":
-        missing = [name for name in error.validator_value if name not in value]
-        return f"{where}: missing key {', '.join(map(repr, missing))}; required: {', '.join(schema['required'])}"
-    if rule in ("minProperties", "minItems"):
-        return f"{where}: {value!r} is empty; expected at least {error.validator_value} entr" + (
-            "y" if error.validator_value == 1 else "ies")
-    if rule == "uniqueItems":
-        return f"{where}: {value!r} repeats an item; expected each item at most once"
-    if rule == "propertyNames":
-        return f"{where}: bad name ({error.message}); expected names matching {schema['propertyNames']['pattern']}"
-    bound = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<=", "exclusiveMaximum": "<"}
-    if rule in bound:
-        return f"{where}: {value!r} is not {bound[rule]} {error.validator_value}; expected {expected(schema)}"
-    if rule in ("enum", "type", "anyOf", "oneOf", "pattern", "const"):
-        return f"{where}: {value!r} is not valid; expected {expected(schema)}"
-    return f"{where}: {error.message}"
-
-
-_ARTICLE = {"integer": "an integer", "number": "a number", "string": "a string", "boolean": "true or false",
-            "array": "a list", "object": "a mapping", "null": "null"}
-
-
-def expected(schema: dict) -> str:
-    """What a schema accepts, in words: 'a number in (0, 1)', 'one of: cv', 'an integer >= 1 or null'."""
-    if "anyOf" in schema or "oneOf" in schema:
-        return " or ".join(expected(sub) for sub in schema.get("anyOf", schema.get("oneOf")))
-    if "enum" in schema:
-        return "one of: " + ", ".join(str(v) for v in schema["enum"])
-    if "pattern" in schema:
-        return f"a string matching {schema['pattern']}"
-    types = schema.get("type", [])
-    types = [types] if isinstance(types, str) else list(types)
-    words = []
-    for type_name in types:
-        word = _ARTICLE.get(type_name, type_name)
-        if type_name in ("integer", "number"):
-            word += _range(schema)
-        elif type_name == "array" and isinstance(schema.get("items"), dict):
-            items = expected(schema["items"])
-            word += f" (items: {items})" if items else ""
-        words.append(word)
-    return " or ".join(words)
-
-
-def _range(schema: dict) -> str:
-    low = ("(", schema["exclusiveMinimum"]) if "exclusiveMinimum" in schema else (
-        ("[", schema["minimum"]) if "minimum" in schema else None)
-    high = (")", schema["exclusiveMaximum"]) if "exclusiveMaximum" in schema else (
-        ("]", schema["maximum"]) if "maximum" in schema else None)
-    if low and high:
-        return f" in {low[0]}{low[1]}, {high[1]}{high[0]}"
-    if low:
-        return f" {'>' if low[0] == '(' else '>='} {low[1]}"
-    if high:
-        return f" {'<' if high[0] == ')' else '<='} {high[1]}"
-    return ""
 
 
 # ------------------------------------------------------------------ geometries
@@ -234,19 +110,6 @@ def model_settings(source) -> dict | None:
     return json.loads(Path(cached).read_text()) if isinstance(cached, str) and Path(cached).is_file() else None
 
 
-def task_folders(config: dict, *, registry: bool = False) -> list[Path]:
-    """The task folders: the folders of task YAMLs headloc hands lm-eval, its own tasks, then the
-    config's ``include_path`` (absolute, found in this checkout); with ``registry``, lm-eval's
-    registry after them (where a task's YAML is looked up)."""
-    own = [TASKS_DIR, *(Path(folder).expanduser().resolve() for folder in config.get("include_path") or [])]
-    return [*own, lm_eval_tasks_dir()] if registry else own
-
-
-def lm_eval_tasks(folders=(TASKS_DIR,)) -> list[str]:
-    """Names of the lm-eval tasks (not groups) defined in ``folders``."""
-    return sorted(name for name, defined_as in defined_tasks(folders).items() if defined_as == "task")
-
-
 def has_chat_template(source) -> bool | None:
     """Whether a model's tokenizer has a chat template, read offline; None when unknown (hub model)."""
     if source.form == "gguf":
@@ -258,49 +121,6 @@ def has_chat_template(source) -> bool | None:
         settings = folder / "tokenizer_config.json"
         return settings.is_file() and bool(json.loads(settings.read_text()).get("chat_template"))
     return None
-
-
-# ------------------------------------------------------------------ the task YAMLs the config names
-
-
-class TaskYaml(NamedTuple):
-    """An lm-eval task the config names, read: its name, its YAML file and that YAML (includes merged)."""
-
-    task: str
-    path: Path
-    yaml: dict
-
-
-class TaskLookup:
-    """Where the config's lm-eval tasks are defined (its task folders, then lm-eval's registry) and
-    their YAMLs, each found and read once; shared by the normalisation and the checks."""
-
-    def __init__(self, config: dict):
-        self.task_folders, self.with_registry = task_folders(config), task_folders(config, registry=True)
-        self._local = defined_tasks(self.task_folders)
-        self._registry: dict[str, str] | None = None  # lm-eval's 14,000 YAMLs: scanned only when needed
-        self._read: dict[str, TaskYaml] = {}
-
-    def defined_as(self, task: str) -> str | None:
-        """"task", "group" or None (defined nowhere): the task folders first, then lm-eval's registry."""
-        if self._registry is None and task not in self._local:
-            self._registry = defined_tasks([lm_eval_tasks_dir()])
-        return self._local.get(task) or (self._registry or {}).get(task)
-
-    def read(self, task: str) -> TaskYaml:
-        """The task's YAML (a task :meth:`defined_as` "task")."""
-        if task not in self._read:
-            path = task_yaml(task, self.with_registry)
-            self._read[task] = TaskYaml(task, path, load_task_yaml(path))
-        return self._read[task]
-
-    def scorer(self, spec: dict, read: TaskYaml) -> TaskYaml | None:
-        """What scores a config task's identification subset: its ``id_task`` when set, else the task
-        itself (``read``); None for an id_task that is no task (:func:`check_scoring` says so)."""
-        id_task = spec.get("id_task")
-        if not id_task or id_task == read.task:
-            return read
-        return self.read(id_task) if self.defined_as(id_task) == "task" else None
 
 
 # ------------------------------------------------------------------ normalisation

@@ -26,7 +26,7 @@ from headloc.data.documents import (
 from headloc.data.paper_data import mirror_files
 from headloc.model.loading import resolve_source
 from headloc.workflow import paths
-from headloc.workflow.config import task_folders
+from headloc.workflow.task_lookup import task_folders
 from headloc.workflow.plan import Plan
 from headloc.workflow.portable import checkout_relative, files_digest, lm_eval_version, mirror, source_identity
 

@@ -10,7 +10,7 @@ import torch
 
 from headloc.io import log_to_file
 from headloc.model.gpus import claim_gpu
-from headloc.workflow.config import task_folders
+from headloc.workflow.task_lookup import task_folders
 from headloc.workflow.portable import located
 
 

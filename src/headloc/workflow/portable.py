@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from headloc.workflow.config import task_folders
+from headloc.workflow.task_lookup import task_folders
 
 
 def _name(path: Path, roots: Sequence[Path]) -> str:

@@ -1,0 +1,126 @@
+"""The workflow config against config/schema.yaml: defaults filled in, and each error worded by its
+key path (``config <key.path>: <bad value> ...; expected ...``). The first of the checks
+:func:`headloc.workflow.config.check_workflow_config` makes; the schema's method enums come from the
+registry (headloc.methods), so a new method module needs no edit of the schema file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from headloc import methods as search_methods
+
+
+def validate_config(config: dict, schema_path) -> None:
+    """Validate ``config`` against the JSON schema at ``schema_path``, setting defaults in place."""
+    from jsonschema import Draft202012Validator, validators
+
+    schema = with_method_enums(yaml.safe_load(Path(schema_path).read_text(encoding="utf-8")))
+    base = Draft202012Validator
+    properties = base.VALIDATORS["properties"]
+
+    def set_defaults(validator, props, instance, schema):
+        if isinstance(instance, dict):
+            for name, subschema in props.items():
+                if "default" in subschema:
+                    instance.setdefault(name, _copy(subschema["default"]))
+        yield from properties(validator, props, instance, schema)
+
+    validator = validators.extend(base, {"properties": set_defaults})(schema)
+    errors = sorted(validator.iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path])
+    if errors:
+        raise ValueError("\n".join(dict.fromkeys(_describe(error) for error in errors)))
+    # the main method, when not named: the first method searched (the default search's, or the one
+    # line `search: {methods: [cs_stratified]}` that runs the paper's method)
+    config["validation"].setdefault("method", config["search"]["methods"][0])
+
+
+def with_method_enums(schema: dict) -> dict:
+    """The schema with its method enums filled in from the registry (headloc.methods): every
+    registered method for ``search.methods`` and ``validation.method``, the methods whose budgets
+    nest for ``tuning.method``. The schema file names none, so a new method module needs no edit
+    there."""
+    schema["$defs"]["method"]["enum"] = search_methods.names()
+    nested = [name for name in search_methods.names() if search_methods.get(name).nested]
+    schema["properties"]["tuning"]["properties"]["method"]["enum"] = nested
+    return schema
+
+
+def _copy(value):
+    return yaml.safe_load(yaml.safe_dump(value)) if isinstance(value, (dict, list)) else value
+
+
+def key_path(parts) -> str:
+    """``['models', 'x', 'dtype'] -> 'models.x.dtype'``; list indices as ``[0]``."""
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def _describe(error) -> str:
+    key = key_path(error.absolute_path)
+    where = f"config {key}" if key else "config"
+    value, schema, rule = error.instance, error.schema, error.validator
+    if rule == "additionalProperties":
+        allowed = sorted(schema.get("properties", {}))
+        unknown = sorted(set(value) - set(allowed))
+        return (f"{where}: unknown key{'s' if len(unknown) > 1 else ''} "
+                f"{', '.join(map(repr, unknown))}; valid keys: {', '.join(allowed)}")
+    if rule == "required":
+        missing = [name for name in error.validator_value if name not in value]
+        return f"{where}: missing key {', '.join(map(repr, missing))}; required: {', '.join(schema['required'])}"
+    if rule in ("minProperties", "minItems"):
+        return f"{where}: {value!r} is empty; expected at least {error.validator_value} entr" + (
+            "y" if error.validator_value == 1 else "ies")
+    if rule == "uniqueItems":
+        return f"{where}: {value!r} repeats an item; expected each item at most once"
+    if rule == "propertyNames":
+        return f"{where}: bad name ({error.message}); expected names matching {schema['propertyNames']['pattern']}"
+    bound = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<=", "exclusiveMaximum": "<"}
+    if rule in bound:
+        return f"{where}: {value!r} is not {bound[rule]} {error.validator_value}; expected {expected(schema)}"
+    if rule in ("enum", "type", "anyOf", "oneOf", "pattern", "const"):
+        return f"{where}: {value!r} is not valid; expected {expected(schema)}"
+    return f"{where}: {error.message}"
+
+
+_ARTICLE = {"integer": "an integer", "number": "a number", "string": "a string", "boolean": "true or false",
+            "array": "a list", "object": "a mapping", "null": "null"}
+
+
+def expected(schema: dict) -> str:
+    """What a schema accepts, in words: 'a number in (0, 1)', 'one of: cv', 'an integer >= 1 or null'."""
+    if "anyOf" in schema or "oneOf" in schema:
+        return " or ".join(expected(sub) for sub in schema.get("anyOf", schema.get("oneOf")))
+    if "enum" in schema:
+        return "one of: " + ", ".join(str(v) for v in schema["enum"])
+    if "pattern" in schema:
+        return f"a string matching {schema['pattern']}"
+    types = schema.get("type", [])
+    types = [types] if isinstance(types, str) else list(types)
+    words = []
+    for type_name in types:
+        word = _ARTICLE.get(type_name, type_name)
+        if type_name in ("integer", "number"):
+            word += _range(schema)
+        elif type_name == "array" and isinstance(schema.get("items"), dict):
+            items = expected(schema["items"])
+            word += f" (items: {items})" if items else ""
+        words.append(word)
+    return " or ".join(words)
+
+
+def _range(schema: dict) -> str:
+    low = ("(", schema["exclusiveMinimum"]) if "exclusiveMinimum" in schema else (
+        ("[", schema["minimum"]) if "minimum" in schema else None)
+    high = (")", schema["exclusiveMaximum"]) if "exclusiveMaximum" in schema else (
+        ("]", schema["maximum"]) if "maximum" in schema else None)
+    if low and high:
+        return f" in {low[0]}{low[1]}, {high[1]}{high[0]}"
+    if low:
+        return f" {'>' if low[0] == '(' else '>='} {low[1]}"
+    if high:
+        return f" {'<' if high[0] == ')' else '<='} {high[1]}"
+    return ""
