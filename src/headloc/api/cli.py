@@ -93,7 +93,7 @@ def parser() -> argparse.ArgumentParser:
                    help="an lm-eval task name (headloc's tasks, --include-path, lm-eval's registry) or a task YAML file")
     p.add_argument("--method", default=METHOD, choices=methods.names(),
                    help=f"the search method (default: {METHOD})")
-    budgeted = [name for name in methods.names() if methods.get(name).budgeted]
+    budgeted = methods.names(budgeted=True)
     p.add_argument("--budget", type=int, metavar="M",
                    help=f"masked evaluations a budgeted method spends ({', '.join(budgeted)}; default "
                         f"{SETTINGS.n_masks}; a "

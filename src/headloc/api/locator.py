@@ -179,7 +179,7 @@ def _n_masks(spec, budget) -> int:
     if not spec.budgeted:
         if budget is not None:
             raise ValueError(f"method {spec.name!r} spends no mask budget (budget={budget!r}); the budgeted "
-                             f"methods are {', '.join(budgeted_methods())}")
+                             f"methods are {', '.join(methods.names(budgeted=True))}")
         return SETTINGS.n_masks
     budget = SETTINGS.n_masks if budget is None else budget
     if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)):
@@ -188,11 +188,6 @@ def _n_masks(spec, budget) -> int:
     if budget < least:
         raise ValueError(f"budget {budget} is too small for {spec.name}: it needs at least {least} masks ({why})")
     return int(budget)
-
-
-def budgeted_methods() -> list[str]:
-    """The registered methods that take a budget of masks."""
-    return [name for name in methods.names() if methods.get(name).budgeted]
 
 
 def _check_least_on(spec, settings: SearchSettings, geometry: HeadGeometry) -> None:

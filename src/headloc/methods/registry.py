@@ -41,12 +41,14 @@ def registry() -> dict[str, Method]:
     return _REGISTRY
 
 
-def names(*, kind: str | None = None) -> list[str]:
-    """The registered methods' names (of one kind only, if given by name)."""
+def names(*, kind: str | None = None, budgeted: bool | None = None) -> list[str]:
+    """The registered methods' names: of one kind only, if given by name; only those that spend a
+    budget of masks (search.n_masks, search.budgets), or only those that do not, if ``budgeted``."""
     from headloc.methods.kinds import get as kind_of
 
     wanted = None if kind is None else kind_of(kind)
-    return [name for name, method in registry().items() if wanted is None or method.kind is wanted]
+    return [name for name, method in registry().items() if (wanted is None or method.kind is wanted)
+            and (budgeted is None or method.budgeted == budgeted)]
 
 
 def get(name: str) -> Method:

@@ -646,13 +646,8 @@ def ignored_notes(given: dict, config: dict) -> list[str]:
         subject = "it spends" if len(ignoring) == 1 else "they spend"
         notes.append(f"note: config {where}: {value} is ignored for {', '.join(ignoring)} on "
                      f"{'task' if len(names) == 1 else 'tasks'} {', '.join(names)}: {subject} no mask budget "
-                     f"(the budgeted methods: {', '.join(budgeted_methods())}){used}")
+                     f"(the budgeted methods: {', '.join(search_methods.names(budgeted=True))}){used}")
     return notes
-
-
-def budgeted_methods() -> list[str]:
-    """The registered methods that spend a budget of masks (search.n_masks, search.budgets)."""
-    return [name for name in search_methods.names() if search_methods.get(name).budgeted]
 
 
 def budget_notes(config: dict, geometries: dict, tasks: list[str]) -> list[str]:
