@@ -25,9 +25,15 @@ class GuidedGreedyOptions(MethodOptions, section="guided_greedy"):
 
     def __post_init__(self):
         super().__post_init__()
-        if self.m + self.m_abs == 0:
-            raise ValueError(f"{self.key('m')} and {self.key('m_abs')}: both 0 is not valid; expected at least one "
-                             "of them >= 1 (the short list would hold only the runners-up)")
+        check_short_list(self, " (the short list would hold only the runners-up)")
+
+
+def check_short_list(options, why: str = "") -> None:
+    """A step's short list is not empty: ``options.m`` and ``options.m_abs`` are not both 0 (guided
+    greedy's options, and every method whose steps are guided greedy's)."""
+    if options.m + options.m_abs == 0:
+        raise ValueError(f"{options.key('m')} and {options.key('m_abs')}: both 0 is not valid; expected at least "
+                         f"one of them >= 1{why}")
 
 
 def search(estimate, score_sets, n_heads, params):

@@ -11,6 +11,7 @@ documents' gold continuations, so it needs an lm-eval task with gold continuatio
 from dataclasses import dataclass
 
 from headloc.methods.contract import SCALE, Method
+from headloc.methods.guided_greedy import check_short_list
 from headloc.methods.settings import MethodOptions, integer, setting
 
 
@@ -26,9 +27,7 @@ class ScreenedGreedyOptions(MethodOptions, section="screened_greedy"):
 
     def __post_init__(self):
         super().__post_init__()
-        if self.m + self.m_abs == 0:
-            raise ValueError(f"{self.key('m')} and {self.key('m_abs')}: both 0 is not valid; expected at least one "
-                             "of them >= 1")
+        check_short_list(self)
         if self.pair_candidates == 1:
             raise ValueError(f"{self.key('pair_candidates')}: 1 is not valid; expected 0 (no pair probe) or at "
                              "least 2 (a pair needs two heads)")
