@@ -100,7 +100,7 @@ def test_method_options_and_an_automatic_batch_size_reach_the_search(tmp_path, t
     (["--method", "group_testing", "--option", "extra_heads=1", "--option", "extra_heads=2"],
      "--option extra_heads given twice (1 and 2)"),
     (["--method", "cs_stratified", "--budget", "1"], "budget 1 is too small for cs_stratified: it needs at least 2 masks"),
-    (["--budget", "1"], "method 'guided_greedy' spends no mask budget (budget=1)"),  # the default method
+    (["--budget", "1"], "method 'screened_greedy' spends no mask budget (budget=1)"),  # the default method
     (["--method", "cs_adaptive", "--budget", "2"], "budget 2 is too small for cs_adaptive: it needs at least 3"),
     (["--method", "thompson", "--budget", "1"], "budget 1 is too small for thompson: it needs at least 2 masks "
                                                  "(the unablated model's score, then at least one mask)"),
@@ -175,7 +175,7 @@ def run_locate(*arguments, cwd, extra=""):
 def test_one_progress_bar_per_search_and_none_when_quiet(tmp_path, tiny_model_dir):
     """The default method on a tiny random Llama, through the real entry point: beside the model
     loader's bar and the search's evidence (a random model: no head found), on a line of its own,
-    every line it draws on stderr is the search's one bar (guided greedy scores round after round;
+    every line it draws on stderr is the search's one bar (screened greedy scores round after round;
     lm-eval's bars and messages are off); --quiet draws none. HEADLOC_LOCATE_ARGS comes after the
     command line."""
     common = ["--model", str(tiny_model_dir), "--task", "headloc_ioi", "--documents", "2", "--batch-size", "8"]
@@ -186,12 +186,12 @@ def test_one_progress_bar_per_search_and_none_when_quiet(tmp_path, tiny_model_di
     evidence = [line for line in lines if line.startswith("no head found above noise: ")]  # on a line of its own
     drawn = [line for line in lines if line not in loader and line not in evidence]
     assert len(evidence) == 1 and all(lines.index(evidence[0]) > lines.index(line) for line in loader), lines
-    assert drawn and all(line.startswith("guided_greedy masks: ") for line in drawn), drawn[:20]
-    assert all(re.fullmatch(r"guided_greedy masks: \d+mask \[[^]]*\]", line) for line in drawn), drawn
-    counts = [int(re.match(r"guided_greedy masks: (\d+)", line)[1]) for line in drawn]
+    assert drawn and all(line.startswith("screened_greedy masks: ") for line in drawn), drawn[:20]
+    assert all(re.fullmatch(r"screened_greedy masks: \d+mask \[[^]]*\]", line) for line in drawn), drawn
+    counts = [int(re.match(r"screened_greedy masks: (\d+)", line)[1]) for line in drawn]
     assert counts == sorted(counts), f"a bar started again: {drawn}"  # one bar, not one per round
     record = json.loads((tmp_path / "shown" / "recovery.json").read_text())
-    assert record["method"] == "guided_greedy" and len(record["ranking"]) == 8 and "k2" in record["search"]
+    assert record["method"] == "screened_greedy" and len(record["ranking"]) == 8 and "k2" in record["search"]
     with np.load(tmp_path / "shown" / "record.npz") as scored:
         assert counts[-1] == len(scored["masks"])  # every mask the search scored
     quiet = run_locate(*common, "--top-k", "2", "--out", str(tmp_path / "quiet"), "--quiet", cwd=tmp_path)

@@ -148,8 +148,8 @@ def test_an_lm_eval_tasks_direction_is_read_never_contradicted():
     ({"method": "greedy", "budget": 10}, "method 'greedy' spends no mask budget (budget=10)"),
     ({"method": "cs_stratified", "budget": 0}, "budget 0 is too small for cs_stratified: it needs at least 2 masks"),
     ({"method": "cs_stratified", "budget": 2.5}, "budget must be a whole number of masks for cs_stratified, got 2.5"),
-    ({"budget": 10}, "method 'guided_greedy' spends no mask budget (budget=10)"),  # the default method
-    ({}, "method 'guided_greedy' differentiates the gold continuations of an lm-eval task; a callable task has none. "
+    ({"budget": 10}, "method 'screened_greedy' spends no mask budget (budget=10)"),  # the default method
+    ({}, "method 'screened_greedy' differentiates the gold continuations of an lm-eval task; a callable task has none. "
          "Use an lm-eval task, or one of cs_stratified"),
     ({"method": "group_testing", "options": {"extra_head": 3}},
      "method 'group_testing' has no option 'extra_head'; its options are group_size (default 'auto'), "
@@ -184,9 +184,9 @@ def test_bad_arguments_are_refused_by_name(kwargs, message):
     ("headloc_ioi", {}, "lm-eval task 'headloc_ioi' needs the model's tokenizer; got tokenizer=None"),
     ("headloc_ioi", {"documents": 1}, "documents: 1 document to search task 'headloc_ioi' on; expected at least 2"),
     ("headloc_ioi", {"documents": [7]}, "documents: 1 document to search task 'headloc_ioi' on; expected at least 2"),
-    # the default method, guided greedy, differentiates a gold continuation: these tasks have none
+    # the default method, screened greedy, differentiates a gold continuation: these tasks have none
     ("headloc_rhyme", {"chat": True},
-     "method guided_greedy differentiates a gold continuation's log-likelihood, and task headloc_rhyme ("),
+     "method screened_greedy differentiates a gold continuation's log-likelihood, and task headloc_rhyme ("),
     ("headloc_swear", {"chat": True}, "has no gold continuation: its doc_to_target is empty; and it decides "
                                       "correctness with process_results (a function)"),
 ])

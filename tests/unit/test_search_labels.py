@@ -16,8 +16,8 @@ METHODS = Plan(validated("config/methods.yaml"))
 
 
 def test_a_method_with_its_defaults_reads_as_its_name():
-    assert [search_label(DEMO.main_search(task)) for task in DEMO.localized] == ["guided_greedy"] * 3
-    assert DEMO.main_search("ioi") == "guided_greedy_k5_l10_a10_c0_n20_s0_yheadloc_ioi_margin-margin"
+    assert [search_label(DEMO.main_search(task)) for task in DEMO.localized] == ["screened_greedy"] * 3
+    assert DEMO.main_search("ioi") == "screened_greedy_k5_l10_a10_g3_p4_n20_s0_yheadloc_ioi_margin-margin"
 
 
 def test_every_search_of_make_methods_has_a_label_of_its_own():
@@ -61,16 +61,16 @@ def test_two_searches_of_one_task_never_read_alike():
 
 
 def demo_table2():
-    """The demo's Table 2 as rule render_table builds it: one guided greedy search per task."""
+    """The demo's Table 2 as rule render_table builds it: one screened greedy search per task."""
     rows = []
     for task in DEMO.localized:
         for k in (0, 5):
             for eval_task in DEMO.tasks:
-                rows.append(dict(model="smollm2-135m", kind="task", task=task, capability=task, method="guided_greedy",
+                rows.append(dict(model="smollm2-135m", kind="task", task=task, capability=task, method="screened_greedy",
                                  search=DEMO.main_search(task), k=k, headset="none" if k == 0 else "h",
                                  eval_task=eval_task, score=100.0 - 88.0 * (k > 0) * (eval_task == task),
                                  higher_is_better=True))
-    recoveries = pd.DataFrame({"model": "smollm2-135m", "task": DEMO.localized, "method": "guided_greedy",
+    recoveries = pd.DataFrame({"model": "smollm2-135m", "task": DEMO.localized, "method": "screened_greedy",
                                "search": [DEMO.main_search(task) for task in DEMO.localized],
                                "top_heads": "L23H3,L20H0,L19H2,L24H4,L18H0", "n_evals": 83,
                                "unconfirmed": ["L18H0", "", ""]})
@@ -85,15 +85,15 @@ def test_the_demo_table2_fits_100_columns_and_its_csv_keeps_the_full_ids():
               f"evals_main.tsv, results/runs/{DEMO.digest}/recoveries_main.tsv")
     md = to_markdown(table, title=title, footer=footer)
     assert max(len(line) for line in md.splitlines()) <= 100, md
-    assert "| ioi | smollm2-135m | ioi | guided_greedy | 5 | -88.0 | 0.0 |" in md
-    assert "Unconfirmed top heads, smollm2-135m ioi (guided_greedy): L18H0." in " ".join(md.split())
+    assert "| ioi | smollm2-135m | ioi | screened_greedy | 5 | -88.0 | 0.0 |" in md
+    assert "Unconfirmed top heads, smollm2-135m ioi (screened_greedy): L18H0." in " ".join(md.split())
     # the prose is the same words, only broken into lines
     assert f"**{title}**" in " ".join(md.split())
     assert footer in " ".join(md.split())
     csv = pd.read_csv(io.StringIO(to_csv(table)))
     assert csv["search"].tolist() == [DEMO.main_search(task) for task in DEMO.localized]
     for text in (to_latex(table, caption=title, footer=footer), to_html(table, title=title, footer=footer)):
-        assert "guided_greedy_k5" not in text and "yheadloc" not in text
+        assert "screened_greedy_k5" not in text and "yheadloc" not in text
 
 
 def test_a_markdown_line_is_never_read_as_a_list_or_heading():

@@ -31,7 +31,7 @@ def test_the_demo_plans_only_the_figures_it_can_fill(tmp_path):
 @pytest.mark.parametrize("target, figure, lacks", [
     ("fig3", "fig3", "this config sets no knowledge.tasks and no knowledge.eval_tasks"),
     ("results/figures/fig4.pdf", "fig4", "this config sets no knowledge.tasks (docs/configuration.md)"),
-    ("methods", "methods", "this config searches with one, guided_greedy (search.methods): list two or more"),
+    ("methods", "methods", "this config searches with one, screened_greedy (search.methods): list two or more"),
 ])
 def test_asking_the_demo_for_a_figure_it_cannot_fill_says_what_its_config_lacks(tmp_path, target, figure, lacks):
     result, output = dry_run(tmp_path, target, check=False)
@@ -42,7 +42,7 @@ def test_asking_the_demo_for_a_figure_it_cannot_fill_says_what_its_config_lacks(
 
 def test_a_second_method_brings_the_methods_figure_back(tmp_path):
     config = yaml.safe_load(DEMO.read_text())
-    config["search"]["methods"] = ["guided_greedy", "attribution"]
+    config["search"]["methods"] = ["screened_greedy", "attribution"]
     (tmp_path / "two.yaml").write_text(yaml.safe_dump(config))
     _, output = dry_run(tmp_path, config=tmp_path / "two.yaml")
     assert planned_figures(output) == {f"{name}.{ext}" for name in ("fig1", "fig2", "methods") for ext in ("png", "pdf")}

@@ -18,7 +18,7 @@ from headloc import methods
 from headloc.workflow.config import check_workflow_config
 
 DEMO = yaml.safe_load((REPO / "config/demo.yaml").read_text())
-# the budget checks below are those of a search with a cap (the demo's guided_greedy has none)
+# the budget checks below are those of a search with a cap (the demo's screened_greedy has none)
 DEMO["search"]["methods"], DEMO["validation"]["method"] = ["group_testing"], "group_testing"
 DEMO["search"]["n_masks"] = 100  # written out, as a user of a budgeted method would (the demo leaves it out)
 SCHEMA = REPO / "config/schema.yaml"
@@ -301,8 +301,8 @@ def test_a_gradient_method_on_a_task_without_a_gold_continuation_names_the_mask_
             "scoring accepts, declare metadata: {gold_target: true} in its YAML)") in out
 
 
-def test_the_demo_with_guided_greedy_passes_its_tasks_declare_their_targets_gold():
-    """The demo's own config (guided greedy on ioi, capitals, induction): multiple choice has a gold
+def test_the_demo_with_its_default_method_passes_its_tasks_declare_their_targets_gold():
+    """The demo's own config (screened greedy on ioi, capitals, induction): multiple choice has a gold
     choice; capitals and induction decide correctness with a function that accepts their target,
     and their YAMLs say so (metadata.gold_target)."""
     config = yaml.safe_load((REPO / "config/demo.yaml").read_text())

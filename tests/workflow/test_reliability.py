@@ -220,9 +220,9 @@ def test_slurm_profile_dry_run_without_slurm(monkeypatch, tmp_path):
                        "--directory", str(tmp_path))
     out = result.stdout + result.stderr
     assert "Using profiles" in out and "profiles/slurm" in out
-    # the demo's main method: one search_job per task (guided greedy scores its own masks in one job)
+    # the demo's main method: one search_job per task (screened greedy scores its own masks in one job)
     demo = yaml.safe_load((REPO / "config/demo.yaml").read_text())
-    assert demo["search"]["methods"] == ["guided_greedy"], "the demo's default changed: update this test"
+    assert demo["search"]["methods"] == ["screened_greedy"], "the demo's default changed: update this test"
     search_jobs = [block for block in out.split("\nrule ") if block.startswith("search_job:")]
     assert search_jobs, out[-2000:]
     for block in search_jobs:

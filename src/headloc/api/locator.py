@@ -61,7 +61,7 @@ def locate(model, tokenizer, task, *, method: str = METHOD, budget: int | None =
     task : an lm-eval task name (headloc's tasks, ``include_path``, lm-eval's registry), the path
         of a task YAML (its folder is searched for includes and utils), or a callable
         ``task(model) -> float`` that scores the model (called with the heads of a mask ablated).
-    method : a registered search method (``headloc.methods.names()``); default ``guided_greedy``,
+    method : a registered search method (``headloc.methods.names()``); default ``screened_greedy``,
         the workflow's default (config/schema.yaml), which needs an lm-eval task (it differentiates the gold continuations): name
         one that only scores masks (``group_testing``) for a callable task.
     budget : masks a budgeted method spends, the config's ``search.n_masks`` (compressed sensing, and
