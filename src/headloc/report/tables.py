@@ -871,7 +871,7 @@ _add(TableSpec(
 
 UNCONFIRMED_MARK = "?"
 UNCONFIRMED_WHY = ("its search did not confirm (group testing: not ablated alone before its cap or its leads ran "
-                   "out, known only by a group's drop; guided greedy: not chosen, measured as a runner-up or not "
+                   "out, known only by a group's drop; guided and screened greedy: not chosen, measured as a runner-up or not "
                    "at all), often because universal heads were filtered out of the heads it did confirm "
                    "(labels and warnings in recovery.json)")
 
