@@ -5,7 +5,7 @@ documents it evaluates, and writes the indices the full-data validation scores (
 ``n_docs``, or all).
 """
 
-from headloc.engine.evaluation import TaskSpec, count_documents
+from headloc.engine.lm_eval_tasks import TaskSpec, count_documents
 from headloc.io import log_to_file, write_json
 from headloc.workflow.task_lookup import task_folders
 from headloc.workflow.portable import located

@@ -6,7 +6,8 @@ validate_headset copies instead of evaluating those head sets again."""
 
 import numpy as np
 
-from headloc.engine.evaluation import MaskEvaluator, TaskSpec, check_grouping
+from headloc.engine.evaluation import MaskEvaluator, check_grouping
+from headloc.engine.lm_eval_tasks import TaskSpec
 from headloc.heads import HeadGeometry, headset_mask
 from headloc.io import read_json, write_json
 from headloc.model.loading import load_model

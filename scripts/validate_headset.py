@@ -17,7 +17,8 @@ def copy(records: dict, source: str) -> None:
 
 
 def evaluate() -> None:
-    from headloc.engine.evaluation import MaskEvaluator, TaskSpec  # torch: only where evaluating
+    from headloc.engine.evaluation import MaskEvaluator  # torch: only where evaluating
+    from headloc.engine.lm_eval_tasks import TaskSpec
     from headloc.heads import HeadGeometry, headset_mask
     from headloc.model.loading import load_model
     from headloc.workflow.task_lookup import task_folders

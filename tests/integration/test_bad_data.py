@@ -59,7 +59,8 @@ def test_model_directory_without_weights(tmp_path, tiny_model_dir):
 
 
 def test_chat_task_with_a_tokenizer_without_chat_template(tmp_path, tiny_model_dir):
-    from headloc.engine.evaluation import TaskSpec, load_evaluator
+    from headloc.engine.evaluation import load_evaluator
+    from headloc.engine.lm_eval_tasks import TaskSpec
 
     model = tmp_path / "model"
     shutil.copytree(tiny_model_dir, model)

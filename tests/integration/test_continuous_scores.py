@@ -8,7 +8,8 @@ import torch
 from transformers import AutoModelForCausalLM
 
 from headloc.data.datasets import build_docs, write_jsonl
-from headloc.engine.evaluation import MaskEvaluator, TaskSpec
+from headloc.engine.evaluation import MaskEvaluator
+from headloc.engine.lm_eval_tasks import TaskSpec
 
 
 @pytest.fixture(scope="module")

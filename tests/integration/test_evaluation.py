@@ -10,7 +10,8 @@ from conftest import zeroed_copy
 from headloc.model.ablation import HeadGeometry
 from headloc.data.datasets import build_docs, write_jsonl
 from headloc.data import TASKS_DIR
-from headloc.engine.evaluation import MaskEvaluator, TaskSpec, compact_sample
+from headloc.engine.evaluation import MaskEvaluator, compact_sample
+from headloc.engine.lm_eval_tasks import TaskSpec
 from headloc.engine.lm import AblatedLM
 from headloc.heads import headset_mask
 

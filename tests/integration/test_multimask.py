@@ -19,7 +19,8 @@ from conftest import zeroed_copy
 from headloc.engine import grouped as engine
 from headloc.model.ablation import HeadGeometry, masks_to_gate
 from headloc.data.datasets import build_docs, write_jsonl
-from headloc.engine.evaluation import MaskEvaluator, TaskSpec, load_evaluator
+from headloc.engine.evaluation import MaskEvaluator, load_evaluator
+from headloc.engine.lm_eval_tasks import TaskSpec
 from headloc.engine.lm import AblatedLM
 
 PLAIN = pytest.param(1, id="plain")

@@ -12,7 +12,8 @@ from transformers import AutoModelForCausalLM
 
 from headloc import methods
 from headloc.data.datasets import build_docs, write_jsonl
-from headloc.engine.evaluation import MaskEvaluator, TaskSpec
+from headloc.engine.evaluation import MaskEvaluator
+from headloc.engine.lm_eval_tasks import TaskSpec
 from headloc.engine.supervision import task_examples
 from headloc.workflow.jobs import one_job
 

@@ -7,7 +7,7 @@ from lm_eval.models.huggingface import HFLM
 from transformers import AutoModelForCausalLM
 
 from headloc.model.ablation import ablate_heads
-from headloc.engine.evaluation import TaskSpec, load_task
+from headloc.engine.lm_eval_tasks import TaskSpec, load_task
 from headloc.engine.supervision import continuation_logprobs, make_batch, task_examples
 
 

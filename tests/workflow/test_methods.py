@@ -400,7 +400,7 @@ def gold_loglik(model_dir, examples):
 def test_gradient_searches_write_recoveries(results, tiny_model_dir):
     from transformers import AutoTokenizer
 
-    from headloc.engine.evaluation import TaskSpec
+    from headloc.engine.lm_eval_tasks import TaskSpec
     from headloc.engine.supervision import task_examples
 
     for method in ("attribution", "chg"):

@@ -96,7 +96,8 @@ def plugin_run(tmp_path_factory, tiny_model_dir):
 def test_a_kind_of_a_package_of_its_own_runs_through_the_workflows_rules(plugin_run, tiny_model_dir, tokenizer):
     from transformers import AutoModelForCausalLM
 
-    from headloc.engine.evaluation import MaskEvaluator, TaskSpec
+    from headloc.engine.evaluation import MaskEvaluator
+    from headloc.engine.lm_eval_tasks import TaskSpec
 
     results = plugin_run / "results"
     recovery = json.loads((results / "tiny" / "ioi" / SEARCH / "recovery.json").read_text())

@@ -180,7 +180,8 @@ def test_head_sets_evaluated_alone_are_copied_and_match_a_fresh_evaluation(tiny_
     import numpy as np
     from transformers import AutoModelForCausalLM
 
-    from headloc.engine.evaluation import MaskEvaluator, TaskSpec
+    from headloc.engine.evaluation import MaskEvaluator
+    from headloc.engine.lm_eval_tasks import TaskSpec
 
     records = read_json(tiny_run / "tiny-a" / "single_heads.evals.json")["evals"]
     logs = tiny_run / "logs" / "validate_headset" / "tiny-a"

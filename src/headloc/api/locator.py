@@ -249,7 +249,7 @@ def _quiet(task: Task):
     how far a search or a validation is, lm-eval's would add one per mask."""
     if task.callable:
         return contextlib.nullcontext()
-    from headloc.engine.evaluation import lm_eval_quiet
+    from headloc.engine.lm_eval_tasks import lm_eval_quiet
 
     return lm_eval_quiet()
 

@@ -24,7 +24,7 @@ class Task:
     """A task as locate uses it: ``spec`` and ``task_folders`` for an lm-eval task, ``fn`` for a callable."""
 
     name: str
-    spec: object = None  # headloc.engine.evaluation.TaskSpec (torch-free import deferred)
+    spec: object = None  # headloc.engine.lm_eval_tasks.TaskSpec (torch-free import deferred)
     fn: Callable | None = None
     task_folders: list = field(default_factory=list)  # headloc's tasks, then include_path's folders
     higher_is_better: bool = True  # the metric's direction: the searches rank heads by it
@@ -66,7 +66,7 @@ def resolve_task(task, *, metric=None, chat=False, documents=None, include_path=
         if not isinstance(name, str):
             raise ValueError(f"{path} has no 'task:' name; an lm-eval task YAML names its task")
         folders.insert(1, path.resolve().parent)
-    from headloc.engine.evaluation import TaskSpec
+    from headloc.engine.lm_eval_tasks import TaskSpec
 
     spec = TaskSpec(name, metric or default_metric(name, folders), chat, dict(dataset_kwargs or {}))
     direction = declared_direction(name, spec.metric_key, folders, higher_is_better)
@@ -148,7 +148,7 @@ def count_documents(task: Task) -> int | None:
     data_file = spec.dataset_kwargs.get("data_file")
     if data_file:
         return sum(1 for line in Path(data_file).read_text(encoding="utf-8").splitlines() if line.strip())
-    from headloc.engine.evaluation import count_documents as counted
+    from headloc.engine.lm_eval_tasks import count_documents as counted
 
     return counted(spec, task.task_folders)
 

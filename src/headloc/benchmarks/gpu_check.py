@@ -398,7 +398,7 @@ def engine_section(report: Report, device: str, tokenizer_dir: Path, quick: bool
     from transformers import AutoTokenizer
 
     from headloc.data.datasets import build_docs, write_jsonl
-    from headloc.engine.evaluation import TaskSpec
+    from headloc.engine.lm_eval_tasks import TaskSpec
     from headloc.engine.grouped import version_problem
 
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)

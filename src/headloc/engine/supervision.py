@@ -34,7 +34,7 @@ import torch
 
 from headloc.model.ablation import ablate_heads
 from headloc.data import TASKS_DIR
-from headloc.engine.evaluation import FEWSHOT_SEED, TaskSpec, load_task
+from headloc.engine.lm_eval_tasks import FEWSHOT_SEED, TaskSpec, load_task
 from headloc.heads import HeadGeometry, head_name
 
 # A fwd+bwd pass costs about three forward passes (the backward pass computes two matrix products
@@ -132,9 +132,9 @@ def _document(doc, limit: int = 160) -> str:
 def task_examples(tokenizer, task: TaskSpec, *, include_path=TASKS_DIR, limit: int | None = None) -> list[Example]:
     """(context, gold continuation) token pairs of ``task``'s documents, in lm-eval's document order.
 
-    ``task`` is the same :class:`~headloc.engine.evaluation.TaskSpec` a masked evaluation scores (with its
+    ``task`` is the same :class:`~headloc.engine.lm_eval_tasks.TaskSpec` a masked evaluation scores (with its
     ``data_file`` or ``doc_ids``: the identification subset), loaded as the masked evaluation loads
-    it (:func:`headloc.engine.evaluation.load_task`); ``limit`` keeps the first documents only.
+    it (:func:`headloc.engine.lm_eval_tasks.load_task`); ``limit`` keeps the first documents only.
     """
     task_dict = load_task(task, include_path)
     loaded = task_dict["tasks"] if "tasks" in task_dict else task_dict

@@ -198,7 +198,7 @@ def same(diff: dict) -> bool:
 def measure(location: Path, masks: np.ndarray, settings: Settings, folder: Path, log=print) -> dict:
     """Every variant of every task timed on ``masks`` (documents written under ``folder``):
     ``{task: {key: {label, seconds, setup, tokens, results}}}``."""
-    from headloc.engine.evaluation import TaskSpec
+    from headloc.engine.lm_eval_tasks import TaskSpec
 
     timed = {}
     for task in settings.tasks:

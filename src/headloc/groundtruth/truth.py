@@ -229,7 +229,8 @@ def planted_sets(design: Design, placement: dict) -> dict[str, dict]:
 
 def lm_eval_scores(model, tokenizer, folder, lm_eval_task: str, masks: dict[str, np.ndarray]) -> dict[str, float]:
     """The same masks scored through lm-eval (headloc's MaskEvaluator) on the model's task folder."""
-    from headloc.engine.evaluation import MaskEvaluator, TaskSpec
+    from headloc.engine.evaluation import MaskEvaluator
+    from headloc.engine.lm_eval_tasks import TaskSpec
 
     evaluator = MaskEvaluator(model, tokenizer, TaskSpec(lm_eval_task, metric="acc"), batch_size=64,
                               include_path=[str(Path(folder) / "tasks")])

@@ -5,7 +5,7 @@ lm-eval 0.4.13 calls a task's ``custom_dataset`` as ``custom_dataset(**metadata,
 (``version``, ``config_source``, ...). ``dataset_kwargs`` selects the documents:
 
 * ``data_file``: a JSONL file of documents (the workflow's materialized data or identification
-  subset), passed as TaskManager metadata (``headloc.engine.evaluation.load_task``);
+  subset), passed as TaskManager metadata (``headloc.engine.lm_eval_tasks.load_task``);
 * otherwise ``n_docs`` and ``seed`` build the documents with :func:`headloc.data.datasets.build_docs`.
 
 The scoring rules themselves live in :mod:`headloc.data.datasets`.

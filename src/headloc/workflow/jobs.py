@@ -31,7 +31,8 @@ def scoring_evaluator(location: str, model: dict, task: dict, docs, config: dict
     """The evaluator of a job that scores masks on a task's documents (score_masks,
     search_job, score_top_heads): the model at ``location`` with its settings ``model``, the
     task as the job's params give it (``task``, its files found in this checkout) on ``docs``."""
-    from headloc.engine.evaluation import TaskSpec, load_evaluator
+    from headloc.engine.evaluation import load_evaluator
+    from headloc.engine.lm_eval_tasks import TaskSpec
 
     spec = TaskSpec(**located(task, config)).with_documents(docs)
     return load_evaluator(location, spec, include_path=task_folders(config), log=log, **model)
@@ -44,7 +45,8 @@ def one_job(kind, params, folder: str, docs, inputs, config: dict, log):
     ``folder``. ``params``: the rule's (location, model, task_digest, tasks: the task options by
     role, scoring and gold, that the kind reads; step: the step's parameters); ``inputs``: the job's
     input files, on whose modification times its record depends."""
-    from headloc.engine.evaluation import TaskSpec, scored
+    from headloc.engine.evaluation import scored
+    from headloc.engine.lm_eval_tasks import TaskSpec
     from headloc.engine.supervision import task_examples
     from headloc.heads import HeadGeometry
     from headloc.methods.driver import Job
