@@ -24,6 +24,7 @@ report: "report/workflow.rst"  # snakemake --report report.html: captions in rep
 
 
 include: "rules/common.smk"
+include: "rules/report_inputs.smk"
 include: "rules/resources.smk"
 include: "rules/models.smk"
 include: "rules/data.smk"
