@@ -36,7 +36,7 @@ def check_short_list(options, why: str = "") -> None:
                          f"one of them >= 1{why}")
 
 
-def search(estimate, score_sets, n_heads, params):
+def choose_heads(estimate, score_sets, n_heads, params):
     from headloc.search.guided import guided_greedy
 
     o = params.options
@@ -59,7 +59,7 @@ never listed is 0 and ranked by the last step's gradient. ``labels`` in recovery
 
 
 METHODS = (
-    Method(name="guided_greedy", kind="guided", algorithm=search, options=GuidedGreedyOptions, search_id=search_id,
+    Method(name="guided_greedy", kind="guided", algorithm=choose_heads, options=GuidedGreedyOptions, search_id=search_id,
            marker="8", about="greedy's rounds over short lists that attribution beside the chosen heads draws up",
            label="score change when ablated beside the heads chosen before it (0: never listed)", reading=READING),
 )

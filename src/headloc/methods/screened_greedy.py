@@ -33,7 +33,7 @@ class ScreenedGreedyOptions(MethodOptions, section="screened_greedy"):
                              "least 2 (a pair needs two heads)")
 
 
-def search(estimate, score_sets, n_heads, params):
+def choose_heads(estimate, score_sets, n_heads, params):
     from headloc.search.screened import screened_greedy
 
     o = params.options
@@ -59,7 +59,7 @@ the screen's and the pair.
 
 
 METHODS = (
-    Method(name="screened_greedy", kind="guided", algorithm=search, options=ScreenedGreedyOptions,
+    Method(name="screened_greedy", kind="guided", algorithm=choose_heads, options=ScreenedGreedyOptions,
            search_id=search_id, marker="d", repeats=True,
            about="group testing alone, then greedy steps from gradients beside the chosen heads, then a pair probe",
            label="score change when found (alone, beside the heads before it, or with its pair's partner)",

@@ -44,9 +44,9 @@ class GuidedParams(WithOptions):
 
 class Guided(OneJob):
     name = "guided"
-    algorithm = ("search(estimate, score_sets, n_heads, params: GuidedParams) -> headloc.search.guided.GuidedSteps "
-                 "(estimate(background): every head's estimated drop beside it; score_sets(head sets): "
-                 "higher-is-better scores)")
+    algorithm = ("choose_heads(estimate, score_sets, n_heads, params: GuidedParams) -> "
+                 "headloc.search.guided.GuidedSteps (estimate(background): every head's estimated drop beside "
+                 "it; score_sets(head sets): higher-is-better scores)")
     scored = True
     gold = True
     steps = {"guided": GuidedParams, "recover": RecoverParams}
