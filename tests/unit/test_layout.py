@@ -182,7 +182,6 @@ LONG_MODULES = {
     "search/conditional.py": 508,
     "api/locator.py": 608,
     "workflow/config.py": 708,
-    "report/figures.py": 716,
 }
 
 

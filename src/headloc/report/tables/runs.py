@@ -13,7 +13,7 @@ from headloc.report.frames import (
     deltas, empty_table, task_runs, with_delta
 )
 from headloc.report.spec import TableSpec
-from headloc.report.tables.registry import add, at_k, mean
+from headloc.report.tables.registry import add, at_k
 
 
 TABLE1_COLUMNS = ("model", "layers", "heads", "total")

@@ -10,7 +10,7 @@ import pandas as pd
 
 from headloc.report.frames import (
     NO_KNOWLEDGE_HEADS, NO_UNIVERSAL_HEADS, baselines, capabilities_of, capability_map,
-    check_knowledge_eval_tasks, deltas, empty_table, kind_rows, shared_heads
+    check_knowledge_eval_tasks, empty_table, kind_rows, shared_heads
 )
 from headloc.report.spec import TableSpec
 from headloc.report.tables.registry import BASELINE, KNOWLEDGE_AVG, OTHER_AVG, add, mean
