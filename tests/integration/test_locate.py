@@ -75,7 +75,7 @@ def test_the_manuals_offline_model_loads_as_written(tmp_path, monkeypatch, smoll
     """docs/library.md's recipe for the embedded model, run as written in a folder where the
     conversion is done (its convert_gguf call is the one conftest's smollm2_dir makes): SmolLM2's
     30 layers x 9 heads with their language-model head, in eval() mode, and its tokenizer."""
-    from headloc.api.locator import check_model
+    from headloc.api.checks import check_model
     from headloc.heads import HeadGeometry
 
     text = LIBRARY.read_text()

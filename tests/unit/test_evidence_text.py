@@ -3,7 +3,7 @@ table, a Located's summary and the tables' effects column, each to its own digit
 record's numbers written out by hand."""
 
 from headloc.api.cli import summary
-from headloc.api.locator import Located
+from headloc.api.located import Located
 from headloc.workflow.results import effect_words
 
 RECORD = {"model": "m", "task": "ioi", "search": "greedy1s_n4_s0", "method": "greedy1s", "n_layers": 1,

@@ -6,6 +6,8 @@ method's ``recover``), with headloc's lm-eval engine scoring the masks on your l
 search found here and the same search of the workflow give the same ranking.
 """
 
-from headloc.api.locator import Located, Validation, locate
+from headloc.api.located import Located
+from headloc.api.locator import locate
+from headloc.api.validation import Validation
 
 __all__ = ["Located", "Validation", "locate"]

@@ -19,7 +19,8 @@ import sys
 from pathlib import Path
 
 from headloc import methods
-from headloc.api.locator import BATCH_SIZE, MASKS_PER_PASS, METHOD, SETTINGS  # the defaults of headloc.locate
+from headloc.api.checks import SETTINGS  # the defaults of headloc.locate
+from headloc.api.locator import BATCH_SIZE, MASKS_PER_PASS, METHOD
 from headloc.model.loading import EMBEDDED
 from headloc.search.evidence import head_evidence
 
@@ -149,7 +150,8 @@ def locate_command(args) -> int:
         os.environ["TQDM_DISABLE"] = "1"
         # the search's log lines (its evidence, its warnings) are in the printed result as well
         logging.getLogger("headloc").setLevel(logging.ERROR)
-    from headloc.api.locator import check_search, locate
+    from headloc.api.checks import check_search
+    from headloc.api.locator import locate
     from headloc.model.loading import load_model
 
     try:  # before the model loads
