@@ -14,7 +14,8 @@ import mib_format
 from conftest import REPO, accuracy_demo
 from headloc.api.located import Located
 from headloc.report.export import TIDY_COLUMNS, mib_cfg, mib_graph, write_submission, write_tidy
-from headloc.workflow.config import check_config, check_export
+from headloc.workflow.config import check_config
+from headloc.workflow.key_checks import check_export
 from headloc.workflow.schema import validate_config
 from headloc.workflow.plan import Plan
 

@@ -180,7 +180,6 @@ LONG_MODULES = {
     "report/frames.py": 476,
     "benchmarks/gpu_check.py": 477,
     "search/conditional.py": 508,
-    "workflow/config.py": 708,
 }
 
 

@@ -13,7 +13,8 @@ import pytest
 import yaml
 
 from conftest import REPO, accuracy_demo, snakemake
-from headloc.workflow.config import check_metric, check_workflow_config
+from headloc.workflow.config import check_workflow_config
+from headloc.workflow.task_checks import check_metric
 from headloc.data.documents import load_task_yaml, reported_filters, reported_metrics, template_errors
 from headloc.engine.lm_eval_tasks import TaskSpec
 from headloc.search.budget import suggested_masks

@@ -99,7 +99,7 @@ def check_gold(spec, task: Task) -> None:
     own target, read from its YAML (:func:`headloc.data.documents.gold_problem`); a callable has none."""
     if not spec.kind.gold:
         return
-    from headloc.workflow.config import mask_only_methods, no_gold_message
+    from headloc.workflow.method_checks import mask_only_methods, no_gold_message
 
     if task.callable:
         raise ValueError(f"method {spec.name!r} differentiates the gold continuations of an lm-eval task; "
@@ -117,7 +117,7 @@ def check_subset(task: Task) -> None:
     """The documents asked for (``documents=``: a number, indices or a file) are at least two, as the
     workflow's identification subset (``search.id_docs``): one document has no spread to measure
     noise by, and what ablating a head does to it cannot be told from its quirks."""
-    from headloc.workflow.config import MIN_ID_DOCS
+    from headloc.workflow.task_checks import MIN_ID_DOCS
 
     spec = None if task.callable else task.spec
     if spec is None or (spec.doc_ids is None and not spec.dataset_kwargs.get("data_file")):

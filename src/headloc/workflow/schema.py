@@ -11,6 +11,8 @@ import yaml
 
 from headloc import methods as search_methods
 
+Problem = tuple[str, str]  # (config key, what is wrong and what is valid): "config <key>: <text>"
+
 
 def validate_config(config: dict, schema_path) -> None:
     """Validate ``config`` against the JSON schema at ``schema_path``, setting defaults in place."""
