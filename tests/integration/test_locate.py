@@ -325,6 +325,19 @@ def test_the_model_comes_back_in_the_mode_it_came_in(tokenizer):
     assert {name: module.training for name, module in model.named_modules()} == before
 
 
+def test_a_budgeted_method_without_a_budget_spends_the_workflows_and_its_bar_counts_out_of_it(capfd):
+    """budget=None is config/schema.yaml's search.n_masks (100), recorded in the parameters, spent
+    whole by a mask design, and the one progress bar counts the masks out of it."""
+    import yaml
+
+    schema = yaml.safe_load((REPO / "config" / "schema.yaml").read_text())
+    n_masks = schema["properties"]["search"]["properties"]["n_masks"]["default"]
+    found = headloc.locate(planted_model(), None, repeat_first_row, method="cs_stratified", top_k=2)
+    assert found.parameters["budget"] == n_masks and found.n_evals == n_masks
+    err = capfd.readouterr().err
+    assert "cs_stratified masks: 100%" in err and f"{n_masks}/{n_masks}" in err, err[-500:]
+
+
 def test_progress_false_prints_nothing_and_progress_true_draws_headlocs_bars_only(tokenizer, capfd, caplog):
     """Nothing on stdout or stderr and no lm-eval log message from a quiet search and validation on an
     lm-eval task (lm-eval warns at each task build and model wrap, and draws its own bars); with

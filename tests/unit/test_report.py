@@ -1435,3 +1435,18 @@ def test_table2_gives_the_heads_it_ablates_with_their_evidence_below_it():
     t10 = TABLES["table10"].build({"recoveries_main": recoveries}, options)
     assert t10["effects"].tolist() == ["L2H2 -0.5 [-0.7, -0.3] P 1.00; L3H3 -0.25 [-0.5, 0.01] P 0.62"]
     assert "The heads ablated" not in t10.attrs["note"]
+
+
+@pytest.mark.parametrize("name", ["table2", "table3", "table4", "table9", "table10"])
+def test_every_table_that_lists_or_validates_top_heads_shows_an_unconfirmed_one(pevals, name):
+    """The tables of a search's top heads (2, 3, 4, 9, 10) read its recoveries and show a head its
+    search did not confirm: marked where the table lists heads, else named in the note under it."""
+    given = report_frames(pevals)
+    options = ReportOptions(top_k=1, gen_tasks=["boolq"], method="cs_stratified",
+                            capabilities={"mbpp": "code", "gsm8k": "math"}, knowledge_eval_tasks=["wmdp_bio"])
+    for source in ("recoveries", "recoveries_main"):
+        given[source] = given[source].assign(unconfirmed="L9H0")
+    table = TABLES[name].build(given, options)
+    shown = (table["heads"].str.contains("L9H0?", regex=False).any() if "heads" in table
+             else "Unconfirmed top heads" in table.attrs.get("note", "") and "L9H0" in table.attrs["note"])
+    assert shown, (name, table.attrs.get("note"))
