@@ -180,7 +180,7 @@ class Located:
         shown, ``"points"``, ``"relative"`` (percent of its unablated score, as the workflow's
         ``tasks.<name>.relative``) or ``"own"``; by default percentage points for a fraction metric
         (accuracy, exact match, ...), else its own unit (a callable's score included)."""
-        return validate_top_heads(self.ranking, self.record, self.task, self.model, self.tokenizer,
+        return validate_top_heads(self.record, self.task, self.model, self.tokenizer,
                                   k=len(self.top_heads) if k is None else k, tasks=tasks, documents=documents,
                                   units=units, batch_size=self.batch_size, progress=progress)
 

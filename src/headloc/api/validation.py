@@ -64,12 +64,14 @@ class Validation:
         return "\n".join(lines)
 
 
-def validate_top_heads(ranking: list, record: dict, task: Task, model, tokenizer, *, k, tasks=(), documents=None,
-                       units: Mapping | None = None, batch_size: int = 16, progress: bool = True) -> Validation:
-    """The top ``k`` of ``ranking`` ablated on ``task``'s full documents and on each of ``tasks``
-    (:meth:`headloc.api.located.Located.validate` says what each argument means)."""
+def validate_top_heads(record: dict, task: Task, model, tokenizer, *, k, tasks, documents, units: Mapping | None,
+                       batch_size: int, progress: bool) -> Validation:
+    """The top ``k`` of the search ``record``'s ranking ablated on ``task``'s full documents and on each
+    of ``tasks`` (:meth:`headloc.api.located.Located.validate` says what each argument means and holds
+    the defaults)."""
     import pandas as pd
 
+    ranking = list(record["ranking"])
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= len(ranking):
         raise ValueError(f"k must be an integer from 1 to {len(ranking)} (the model's heads), got {k!r}")
     chosen = documents if isinstance(documents, dict) else {task.name: documents}
