@@ -1,4 +1,5 @@
-"""Search methods against greedy on SmolLM2-135M-Instruct's demo tasks (headloc.benchmarks.vs_greedy).
+"""Search methods against greedy on SmolLM2-135M-Instruct's demo tasks, or another config's
+(held-out tasks: --config config/held-out.yaml), with headloc.benchmarks.vs_greedy.
 
     .venv/bin/python benchmarks/smollm2_vs_greedy.py --out results/benchmarks/vs-greedy --seeds 0 1 2 3 4
     .venv/bin/python benchmarks/smollm2_vs_greedy.py --table results/benchmarks/vs-greedy
@@ -20,7 +21,8 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=vs_greedy.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", help="checkpoint folder (default: the demo's converted SmolLM2)")
     parser.add_argument("--gguf", help="convert this GGUF into --model first (a folder that exists is used as is)")
-    parser.add_argument("--tasks", nargs="+", help="tasks of config/demo.yaml (default: all)")
+    parser.add_argument("--config", type=Path, default=REPO / "config" / "demo.yaml", help="tasks and search (default: the demo's)")
+    parser.add_argument("--tasks", nargs="+", help="tasks of --config (default: all)")
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
     parser.add_argument("--methods", nargs="+", default=list(vs_greedy.METHODS))
     parser.add_argument("--budget", type=int, default=100, help="masks of a budgeted method (default 100)")
@@ -50,7 +52,7 @@ def main(argv=None) -> None:
     model, tokenizer = load_model(str(args.model or vs_greedy.demo_checkpoint(REPO)), device=args.device)
     settings = vs_greedy.Comparison(tuple(args.methods), args.budget, args.top_k, tuple(args.universal), args.options,
                                     args.label_suffix, args.batch_size, args.masks_per_pass)
-    config = yaml.safe_load((REPO / "config" / "demo.yaml").read_text())
+    config = yaml.safe_load(args.config.read_text())
     vs_greedy.compare(model, tokenizer, config, args.out, settings, tasks=args.tasks, seeds=args.seeds)
 
 

@@ -29,6 +29,8 @@ TASKS = {  # task -> (metric, chat template?, valid range)
     "headloc_induction": ("acc", False, (0.0, 1.0)),
     "headloc_swear": ("profane_words", True, (0.0, float("inf"))),
     "headloc_rhyme": ("acc", True, (0.0, 1.0)),
+    "headloc_antonyms": ("acc", False, (0.0, 1.0)),
+    "headloc_successor": ("acc", False, (0.0, 1.0)),
 }
 
 
@@ -105,6 +107,15 @@ def test_process_results_scores_known_responses(tmp_path):
     assert score("headloc_rhyme", "Cat", word="cat") == {"acc": 0.0}
     assert score("headloc_swear", "Heck! Darn, darn it. HECK.", id="swear-00") == {"profane_words": 4}
     assert score("headloc_swear", "Golly gosh.", id="swear-00") == {"profane_words": 0}
+    assert score("headloc_antonyms", " cold.", word="hot") == {"acc": 1.0}
+    assert score("headloc_antonyms", ' "Warm"', word="cold") == {"acc": 1.0}  # an accepted opposite
+    assert score("headloc_antonyms", " colder", word="hot") == {"acc": 0.0}
+    assert score("headloc_successor", " Friday", id="successor-day-00") == {"acc": 1.0}
+    assert score("headloc_successor", " and Friday.", id="successor-day-00") == {"acc": 1.0}  # ends the list
+    assert score("headloc_successor", " Saturday", id="successor-day-00") == {"acc": 0.0}
+    assert score("headloc_successor", " andFriday", id="successor-day-00") == {"acc": 0.0}
+    assert score("headloc_successor", " F", id="successor-letter-01") == {"acc": 1.0}
+    assert score("headloc_successor", " FG", id="successor-letter-01") == {"acc": 0.0}
 
     induction = tasks["headloc_induction"].eval_docs[0]
     right = " " + " ".join(induction["target"]) + " more words"
@@ -112,6 +123,19 @@ def test_process_results_scores_known_responses(tmp_path):
     wrong = " " + " ".join(reversed(induction["target"]))
     assert tasks["headloc_induction"].process_results(induction, [wrong]) == {"acc": 0.0}
     assert tasks["headloc_swear"].aggregation()["profane_words"]([1, 4, 0]) == 5.0
+
+
+@pytest.mark.parametrize("name, doc_id, gold", [("headloc_antonyms_loglik", "antonyms-cold", " hot"),
+                                               ("headloc_successor_loglik", "successor-day-06", " Thursday")])
+def test_a_loglik_variant_scores_the_gold_answer_after_the_same_prompt(name, doc_id, gold):
+    """The continuous variant asks for the log-likelihood of the accuracy task's first answer, after
+    its prompt: the identification score and the validation measure the same answer."""
+    tasks = manager().load([name, name.removesuffix("_loglik")])["tasks"]
+    scored, generated = tasks[name], tasks[name.removesuffix("_loglik")]
+    doc = next(d for d in scored.eval_docs if d["id"] == doc_id)
+    assert scored.doc_to_text(doc) == generated.doc_to_text(doc)
+    assert scored.doc_to_target(doc) == gold and generated.process_results(doc, [gold]) == {"acc": 1.0}
+    assert scored.process_results(doc, [(-0.5, True)]) == {"loglik": -0.5}
 
 
 def test_loader_builds_with_seed_and_size():

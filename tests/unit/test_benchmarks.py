@@ -156,6 +156,13 @@ def test_the_comparison_refuses_a_task_its_config_lacks(tmp_path):
         vs_greedy.compare(None, None, config, tmp_path, vs_greedy.Comparison(), tasks=["iio"])
 
 
+def test_the_script_compares_on_the_tasks_of_the_config_it_is_given(tmp_path, tiny_model_dir):
+    """--config config/held-out.yaml: the held-out tasks are the ones the comparison knows."""
+    with pytest.raises(ValueError, match=r"tasks \['ioi'\] are not in the config; expected some of \['antonyms', 'successor'\]"):
+        script("smollm2_vs_greedy").main(["--config", str(REPO / "config" / "held-out.yaml"), "--model", str(tiny_model_dir),
+                                          "--tasks", "ioi", "--out", str(tmp_path)])
+
+
 def test_the_script_prints_the_table_of_its_records(tmp_path, capsys):
     write_records(tmp_path, [{"kind": "validation", "task": "ioi", "seed": 0, "method": m, "top": ["A"],
                               "n_evals": n, "seconds": 1.0, "clean": 0.8, "ablated": a}

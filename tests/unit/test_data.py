@@ -29,7 +29,8 @@ from headloc.data.datasets import (
 SHARED_DATA = (Path(__file__).resolve().parents[2] / ".." / "shared" / "data").resolve()
 PROFANITY_CSV = SHARED_DATA / "profanity" / "profanity_en.csv"
 GENERATED = ("ioi", "induction")
-CURATED_SIZES = {"capitals": (100, 150), "swear": (12, 24), "rhyme": (60, 100)}
+CURATED_SIZES = {"capitals": (100, 150), "swear": (12, 24), "rhyme": (60, 100), "antonyms": (60, 100),
+                 "successor": (57, 57)}
 
 # --------------------------------------------------------------------------- build_docs
 
@@ -78,8 +79,9 @@ def test_paper_dataset_first_n_docs_from_the_mirror():
 
 
 def test_datasets_lists_builtin_and_paper_names():
-    assert DATASETS[:5] == BUILTIN_DATASETS == ("ioi", "capitals", "induction", "swear", "rhyme")
-    assert set(DATASETS[5:]) == {"gsm8k", "arithmetic", "mbpp", "humaneval", "hellaswag", "boolq",
+    assert DATASETS[:7] == BUILTIN_DATASETS == ("ioi", "capitals", "induction", "swear", "rhyme", "antonyms",
+                                                "successor")
+    assert set(DATASETS[7:]) == {"gsm8k", "arithmetic", "mbpp", "humaneval", "hellaswag", "boolq",
                                  "arc_challenge", "mmlu", "wmdp_bio", "wmdp_chem", "wmdp_cyber"}
 
 
@@ -117,6 +119,27 @@ def test_capitals_documents():
     docs = {doc["country"]: doc for doc in build_docs("capitals")}
     assert docs["France"]["capital"] == "Paris" and docs["France"]["answers"] == ["Paris"]
     assert "Kiev" in docs["Ukraine"]["answers"]
+
+
+def test_antonyms_documents():
+    docs = {doc["word"]: doc for doc in build_docs("antonyms")}
+    assert docs["hot"]["answers"] == ["cold"] and docs["cold"]["answers"] == ["hot", "warm"]
+    assert all(doc["antonym"] == doc["answers"][0] != doc["word"] for doc in docs.values())
+
+
+def test_successor_documents_hold_every_run_of_four_and_the_item_after_it():
+    docs = build_docs("successor")
+    by_id = {doc["id"]: doc for doc in docs}
+    # days and months wrap round (7 and 12 runs); number words one..twenty and letters do not (16, 22)
+    assert [sum(doc["id"].startswith(f"successor-{name}-") for doc in docs) for name in
+            ("day", "month", "number", "letter")] == [7, 12, 16, 22]
+    assert by_id["successor-day-05"]["text"] == "Saturday, Sunday, Monday, Tuesday," and \
+        by_id["successor-day-05"]["answers"] == ["Wednesday"]
+    assert by_id["successor-letter-21"]["text"] == "V, W, X, Y," and by_id["successor-letter-21"]["answer"] == "Z"
+    assert by_id["successor-number-15"]["answer"] == "twenty"
+    # the first documents hold every list: a task's first n_docs are not all days
+    assert [doc["id"] for doc in docs[:4]] == ["successor-day-00", "successor-month-00", "successor-number-00",
+                                               "successor-letter-00"]
 
 
 # --------------------------------------------------------------------------- JSONL I/O

@@ -1,11 +1,11 @@
 """Built-in datasets, JSONL I/O, identification subsets and the scoring rules of headloc's tasks.
 
-The five built-in datasets feed the lm-eval tasks in ``headloc/tasks`` (one ``headloc_<name>``
-task each). The paper's benchmark datasets (``PAPER_DATASETS``: gsm8k, mmlu, ...) come from the
-Hugging Face Hub or a local mirror through :mod:`headloc.data.paper_data`; :func:`build_docs` serves
-both kinds. Two are generated from curated lists with a seed (``ioi``, ``induction``); three are
-curated lists shipped in ``tasks/data`` (``capitals``, ``swear``, ``rhyme``). Every document has
-a stable string ``id``.
+The built-in datasets feed the lm-eval tasks in ``headloc/tasks`` (one ``headloc_<name>`` task
+each); the paper's benchmark datasets (``PAPER_DATASETS``: gsm8k, mmlu, ...) come from the Hub or a
+local mirror through :mod:`headloc.data.paper_data`; :func:`build_docs` serves both kinds. Two are
+generated with a seed (``ioi``, ``induction``); the others are curated lists in ``tasks/data``
+(``capitals``, ``swear``, ``rhyme``; ``antonyms``, ``successor``: :mod:`headloc.data.word_datasets`).
+Every document has a stable string ``id``.
 
 The workflow materializes a dataset to ``results/data/{dataset}/{split}.jsonl`` with
 :func:`build_docs` and :func:`write_jsonl`, draws the seeded identification subset (paper
@@ -31,9 +31,10 @@ import numpy as np
 from headloc.io import atomic_path
 from headloc.data.paper_data import PAPER_DATASETS, load_docs
 from headloc.data import TASKS_DIR
+from headloc.data.word_datasets import WORD_DATASETS
 
 DATA_DIR = TASKS_DIR / "data"
-BUILTIN_DATASETS = ("ioi", "capitals", "induction", "swear", "rhyme")
+BUILTIN_DATASETS = ("ioi", "capitals", "induction", "swear", "rhyme", *WORD_DATASETS)
 DATASETS = BUILTIN_DATASETS + PAPER_DATASETS
 DEFAULT_N_DOCS = 200  # documents of a generated dataset when n_docs is None
 PROFANITY_HUB_ID = "mmathys/profanity"
@@ -104,13 +105,11 @@ def build_docs(name: str, *, n_docs: int | None = None, seed: int = 0, mirror=No
     Paper datasets (``PAPER_DATASETS``) are the scored split of
     :func:`headloc.data.paper_data.load_docs` from ``mirror`` (a directory in the ``../shared/data``
     layout) or, with ``mirror=None``, from the Hugging Face Hub; ``n_docs`` keeps the first
-    ``n_docs`` documents and ``seed`` does not change them. ``mirror`` is ignored for the
-    built-in datasets.
+    ``n_docs`` documents whatever ``seed``. The built-in datasets ignore ``mirror``.
 
     Generated datasets (``ioi``, ``induction``) produce ``n_docs`` documents (default
-    ``DEFAULT_N_DOCS``); the first k documents do not depend on ``n_docs``. Curated datasets
-    (``capitals``, ``swear``, ``rhyme``) return their full list, or its first ``n_docs``
-    documents; ``seed`` does not change them.
+    ``DEFAULT_N_DOCS``), the first k independent of ``n_docs``; the curated ones return their list
+    or its first ``n_docs`` documents, whatever ``seed``.
 
     >>> [doc["id"] for doc in build_docs("ioi", n_docs=2)]
     ['ioi-0000', 'ioi-0001']
@@ -213,6 +212,7 @@ _BUILDERS = {  # name -> (builder, generated with a seed?)
     "induction": (_induction_docs, True),
     "swear": (_swear_docs, False),
     "rhyme": (_rhyme_docs, False),
+    **WORD_DATASETS,
 }
 
 # --------------------------------------------------------------------------- scoring rules

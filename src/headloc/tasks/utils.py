@@ -14,6 +14,7 @@ The scoring rules themselves live in :mod:`headloc.data.datasets`.
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 
 import datasets
@@ -57,6 +58,14 @@ def load_induction(data_file=None, n_docs=None, seed=0, **kwargs) -> datasets.Da
     return _splits(_docs("induction", data_file, n_docs, seed))
 
 
+def load_antonyms(data_file=None, n_docs=None, seed=0, **kwargs) -> datasets.DatasetDict:
+    return _splits(_docs("antonyms", data_file, n_docs, seed))
+
+
+def load_successor(data_file=None, n_docs=None, seed=0, **kwargs) -> datasets.DatasetDict:
+    return _splits(_docs("successor", data_file, n_docs, seed))
+
+
 def load_rhyme(data_file=None, n_docs=None, seed=0, **kwargs) -> datasets.DatasetDict:
     return _splits(_docs("rhyme", data_file, n_docs, seed))
 
@@ -87,6 +96,18 @@ def profane_words(source: str) -> frozenset[str]:
 
 def process_capitals(doc: dict, results: list[str]) -> dict:
     return {"acc": float(starts_with_answer(results[0], doc["answers"]))}
+
+
+def process_answers(doc: dict, results: list[str]) -> dict:
+    """Correct when the answer starts with one of the document's ``answers`` (headloc_antonyms)."""
+    return {"acc": float(starts_with_answer(results[0], doc["answers"]))}
+
+
+def process_successor(doc: dict, results: list[str]) -> dict:
+    """As :func:`process_answers`, after an optional leading "and": " and Friday" ends the list
+    with the right item."""
+    return {"acc": float(starts_with_answer(re.sub(r"^\W*and\b", "", results[0], flags=re.IGNORECASE),
+                                            doc["answers"]))}
 
 
 def process_induction(doc: dict, results: list[str]) -> dict:

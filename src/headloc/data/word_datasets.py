@@ -1,0 +1,57 @@
+"""Two built-in datasets of word knowledge that a model of SmolLM2's size mostly gets right and
+that no search was tuned on: ``antonyms`` (a word's opposite, curated in ``tasks/data/antonyms.tsv``)
+and ``successor`` (the next item of an ordered list shown four items long: days, months, number
+words, letters). Each is the same for every seed; :func:`headloc.data.datasets.build_docs` serves them.
+
+>>> docs = successor_docs()
+>>> docs[0]["text"], docs[0]["answers"], docs[1]["id"]
+('Monday, Tuesday, Wednesday, Thursday,', ['Friday'], 'successor-month-00')
+>>> next(doc for doc in antonym_docs() if doc["word"] == "cold")["answers"]
+['hot', 'warm']
+"""
+
+from __future__ import annotations
+
+import re
+
+from headloc.data import TASKS_DIR
+
+SHOWN = 4  # items of the list the prompt shows
+# name -> (items in order, whether the list wraps round: Sunday is followed by Monday)
+ORDERED = {
+    "day": (("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"), True),
+    "month": (("January", "February", "March", "April", "May", "June", "July", "August", "September",
+               "October", "November", "December"), True),
+    "number": (("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+                "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen",
+                "twenty"), False),
+    "letter": (tuple("ABCDEFGHIJKLMNOPQRSTUVWXYZ"), False),
+}
+
+
+def antonym_docs() -> list[dict]:
+    """Word -> opposite; ``answers``: the opposite, then the other accepted ones."""
+    text = (TASKS_DIR / "data" / "antonyms.tsv").read_text(encoding="utf-8")
+    docs = []
+    for line in text.splitlines():
+        if line.strip() and not line.startswith("#"):
+            word, antonym, *others = line.split("\t")
+            docs.append({"id": f"antonyms-{re.sub(r'[^a-z]+', '-', word.lower())}", "word": word,
+                         "antonym": antonym, "answers": [antonym, *others]})
+    return docs
+
+
+def successor_docs() -> list[dict]:
+    """Every run of :data:`SHOWN` items of every list, then the item after it: a list that wraps
+    round starts at each of its items, the others where an item still follows. Ordered by start,
+    then list, so that the first documents hold every list."""
+    runs = []  # (start, list, document)
+    for order, (name, (items, wraps)) in enumerate(ORDERED.items()):
+        for start in range(len(items) if wraps else len(items) - SHOWN):
+            shown = [items[(start + i) % len(items)] for i in range(SHOWN + 1)]
+            runs.append((start, order, {"id": f"successor-{name}-{start:02d}", "text": ", ".join(shown[:-1]) + ",",
+                                        "answer": shown[-1], "answers": [shown[-1]]}))
+    return [doc for _, _, doc in sorted(runs, key=lambda run: run[:2])]
+
+
+WORD_DATASETS = {"antonyms": (antonym_docs, False), "successor": (successor_docs, False)}  # as datasets._BUILDERS
