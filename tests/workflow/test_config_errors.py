@@ -161,7 +161,7 @@ def test_unknown_lm_eval_task(tmp_path):
     out = config_error(lambda c: (change(c), c.update(include_path=[str(tmp_path / "mine")])))
     assert (f"config tasks.ioi.lm_eval_task: 'headloc_io' is not a task of {REPO / 'src/headloc/tasks'}, "
             f"{tmp_path / 'mine'} nor of lm-eval's registry; put its YAML in a folder and add the folder to the "
-            "config key include_path (headloc's own tasks: headloc_arc_challenge") in out
+            "config key include_path (headloc's own tasks: headloc_antonyms, headloc_antonyms_loglik, headloc_arc_challenge") in out
 
 
 def test_missing_include_folder():
