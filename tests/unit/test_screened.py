@@ -78,6 +78,20 @@ def test_a_head_at_the_floor_is_set_aside_and_the_rest_are_chosen_beside_each_ot
     assert found.drops[1:] == pytest.approx([0.6, 0.3], abs=0.02)
 
 
+def test_a_head_whose_partner_hurts_only_beside_it_is_not_set_aside():
+    """Head 9 alone drops the score most, and the screen's other head (30) adds nothing beside it,
+    so the one-mask check says 9 sits at the floor; but head 22 hurts only beside 9 (as antonyms'
+    L0H7 beside L0H4 on SmolLM2). The step that checks the floor finds 22: 9 starts the background,
+    and 22 is chosen beside it."""
+    world = World(effects(h9=1.2, h30=0.3), backup={(9, 30): -0.3, (9, 22): 0.5})
+    found = search(world, 3, m=3, m_abs=0)
+    assert found.heads[:2] == [9, 22] and found.details["set_aside"] == []
+    assert found.labels[0].startswith("chosen 1, alone (the screen); not at the floor")
+    assert found.drops[1] == pytest.approx(0.5 + world.effect[22], abs=1e-9)
+    unchecked = search(World(world.effect, backup=world.backup), 3, m=3, m_abs=0, floor_check=0)
+    assert unchecked.details["set_aside"] == [9] and 22 not in unchecked.heads  # what the check is for
+
+
 def test_the_head_that_alone_hurts_most_is_found_though_its_gradient_says_nothing():
     """Head 17 alone drops the score most, its estimate is 0: the screen confirms it alone and it
     starts the background (greedy's first head), found without a gradient."""

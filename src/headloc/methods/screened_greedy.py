@@ -4,7 +4,8 @@ background), gradient-guided greedy steps beside the background, and a pair prob
 beside two random halves of the heads) for pairs that act only together; stops at
 ``validation.top_k`` heads or when nothing lowers the score. Options: section ``screened_greedy``
 (``m``, ``m_abs``: each step's short list, as guided greedy's; ``screen``: heads group testing
-confirms alone; ``pair_candidates``: heads the pair probe ablates two by two, 0: no probe). Kind
+confirms alone; ``pair_candidates``: heads the pair probe ablates two by two, 0: no probe;
+``floor_check``: heads measured beside a head at the floor to check it sits there, 0: no check). Kind
 ``guided``: it scores masks on the identification subset's scoring task and differentiates the same
 documents' gold continuations, so it needs an lm-eval task with gold continuations."""
 
@@ -18,12 +19,14 @@ from headloc.methods.settings import MethodOptions, integer, setting
 @dataclass(frozen=True)
 class ScreenedGreedyOptions(MethodOptions, section="screened_greedy"):
     """``m``, ``m_abs``: each greedy step's short list; ``screen``: heads confirmed alone;
-    ``pair_candidates``: the pair probe's heads (:func:`headloc.search.screened.screened_greedy`)."""
+    ``pair_candidates``: the pair probe's heads; ``floor_check``: heads measured beside a head at
+    the floor (:func:`headloc.search.screened.screened_greedy`)."""
 
     m: int = setting(10, integer(0))  # guided greedy's lists (docs/results/vs-greedy-smollm2.md)
     m_abs: int = setting(10, integer(0))
     screen: int = setting(3, integer(1))  # a universal head and a synergy pair: three heads at the floor
     pair_candidates: int = setting(4, integer(0))  # 6 pairs; the planted pair ranked in the first 4
+    floor_check: int = setting(3, integer(0))  # antonyms' L0H7 was third beside L0H4 (held-out-tasks.md)
 
     def __post_init__(self):
         super().__post_init__()
@@ -38,12 +41,12 @@ def choose_heads(estimate, score_sets, n_heads, params):
 
     o = params.options
     return screened_greedy(estimate, score_sets, n_heads, params.top_k, seed=params.seed, m=o.m, m_abs=o.m_abs,
-                           screen=o.screen, pair_candidates=o.pair_candidates)
+                           screen=o.screen, pair_candidates=o.pair_candidates, floor_check=o.floor_check)
 
 
 def search_id(parts) -> str:
     o = parts.options
-    return (f"screened_greedy_k{parts.top_k}_l{o.m}_a{o.m_abs}_g{o.screen}_p{o.pair_candidates}_{parts.tail}"
+    return (f"screened_greedy_k{parts.top_k}_l{o.m}_a{o.m_abs}_g{o.screen}_p{o.pair_candidates}_f{o.floor_check}_{parts.tail}"
             + parts.repeat_suffix)
 
 

@@ -15,10 +15,13 @@ of alone effect but answers greedy's question (beside the heads chosen) poorly. 
    other one keeps less than a fifth (``1 - FLOOR``) of its drop alone takes the score to its
    floor (one mask each, as conditional group testing checks its background; where no other
    lowers the score, a head whose drop alone is ``FLOOR`` of the span, the unablated score less the
-   lowest seen): it is **set aside**
-   (reported first, as found, and never ablated in what follows, since beside it nothing else
-   could show). The most damaging
-   other head confirmed joins the background: greedy's first head, found without a gradient.
+   lowest seen). One mask cannot see a partner that hurts only beside the head (on SmolLM2's
+   antonyms, L0H7 beside L0H4), so the first such head, where they are fewer than ``k``, is checked
+   by a step beside it of the ``floor_check`` heads of largest estimated drop: if one lowers the
+   score, the head is not at the floor and the two start the background. Otherwise it is **set
+   aside** (reported first, as found, and never ablated in what follows, since beside it nothing
+   else could show), and the most damaging other head confirmed starts the background: greedy's
+   first head, found without a gradient.
 2. **Greedy steps** (as guided greedy's): a gradient beside the background lists the ``m`` heads
    of largest estimated drop, the ``m_abs`` of largest estimate of either sign and the screen's
    other confirmed heads; each is ablated beside the background and the one that lowers the score
@@ -48,7 +51,8 @@ docs/results/screened-greedy.md.
 ...     drop[20] = 0.5 if 33 in background or 20 in background and 33 not in background else 0.0
 ...     drop[33] = 0.5 if 20 in background or 33 in background and 20 not in background else 0.0
 ...     return drop
->>> found = screened_greedy(estimate, score, 64, 5, seed=0, m=2, m_abs=0, screen=3, pair_candidates=4)
+>>> found = screened_greedy(estimate, score, 64, 5, seed=0, m=2, m_abs=0, screen=3, pair_candidates=4,
+...                         floor_check=3)
 >>> found.heads, found.details["set_aside"], found.details["pair"]
 ([9, 5, 40, 20, 33], [9], [20, 33])
 """
@@ -91,7 +95,8 @@ class Steps:
 
 
 def screened_greedy(estimate: Callable[[list[int]], np.ndarray], score_sets: Callable[[list], list], n_heads: int,
-                    k: int, *, seed: int, m: int, m_abs: int, screen: int, pair_candidates: int) -> GuidedSteps:
+                    k: int, *, seed: int, m: int, m_abs: int, screen: int, pair_candidates: int,
+                    floor_check: int) -> GuidedSteps:
     """Up to ``k`` heads by the stages of the module docstring. ``estimate(background)``: every
     head's estimated drop beside ``background`` (larger = more damage); ``score_sets(head_sets)``:
     each set's score when ablated (higher is better); ``seed``: the partition and the halves. No
@@ -102,15 +107,17 @@ def screened_greedy(estimate: Callable[[list[int]], np.ndarray], score_sets: Cal
     check_lists(m, m_abs)
     check_positive_int("screen", screen, meaning="heads the screen confirms alone")
     check_positive_int("pair_candidates", pair_candidates, least=0, meaning="heads the pair probe tries two by two")
+    check_positive_int("floor_check", floor_check, least=0, meaning="heads measured beside a head at the floor")
     scores = SetScores(score_sets)
     steps = Steps(scores)
     alone, span, steps.last_order = screen_alone(scores, n_heads, min(k, screen), seed)
-    set_aside = [h for h in alone if at_floor(scores, alone, h, span)]
-    for head in set_aside:
+    floor = [h for h in alone if at_floor(scores, alone, h, span)]
+    for head in floor:
         steps.choose(head, alone[head], [], "alone: at the score's floor, set aside")
-    others = [h for h in alone if h not in set_aside and alone[h] >= NOISE * span]
-    background: list[int] = []
-    if others and len(steps.heads) < k:
+    background = check_floor(steps, estimate, floor, k, floor_check, NOISE * span)
+    set_aside = [h for h in floor if h not in background]
+    others = [h for h in alone if h not in floor and h not in background and alone[h] >= NOISE * span]
+    if others and not background and len(steps.heads) < k:
         steps.choose(others[0], alone[others[0]], [], "chosen 1, alone (the screen)")
         background = [others.pop(0)]
     probed = False
@@ -154,6 +161,24 @@ def at_floor(scores: SetScores, alone: dict[int, float], head: int, span: float)
         return alone[head] >= FLOOR * span
     both = scores([()])[0] - scores([(head, other)])[0]
     return both - alone[head] < (1 - FLOOR) * alone[other]
+
+
+def check_floor(steps: Steps, estimate, floor: list[int], k: int, heads: int, least: float) -> list[int]:
+    """The background the steps start from, given the heads ``at_floor`` says sit at the floor
+    (already chosen as set aside): where fewer than ``k``, the first is checked by a step of
+    ``heads`` heads (the largest estimated drops beside it; 0: no check). One that lowers the score by
+    ``least`` beside it shows the head is not at the floor (on a real task a head's partner may hurt
+    only beside it, which the one-mask check cannot see): the head and the one found start the
+    background. Otherwise ``[]``: the heads stay set aside, with that step as the evidence."""
+    if not floor or len(floor) >= k or heads == 0:
+        return []
+    first = floor[0]
+    index = steps.heads.index(first)
+    found = greedy_step(steps, estimate, [first], floor[1:], [], heads, 0, least)
+    if found is None:
+        return []
+    steps.labels[index] = "chosen 1, alone (the screen); not at the floor: a head lowers the score beside it"
+    return [first, found]
 
 
 def greedy_step(steps: Steps, estimate, background: list[int], set_aside: list[int], extra: list[int], m: int,
