@@ -156,6 +156,21 @@ def test_it_stops_when_nothing_more_lowers_the_score_and_fills_no_place():
     assert fields["confirmed"] == ["L0H5"] and len(fields["ranking"]) == N
 
 
+def test_after_a_stop_the_top_k_is_filled_with_heads_measured_beside_every_chosen_one():
+    """Head 12 lowers the score beside head 5 (a runner-up of the step that chose 40) but raises it
+    beside 5 and 40 together; nothing lowers it further, so the search stops at two heads. The
+    places after them go to heads measured beside both, not to 12, whose drop beside one head
+    no longer holds (SmolLM2's antonyms, seed 1: L2H1 beside L0H4, then beside L0H4 and L0H7)."""
+    world = World(effects(h5=0.6, h40=0.3, h12=0.25), backup={(40, 12): -0.5})
+    found = search(world, 5, m=3, m_abs=0, screen=2)
+    assert found.heads == [5, 40]
+    ranking = guided_fields(found, 0.0, list(range(N)))["ranking"]
+    last = found.lists[-1]
+    assert 12 not in last and set(ranking[2:5]) <= set(last)
+    top, chosen = world.score_sets([ranking[:5], [5, 40]])
+    assert top <= chosen + 0.02  # the fill costs no more than noise; 12 would give back 0.25
+
+
 def test_recovery_fields_name_the_set_aside_heads_and_value_each_chosen_head_by_its_drop():
     world = World(effects(h5=0.6), cliff=[9], redundant=(20, 45, 0.6))
     found = search(world, 4, m=3, m_abs=0)
