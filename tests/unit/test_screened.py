@@ -24,6 +24,7 @@ class World:
     def __init__(self, effect, cliff=(), backup=None, redundant=None):
         self.effect, self.cliff, self.backup, self.redundant = np.asarray(effect, float), set(cliff), backup or {}, redundant
         self.scored: list[frozenset] = []
+        self.estimated: list[frozenset] = []  # the backgrounds of the gradients taken
 
     def drop(self, heads: set) -> float:
         total = self.effect[list(heads)].sum() + sum(d for (p, h), d in self.backup.items() if {p, h} <= heads)
@@ -41,6 +42,7 @@ class World:
 
     def estimate(self, background):
         background = set(background)
+        self.estimated.append(frozenset(background))
         guess = self.effect.copy()
         guess[list(self.cliff)] = 0.0
         for (primary, head), d in self.backup.items():
@@ -81,15 +83,28 @@ def test_a_head_at_the_floor_is_set_aside_and_the_rest_are_chosen_beside_each_ot
 def test_a_head_whose_partner_hurts_only_beside_it_is_not_set_aside():
     """Head 9 alone drops the score most, and the screen's other head (30) adds nothing beside it,
     so the one-mask check says 9 sits at the floor; but head 22 hurts only beside 9 (as antonyms'
-    L0H7 beside L0H4 on SmolLM2). The step that checks the floor finds 22: 9 starts the background,
-    and 22 is chosen beside it."""
+    L0H7 beside L0H4 on SmolLM2), third by its estimate there after two heads whose estimates
+    promise what their ablation does not give. The step that checks the floor (its 3 heads) finds
+    22: 9 starts the background and 22 is chosen beside it; beside both nothing else moves."""
     world = World(effects(h9=1.2, h30=0.3), backup={(9, 30): -0.3, (9, 22): 0.5})
-    found = search(world, 3, m=3, m_abs=0)
-    assert found.heads[:2] == [9, 22] and found.details["set_aside"] == []
+
+    def estimate(background):  # 50 and 51 promise more than 22 beside 9, and do nothing
+        guess = world.estimate(background)
+        guess[[50, 51]] += 0.9 if 9 in background else 0.0
+        return guess
+
+    method = methods.get("screened_greedy")
+    run = lambda **options: method.algorithm(estimate, world.score_sets, N, GuidedParams(  # noqa: E731
+        method.name, 3, method.options_of({"m": 3, "m_abs": 0, **options})))
+    found = run()
+    assert found.heads == [9, 22] and found.details["set_aside"] == []
     assert found.labels[0].startswith("chosen 1, alone (the screen); not at the floor")
     assert found.drops[1] == pytest.approx(0.5 + world.effect[22], abs=1e-9)
-    unchecked = search(World(world.effect, backup=world.backup), 3, m=3, m_abs=0, floor_check=0)
+    assert run(floor_check=2).details["set_aside"] == [9]  # 22 was third on the check's list
+    world.estimated.clear()
+    unchecked = run(floor_check=0)
     assert unchecked.details["set_aside"] == [9] and 22 not in unchecked.heads  # what the check is for
+    assert frozenset({9}) not in world.estimated  # no gradient is taken beside it either
 
 
 def test_the_head_that_alone_hurts_most_is_found_though_its_gradient_says_nothing():
@@ -166,7 +181,7 @@ def test_after_a_stop_the_top_k_is_filled_with_heads_measured_beside_every_chose
     assert found.heads == [5, 40]
     ranking = guided_fields(found, 0.0, list(range(N)))["ranking"]
     last = found.lists[-1]
-    assert 12 not in last and set(ranking[2:5]) <= set(last)
+    assert 12 not in last and ranking[2:5] == sorted(last, key=lambda h: (-found.measured[-1][h], h))[:3]
     top, chosen = world.score_sets([ranking[:5], [5, 40]])
     assert top <= chosen + 0.02  # the fill costs no more than noise; 12 would give back 0.25
 
@@ -186,6 +201,7 @@ def test_recovery_fields_name_the_set_aside_heads_and_value_each_chosen_head_by_
     ({"m": 0, "m_abs": 0}, "both 0"),
     ({"pair_candidates": 1}, "pair_candidates: 1 is not valid"),
     ({"screen": 0}, "screen: 0 is not valid"),
+    ({"floor_check": -1}, "floor_check: -1 is not valid"),
 ])
 def test_options_that_cannot_work_are_refused(options, message):
     with pytest.raises(ValueError, match=message):
