@@ -18,7 +18,8 @@ of alone effect but answers greedy's question (beside the heads chosen) poorly. 
    lowest seen). One mask cannot see a partner that hurts only beside the head (on SmolLM2's
    antonyms, L0H7 beside L0H4), so the first such head, where they are fewer than ``k``, is checked
    by a step beside it of the ``floor_check`` heads of largest estimated drop: if one lowers the
-   score, the head is not at the floor and the two start the background. Otherwise it is **set
+   score by a fifth of the head's own drop, the head is not at the floor and the two start the
+   background. Otherwise it is **set
    aside** (reported first, as found, and never ablated in what follows, since beside it nothing
    else could show), and the most damaging other head confirmed starts the background: greedy's
    first head, found without a gradient.
@@ -114,9 +115,9 @@ def screened_greedy(estimate: Callable[[list[int]], np.ndarray], score_sets: Cal
     floor = [h for h in alone if at_floor(scores, alone, h, span)]
     for head in floor:
         steps.choose(head, alone[head], [], "alone: at the score's floor, set aside")
-    background = check_floor(steps, estimate, floor, k, floor_check, NOISE * span)
+    background = check_floor(steps, estimate, floor, alone, k, floor_check, NOISE * span)
     set_aside = [h for h in floor if h not in background]
-    others = [h for h in alone if h not in floor and h not in background and alone[h] >= NOISE * span]
+    others = [h for h in alone if h not in floor and alone[h] >= NOISE * span]  # a step leaves out its background
     if others and not background and len(steps.heads) < k:
         steps.choose(others[0], alone[others[0]], [], "chosen 1, alone (the screen)")
         background = [others.pop(0)]
@@ -163,18 +164,21 @@ def at_floor(scores: SetScores, alone: dict[int, float], head: int, span: float)
     return both - alone[head] < (1 - FLOOR) * alone[other]
 
 
-def check_floor(steps: Steps, estimate, floor: list[int], k: int, heads: int, least: float) -> list[int]:
+def check_floor(steps: Steps, estimate, floor: list[int], alone: dict[int, float], k: int, heads: int,
+                noise: float) -> list[int]:
     """The background the steps start from, given the heads ``at_floor`` says sit at the floor
     (already chosen as set aside): where fewer than ``k``, the first is checked by a step of
-    ``heads`` heads (the largest estimated drops beside it; 0: no check). One that lowers the score by
-    ``least`` beside it shows the head is not at the floor (on a real task a head's partner may hurt
-    only beside it, which the one-mask check cannot see): the head and the one found start the
-    background. Otherwise ``[]``: the heads stay set aside, with that step as the evidence."""
+    ``heads`` heads (the largest estimated drops beside it; 0: no check). One whose drop beside it
+    is at least ``1 - FLOOR`` of the head's own drop alone (and ``noise``) shows the head is not at
+    the floor (on a real task a partner may hurt only beside it, which the one-mask check cannot
+    see): the head and the one found start the background. Otherwise ``[]``: the heads stay set
+    aside, with that step as the evidence (at the floor of the planted models small heads still
+    move the score, by more than ``noise`` but far less than that share)."""
     if not floor or len(floor) >= k or heads == 0:
         return []
     first = floor[0]
     index = steps.heads.index(first)
-    found = greedy_step(steps, estimate, [first], floor[1:], [], heads, 0, least)
+    found = greedy_step(steps, estimate, [first], floor[1:], [], heads, 0, max(noise, (1 - FLOOR) * alone[first]))
     if found is None:
         return []
     steps.labels[index] = "chosen 1, alone (the screen); not at the floor: a head lowers the score beside it"
