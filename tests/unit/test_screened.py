@@ -200,6 +200,17 @@ def test_after_a_stop_the_top_k_is_filled_with_heads_measured_beside_every_chose
     assert top <= chosen + 0.02  # the fill costs no more than noise; 12 would give back 0.25
 
 
+def test_a_search_that_chose_k_heads_ranks_the_rest_by_their_drop_wherever_measured():
+    """With k = 3 the same world (and head 7) ends at 7, chosen beside 5 and 40, with no step left
+    unanswered: after its three heads comes 12, the largest drop of a head not chosen (beside 5),
+    before the heads the last step measured beside 5 and 40. A filtered top k (universal heads left
+    out) draws on this order, where the heads measured beside every chosen one mean less."""
+    world = World(effects(h5=0.6, h40=0.3, h12=0.25, h7=0.15), backup={(40, 12): -0.5})
+    found = search(world, 3, m=3, m_abs=0, screen=2)
+    assert found.heads == [5, 40, 7] and found.picked[-1] == 7 and 12 not in found.lists[-1]
+    assert guided_fields(found, 0.0, list(range(N)))["ranking"][3] == 12
+
+
 def test_recovery_fields_name_the_set_aside_heads_and_value_each_chosen_head_by_its_drop():
     world = World(effects(h5=0.6), cliff=[9], redundant=(20, 45, 0.6))
     found = search(world, 4, m=3, m_abs=0)
