@@ -46,8 +46,8 @@ def choose_heads(estimate, score_sets, n_heads, params):
 
 def search_id(parts) -> str:
     o = parts.options
-    return (f"screened_greedy_k{parts.top_k}_l{o.m}_a{o.m_abs}_g{o.screen}_p{o.pair_candidates}_f{o.floor_check}_{parts.tail}"
-            + parts.repeat_suffix)
+    return (f"screened_greedy_k{parts.top_k}_l{o.m}_a{o.m_abs}_g{o.screen}_p{o.pair_candidates}"
+            f"_f{o.floor_check}_{parts.tail}{parts.repeat_suffix}")
 
 
 # how to read its heatmap (the caption in Snakemake's report)

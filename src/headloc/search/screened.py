@@ -19,10 +19,9 @@ of alone effect but answers greedy's question (beside the heads chosen) poorly. 
    antonyms, L0H7 beside L0H4), so the first such head, where they are fewer than ``k``, is checked
    by a step beside it of the ``floor_check`` heads of largest estimated drop: if one lowers the
    score by a fifth of the head's own drop, the head is not at the floor and the two start the
-   background. Otherwise it is **set
-   aside** (reported first, as found, and never ablated in what follows, since beside it nothing
-   else could show), and the most damaging other head confirmed starts the background: greedy's
-   first head, found without a gradient.
+   background. Otherwise it is **set aside** (reported first, as found, and never ablated in what
+   follows, since beside it nothing else could show), and the most damaging other head confirmed
+   starts the background: greedy's first head, found without a gradient.
 2. **Greedy steps** (as guided greedy's): a gradient beside the background lists the ``m`` heads
    of largest estimated drop, the ``m_abs`` of largest estimate of either sign and the screen's
    other confirmed heads; each is ablated beside the background and the one that lowers the score
