@@ -21,7 +21,7 @@ def main(argv=None) -> None:
     parser.add_argument("--model", help="checkpoint folder (default: the demo's converted SmolLM2)")
     parser.add_argument("--tasks", nargs="+", help="tasks of config/demo.yaml (default: all)")
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
-    parser.add_argument("--top-k", type=int, default=5)
+    parser.add_argument("--top-k", type=int, default=vs_greedy.Comparison.top_k)
     defaults = GuidedGreedyOptions.defaults()  # the method's
     parser.add_argument("--m", type=int, default=defaults["m"], help="heads of largest estimated drop on each short list")
     parser.add_argument("--m-abs", type=int, default=defaults["m_abs"], help="heads of largest estimate of either sign")

@@ -26,7 +26,7 @@ def main(argv=None) -> None:
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
     parser.add_argument("--methods", nargs="+", default=list(vs_greedy.METHODS))
     parser.add_argument("--budget", type=int, default=100, help="masks of a budgeted method (default 100)")
-    parser.add_argument("--top-k", type=int, default=5)
+    parser.add_argument("--top-k", type=int, default=vs_greedy.Comparison.top_k)
     parser.add_argument("--universal", nargs="*", default=[],
                         help="heads left out of a second, filtered top k (as universal.filter with universal.heads)")
     parser.add_argument("--options", type=json.loads, default=None,

@@ -18,6 +18,7 @@ import numpy as np
 HEAD_PATTERN = re.compile(r"L(\d+)H(\d+)")
 HEADSET_PATTERN = r"none|L\d+H\d+(\+L\d+H\d+)*"
 NO_HEADS = "none"
+TOP_K = 5  # validation.top_k's default: the heads a search names and validates (its one home)
 
 
 def format_head(layer: int, head: int) -> str:

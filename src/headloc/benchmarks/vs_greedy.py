@@ -31,6 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
+from headloc.heads import TOP_K
+
 METHODS = ("group_testing", "cs_adaptive", "cs_stratified", "greedy1s", "greedy", "random")
 
 
@@ -40,7 +42,7 @@ class Comparison:
 
     methods: tuple = METHODS
     budget: int = 100  # masks of a budgeted method
-    top_k: int = 5
+    top_k: int = TOP_K
     universal: tuple = ()  # heads left out of the second, filtered top k
     options: dict | None = None  # a sequential method's options
     label_suffix: str = ""  # appended to the method's name in the records

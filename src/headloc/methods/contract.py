@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from headloc.heads import TOP_K
 from headloc.methods.kinds import Kind, get as kind_named
 
 # How to read a heatmap whose cells are score changes (report/heatmap.rst shows a method's ``reading``).
@@ -49,7 +50,7 @@ class SearchParts:
     sparsity: float
     repeat: int = 0
     of: int | None = None
-    top_k: int = 5
+    top_k: int = TOP_K
     universal_filter: bool = False  # universal.filter: greedy's rounds then leave the universal heads out
     options: object = None  # the method's MethodOptions (None: it has none)
 

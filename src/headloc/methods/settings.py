@@ -26,6 +26,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from typing import ClassVar
 
+from headloc.heads import TOP_K
+
 # The one default search method: config/schema.yaml's search.methods, config/demo.yaml's,
 # headloc.locate's and the command's (tests/unit/test_default_method.py); the one search that
 # finds every planted kind of head and greedy's heads on SmolLM2 (docs/results/demo-default.md).
@@ -197,7 +199,7 @@ class SearchSettings(Checked):
     seed: int = setting(0, integer(0))
     alpha: float | str = setting("cv", penalty())
     chunks: int = setting(4, integer(1))
-    top_k: int = setting(5, integer(1), key="validation.top_k")
+    top_k: int = setting(TOP_K, integer(1), key="validation.top_k")
     options: Mapping = field(default_factory=dict)
 
     def __post_init__(self):
