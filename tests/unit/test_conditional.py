@@ -112,7 +112,7 @@ def test_a_noiseless_additive_oracle_gives_its_heads_in_greedys_order_each_joini
         heads = rng.choice(1024, 5, replace=False)
         effect = np.zeros(1024)
         effect[heads] = [0.5, 0.4, 0.3, 0.2, 0.1]
-        masks, scores, found = ConditionalGroupTesting(1024, 200, seed, k=5).complete(lambda m: 1.0 - m @ effect)
+        masks, scores, found = ConditionalGroupTesting(1024, 200, seed, k=5, extra_heads=0).complete(lambda m: 1.0 - m @ effect)
         assert found.ranking[:5].tolist() == heads.tolist() == found.details["background"]
         assert found.details["conditional"] == "run" and found.details["kept_out"] == []
         assert [found.labels[h] for h in heads] == ["confirmed alone"] + [
@@ -126,8 +126,8 @@ def test_a_backup_head_is_found_beside_its_primary_where_group_testing_misses_it
         world = make_interaction_world(seed, n_heads=270)
         k = len(world.planted)
         (backup,), primary = world.heads_of("backup"), world.heads_of("role")[0]
-        _, _, found = ConditionalGroupTesting(270, 300, seed, k=k).complete(world.score)
-        _, _, plain = GroupTesting(270, 300, seed, k=k).complete(world.score)
+        _, _, found = ConditionalGroupTesting(270, 300, seed, k=k, extra_heads=0).complete(world.score)
+        _, _, plain = GroupTesting(270, 300, seed, k=k, extra_heads=0).complete(world.score)
         assert primary in found.details["background"] and backup in found.ranking[:k] and backup not in plain.ranking[:k]
         assert found.labels[backup] == "confirmed beside the background, not alone"
         assert backup in found.details["beside_background"] and backup not in found.details["alone"]
@@ -137,7 +137,7 @@ def test_a_backup_head_is_found_beside_its_primary_where_group_testing_misses_it
 def test_a_universal_head_at_the_floor_is_kept_out_of_the_background():
     world = make_interaction_world(5, n_heads=270)
     (universal,) = world.heads_of("universal")
-    _, _, found = ConditionalGroupTesting(270, 300, 5, k=len(world.planted)).complete(world.score)
+    _, _, found = ConditionalGroupTesting(270, 300, 5, k=len(world.planted), extra_heads=0).complete(world.score)
     assert found.details["kept_out"][0] == universal and universal not in found.details["background"]
     assert found.ranking[0] == universal
     assert found.labels[universal] == "confirmed alone (kept out of the background: the next lead drops no more beside it)"
@@ -153,7 +153,7 @@ def test_heads_that_overlap_above_the_floor_stay_in_the_background():
         overlap = 0.3 * masks[:, a] + 0.25 * masks[:, b] - 0.2 * masks[:, a] * masks[:, b]
         return 1.0 - np.minimum(1.0, masks[:, u] + overlap + 0.1 * masks[:, c] + 0.05 * masks[:, d])
 
-    _, _, found = ConditionalGroupTesting(256, 100, 0, k=5).complete(score)
+    _, _, found = ConditionalGroupTesting(256, 100, 0, k=5, extra_heads=0).complete(score)
     assert found.details["kept_out"] == [u] and found.details["background"][:2] == [a, c]
     assert set(found.details["background"]) == {a, b, c, d} and found.details["conditional"] == "run"
     # b's value is greedy's gain for it: what it adds beside a (0.05), not its drop alone (0.25)
@@ -163,7 +163,7 @@ def test_heads_that_overlap_above_the_floor_stay_in_the_background():
 def test_nothing_beside_the_background_drops_the_stage_and_the_search_goes_on_alone():
     effect = np.zeros(256)
     effect[10] = 0.5
-    _, _, found = ConditionalGroupTesting(256, 100, 0, k=3).complete(lambda m: 1.0 - m @ effect)
+    _, _, found = ConditionalGroupTesting(256, 100, 0, k=3, extra_heads=0).complete(lambda m: 1.0 - m @ effect)
     assert found.details["conditional"] == "dropped: no group lowers the score beside the background"
     assert found.ranking[0] == 10 and found.details["confirmed"] == 1 < found.details["wanted"] == 3
 
@@ -172,7 +172,7 @@ def test_a_redundant_pair_in_one_group_is_found_from_the_contradiction():
     # Seed 28's partition puts the redundant pair in one group of 16: halving separates the pair and
     # leaves a drop no head holds; each side is then halved with the other ablated.
     world = make_interaction_world(28, n_heads=270, universal=False, backup=None, synergy=None)
-    search = ConditionalGroupTesting(270, 200, 28, k=5, group_size=16)
+    search = ConditionalGroupTesting(270, 200, 28, k=5, group_size=16, extra_heads=0)
     pair = world.heads_of("redundant")
     assert any(set(pair) <= set(group) for group in search.plain.partition())
     masks, _, found = search.complete(world.score)
@@ -185,7 +185,7 @@ def test_a_redundant_pair_in_one_group_is_found_from_the_contradiction():
 def test_a_backup_in_its_primarys_group_is_a_backup_pair():
     # a alone drops 0.3; b drops 0.3 more, only beside a; both in the first group of 16: halving
     # separates them, b's half keeps an inferred drop no head of it has, and the pair is resolved.
-    search = ConditionalGroupTesting(64, 60, 2, k=2, group_size=16)
+    search = ConditionalGroupTesting(64, 60, 2, k=2, group_size=16, extra_heads=0)
     group = search.plain.partition()[0]
     a, b = group[0], group[-1]
 
@@ -201,7 +201,7 @@ def test_a_backup_in_its_primarys_group_is_a_backup_pair():
 def test_the_background_holds_at_most_k_minus_1_heads_alone():
     effect = np.zeros(256)
     effect[[5, 60, 130]] = [0.5, 0.3, 0.2]
-    _, _, found = ConditionalGroupTesting(256, 100, 0, k=3, background=9).complete(lambda m: 1.0 - m @ effect)
+    _, _, found = ConditionalGroupTesting(256, 100, 0, k=3, background=9, extra_heads=0).complete(lambda m: 1.0 - m @ effect)
     assert found.details["conditional"] == "run" and found.details["background"] == [5, 60, 130]
     assert [found.labels[h] for h in (5, 60, 130)] == ["confirmed alone"] * 2 + [
         "confirmed beside the background, and alone"]
@@ -241,7 +241,7 @@ def test_a_located_pair_is_kept_only_when_it_drops_more_than_its_heads_alone():
     for score, kept in ((additive, []), (paired, [(3, 40)])):
         probe, stage = Probe(64, 20), Stage((), [], Noise(0.01))
         found = Found(stage)
-        finish(ConditionalGroupTesting(64, 20, 0, k=2).confirm_pair(probe, stage, found, (3, 40)), score)
+        finish(ConditionalGroupTesting(64, 20, 0, k=2, extra_heads=0).confirm_pair(probe, stage, found, (3, 40)), score)
         assert [pair.heads for pair in found.pairs] == kept and found.order == [h for pair in kept for h in pair]
         assert len(probe.memory) == 4  # the unablated row, the pair and each head
 
@@ -251,9 +251,9 @@ def test_the_pair_screen_finds_a_redundant_pair_across_groups():
     for seed in range(4):
         world = make_interaction_world(seed, n_heads=270)
         pair = set(world.heads_of("redundant"))
-        plain = ConditionalGroupTesting(270, 400, seed, k=len(world.planted))
+        plain = ConditionalGroupTesting(270, 400, seed, k=len(world.planted), extra_heads=0)
         _, _, without = plain.complete(world.score)
-        _, _, found = ConditionalGroupTesting(270, 400, seed, k=len(world.planted), pair_screen=True).complete(world.score)
+        _, _, found = ConditionalGroupTesting(270, 400, seed, k=len(world.planted), pair_screen=True, extra_heads=0).complete(world.score)
         assert not pair <= set(without.ranking[:len(world.planted)].tolist())
         found_pairs.append(set(found.details["pairs"]) == pair)
         assert pair <= set(found.ranking[:len(world.planted)].tolist())
@@ -275,7 +275,7 @@ def test_the_pair_screen_resolves_only_a_union_that_stands_out_of_the_unions_spr
     for score, pairs in ((uneven, []), (paired, [(3, 40)])):
         probe, stage = Probe(64, 200), Stage((), [], Noise(1e-6))
         found = Found(stage)
-        search = ConditionalGroupTesting(64, 200, 0, k=2, pair_screen=True)
+        search = ConditionalGroupTesting(64, 200, 0, k=2, pair_screen=True, extra_heads=0)
         finish(search.screen_pairs(probe, found, stage, groups), score)
         assert [pair.heads for pair in found.pairs] == pairs
         if not pairs:
@@ -293,7 +293,7 @@ def test_the_pair_screen_measures_a_union_from_the_unions_typical_excess_not_fro
     for score, pairs in ((together, []), (paired, [(3, 40)])):
         probe, stage = Probe(64, 200), Stage((), [], Noise(1e-6))
         found = Found(stage)
-        finish(ConditionalGroupTesting(64, 200, 0, k=2, pair_screen=True).screen_pairs(probe, found, stage, groups),
+        finish(ConditionalGroupTesting(64, 200, 0, k=2, pair_screen=True, extra_heads=0).screen_pairs(probe, found, stage, groups),
                score)
         assert [pair.heads for pair in found.pairs] == pairs
         if not pairs:
@@ -314,7 +314,7 @@ def test_the_pair_screen_threshold_stands_above_the_unions_centre_where_their_ex
     assert centre > 0.03 and (excess - centre).max() < 4 * spread < excess.max()  # the world is as described
     probe, stage = Probe(64, 200), Stage((), [], Noise(1e-6))
     found = Found(stage)
-    finish(ConditionalGroupTesting(64, 200, 0, k=2, pair_screen=True).screen_pairs(probe, found, stage, groups), score)
+    finish(ConditionalGroupTesting(64, 200, 0, k=2, pair_screen=True, extra_heads=0).screen_pairs(probe, found, stage, groups), score)
     assert found.pairs == [] and len(probe.memory) == 1 + 8 + 28  # the groups and their unions, nothing resolved
 
 
@@ -357,7 +357,7 @@ def test_recall_and_evaluations_against_group_testing_and_greedy():
 @pytest.mark.parametrize("budget, enough", [(18, False), (30, False), (80, True)])
 def test_the_budget_is_never_exceeded_and_a_short_one_says_so(budget, enough):
     world = make_interaction_world(4, n_heads=270)
-    search = ConditionalGroupTesting(270, budget, 4, k=5, pair_screen=True)
+    search = ConditionalGroupTesting(270, budget, 4, k=5, pair_screen=True, extra_heads=0)
     masks, _, found = search.complete(world.score)
     assert len(masks) == found.n_evals <= budget
     assert found.details["budget"] == budget and found.details["wanted"] == 5
@@ -376,14 +376,14 @@ def test_the_budget_is_never_exceeded_and_a_short_one_says_so(budget, enough):
 def test_a_budget_below_one_partition_is_refused():
     with pytest.raises(ValueError, match="n_masks 17 is too small for group testing over 270 heads in groups of 16: "
                                          "it needs at least 18"):
-        ConditionalGroupTesting(270, 17, 0, k=5)
+        ConditionalGroupTesting(270, 17, 0, k=5, extra_heads=0)
 
 
 def test_a_killed_search_resumes_to_the_uninterrupted_record_and_result():
     # A job reloads its record, replays the search on it once and goes on round by round
     # (steps.sequential): from any cut, the same masks, scores and result as a job never killed.
     world = make_interaction_world(18, n_heads=270)
-    search = ConditionalGroupTesting(270, 260, 18, k=9, group_size=16, pair_screen=True)
+    search = ConditionalGroupTesting(270, 260, 18, k=9, group_size=16, pair_screen=True, extra_heads=0)
     masks, scores, found = search.complete(world.score)
     assert found.details["pairs"] and found.details["conditional"] == "run"  # every stage ran
     for cut in [0, 1, 17, 18, 40, 77, len(masks) // 2, len(masks) - 1, len(masks)]:
@@ -405,7 +405,7 @@ def test_a_killed_search_resumes_to_the_uninterrupted_record_and_result():
 ])
 def test_bad_options_name_the_value_and_what_is_valid(options, message):
     with pytest.raises(ValueError, match=message):
-        ConditionalGroupTesting(270, 100, **options)
+        ConditionalGroupTesting(270, 100, **{"k": 5, "extra_heads": 0, **options})
 
 
 # ---------------------------------------------------------------- the method

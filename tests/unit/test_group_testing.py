@@ -27,7 +27,7 @@ def test_a_noiseless_additive_oracle_gives_exactly_its_heads_in_about_k_log_n_ov
     bound = K * math.log2(N / K) + 2 * K + slack
     for seed in range(4):
         heads, score = additive(seed)
-        masks, scores, found = GroupTesting(N, 200, seed, k=K, group_size=group_size).complete(score)
+        masks, scores, found = GroupTesting(N, 200, seed, k=K, group_size=group_size, extra_heads=0).complete(score)
         assert set(found.ranking[:K].tolist()) == heads
         assert all(found.labels[h] == "confirmed" for h in heads)
         assert found.n_evals == len(masks) <= bound
@@ -36,7 +36,7 @@ def test_a_noiseless_additive_oracle_gives_exactly_its_heads_in_about_k_log_n_ov
 
 def test_a_confirmed_head_reports_its_single_effect_the_rest_their_smallest_group():
     heads, score = additive(0, n_heads=256, k=3)
-    _, _, found = GroupTesting(256, 100, 0, k=3).complete(score)
+    _, _, found = GroupTesting(256, 100, 0, k=3, extra_heads=0).complete(score)
     one = found.ranking[0]
     assert found.coef[one] == pytest.approx(score(np.eye(256)[[one]])[0] - 1.0)
     rest = [h for h in range(256) if h not in heads]
@@ -52,7 +52,7 @@ def test_extra_heads_are_confirmed_beyond_the_top_k_which_holds_the_largest():
     planted = [11, 60, 130, 201, 250]
     effect[planted] = [0.5, 0.4, 0.3, 0.2, 0.1]
     score = lambda masks: 1.0 - masks @ effect  # noqa: E731
-    _, _, plain = GroupTesting(256, 100, 0, k=3).complete(score)
+    _, _, plain = GroupTesting(256, 100, 0, k=3, extra_heads=0).complete(score)
     _, _, extra = GroupTesting(256, 100, 0, k=3, extra_heads=2).complete(score)
     assert [found.labels.count("confirmed") for found in (plain, extra)] == [3, 5]
     assert extra.ranking[:5].tolist() == planted and plain.ranking[:3].tolist() == planted[:3]
@@ -71,7 +71,7 @@ def floor_and_hidden(search):
 def test_saturation_finds_a_head_hidden_behind_the_floor():
     # Head u takes the score to its floor (0); head h, in u's group, is invisible while u is
     # ablated: the first half holding u explains the group's drop, additivity would clear the rest.
-    search = GroupTesting(64, 60, seed=3, k=2, group_size=16)
+    search = GroupTesting(64, 60, seed=3, k=2, group_size=16, extra_heads=0)
     u, h, effect = floor_and_hidden(search)
 
     def floored(masks):
@@ -79,7 +79,7 @@ def test_saturation_finds_a_head_hidden_behind_the_floor():
 
     _, _, found = search.complete(floored)
     assert set(found.ranking[:2].tolist()) == {u, h} and found.labels[h] == "confirmed"
-    _, _, blind = GroupTesting(64, 60, seed=3, k=2, group_size=16, saturation=False).complete(floored)
+    _, _, blind = GroupTesting(64, 60, seed=3, k=2, group_size=16, saturation=False, extra_heads=0).complete(floored)
     assert h not in blind.ranking[:2].tolist()
 
 
@@ -88,7 +88,7 @@ def test_saturation_holds_when_a_half_drops_below_its_whole_group():
     # scores 0.15, its half holding u alone 0 (a drop larger than the group's). Judged by the
     # group's drop alone that half was not at the floor, the rest's inferred drop was negative and
     # h was lost (c1024-s1's copy1: the universal head found, its role head not).
-    search = GroupTesting(64, 60, seed=3, k=2, group_size=16)
+    search = GroupTesting(64, 60, seed=3, k=2, group_size=16, extra_heads=0)
     u, h, effect = floor_and_hidden(search)
 
     def rebounding(masks):
@@ -103,7 +103,7 @@ def test_saturation_holds_when_a_half_drops_below_its_whole_group():
 def test_the_budget_is_never_exceeded(masks_per_round):
     _, score = additive(1, n_heads=256, k=5)
     for budget in (17, 18, 30, 45):  # 17: the baseline and the 16 groups of 16 heads, nothing more
-        masks, _, found = GroupTesting(256, budget, 1, k=5, masks_per_round=masks_per_round).complete(score)
+        masks, _, found = GroupTesting(256, budget, 1, k=5, masks_per_round=masks_per_round, extra_heads=0).complete(score)
         assert found.n_evals == len(masks) <= budget
         assert len({row.tobytes() for row in masks}) == len(masks)  # no mask scored twice
 
@@ -113,13 +113,13 @@ def test_the_budget_is_never_exceeded(masks_per_round):
 def test_a_cap_below_one_partition_is_refused_naming_the_least(n_heads, k, group_size, least):
     # the baseline and ceil(N / g) groups (270 heads in groups of 16: 17 groups); with fewer, heads
     # of groups never scored would rank among the top k with a value of 0
-    GroupTesting(n_heads, least, k=k, group_size=group_size)
+    GroupTesting(n_heads, least, k=k, group_size=group_size, extra_heads=0)
     size = group_size or {270: 16, 256: 16, 1024: 64}[n_heads]
     with pytest.raises(ValueError, match=rf"n_masks {least - 1} is too small for group testing over {n_heads} heads "
                                          rf"in groups of {size}: it needs at least {least} evaluations to score the "
                                          rf"unablated model and one partition of {least - 1} groups; "
                                          rf"give n_masks >= {least}"):
-        GroupTesting(n_heads, least - 1, k=k, group_size=group_size)
+        GroupTesting(n_heads, least - 1, k=k, group_size=group_size, extra_heads=0)
 
 
 NAMES_270 = [f"L{i // 9}H{i % 9}" for i in range(270)]  # SmolLM2's 30 layers x 9 heads
@@ -150,7 +150,7 @@ def test_a_search_that_runs_out_of_leads_says_its_top_k_is_partly_unconfirmed():
     # two heads matter and k = 5: the search confirms both, finds nothing else that lowers the
     # score, and its places 3-5 are heads it never confirmed
     heads, score = additive(0, n_heads=270, k=2)
-    _, _, found = GroupTesting(270, 100, 0, k=5).complete(score)
+    _, _, found = GroupTesting(270, 100, 0, k=5, extra_heads=0).complete(score)
     assert found.n_evals < 100 and set(found.confirmed) == heads
     (warning,) = found.warnings(NAMES_270, 5, "group_testing")
     assert warning.startswith("group_testing stopped when no set of heads left to split lowered the score, "
@@ -212,14 +212,14 @@ def test_with_several_masks_a_round_the_noise_rule_keeps_evaluations_low():
 
 def test_rounds_of_masks_reach_the_same_heads():
     heads, score = additive(2, n_heads=256, k=5)
-    masks, _, found = GroupTesting(256, 120, 2, k=5, masks_per_round=8).complete(score)
+    masks, _, found = GroupTesting(256, 120, 2, k=5, masks_per_round=8, extra_heads=0).complete(score)
     assert set(found.ranking[:5].tolist()) == heads
 
 
 def test_the_group_size_rule():
     assert [default_group_size(n, 5) for n in (1024, 270, 64, 8)] == [64, 16, 4, 1]
-    assert GroupTesting(270, 50, k=5).size == 16 and GroupTesting(270, 50, k=5, group_size=10).size == 10
-    assert sorted(h for group in GroupTesting(270, 50, k=5).partition() for h in group) == list(range(270))
+    assert GroupTesting(270, 50, k=5, extra_heads=0).size == 16 and GroupTesting(270, 50, k=5, group_size=10, extra_heads=0).size == 10
+    assert sorted(h for group in GroupTesting(270, 50, k=5, extra_heads=0).partition() for h in group) == list(range(270))
 
 
 @pytest.mark.parametrize("options, message", [
@@ -236,7 +236,7 @@ def test_the_group_size_rule():
 ])
 def test_bad_options_name_the_value_and_what_is_valid(options, message):
     with pytest.raises(ValueError, match=message):
-        GroupTesting(**{"n_heads": 64, "n_masks": 20, **options})
+        GroupTesting(**{"n_heads": 64, "n_masks": 20, "k": 5, "extra_heads": 0, **options})
 
 
 def test_the_driver_refuses_a_cap_below_one_partition_before_scoring(tmp_path):

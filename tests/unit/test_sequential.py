@@ -12,8 +12,8 @@ from headloc.search.thompson import ThompsonSampling
 
 WORLD = make_world(seed=4, n_heads=128, tau=0.02)
 SEARCHES = {
-    "group testing": GroupTesting(128, 40, seed=4, k=5),
-    "group testing in rounds": GroupTesting(128, 40, seed=4, k=5, masks_per_round=3),
+    "group testing": GroupTesting(128, 40, seed=4, k=5, extra_heads=0),
+    "group testing in rounds": GroupTesting(128, 40, seed=4, k=5, masks_per_round=3, extra_heads=0),
     "thompson": ThompsonSampling(128, 24, seed=4, sparsity=0.05, reward="damage",
                                  score_range=(math.log(1 / 4), 0.0), masks_per_round=2),
 }
@@ -79,7 +79,7 @@ def test_a_record_of_other_settings_or_unfinished_is_refused():
     search = SEARCHES["group testing"]
     masks, scores, _ = search.complete(WORLD.score)
     with pytest.raises(ValueError, match="not the masks this search proposes"):
-        GroupTesting(128, 40, seed=5, k=5).next_masks(masks, scores)
+        GroupTesting(128, 40, seed=5, k=5, extra_heads=0).next_masks(masks, scores)
     with pytest.raises(ValueError, match="unfinished: .* more to score"):
         search.recover(masks[:-1], scores[:-1])
     with pytest.raises(ValueError, match="3 masks but 2 scores"):

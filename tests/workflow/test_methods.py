@@ -341,7 +341,7 @@ def test_each_repeat_of_the_screened_search_screens_its_own_partition(results, r
     folder = results / "tiny" / "ioi" / sorted(SCREENED_RUNS)[repeat]
     with np.load(folder / "record.npz") as record:
         masks = record["masks"]
-    groups = GroupTesting(n_heads=len(HEADS), n_masks=2 * len(HEADS) + 2, seed=repeat, k=TOP_K).partition()
+    groups = GroupTesting(n_heads=len(HEADS), n_masks=2 * len(HEADS) + 2, seed=repeat, k=TOP_K, extra_heads=0).partition()
     assert [sorted(np.flatnonzero(row).tolist()) for row in masks[:len(groups) + 1]] == [[]] + [sorted(g) for g in groups]
 
 

@@ -58,7 +58,7 @@ short of its heads).
 
 >>> import numpy as np
 >>> effect = np.zeros(256); effect[[3, 77, 200]] = [0.5, 0.3, 0.2]
->>> search = ConditionalGroupTesting(n_heads=256, n_masks=80, seed=0, k=3)
+>>> search = ConditionalGroupTesting(n_heads=256, n_masks=80, seed=0, k=3, extra_heads=0)
 >>> masks, scores, found = search.complete(lambda m: 1.0 - m @ effect)
 >>> found.ranking[:3].tolist(), found.details["background"]
 ([3, 77, 200], [3, 77, 200])
@@ -174,9 +174,9 @@ class ConditionalGroupTesting(SequentialSearch):
     :func:`~headloc.search.group_testing.default_group_size`; ``background``: heads confirmed alone
     before the search goes on beside them (at most ``k - 1``; 0: group testing)."""
 
-    k: int = 5
+    k: int = field(kw_only=True)  # k and extra_heads: the caller's (group testing's)
+    extra_heads: int = field(kw_only=True)
     group_size: int | None = None
-    extra_heads: int = 0
     background: int = 1
     pair_screen: bool = False
     explained: float = EXPLAINED

@@ -58,7 +58,7 @@ equal values, then index.
 
 >>> import numpy as np
 >>> effect = np.zeros(256); effect[[3, 77, 200]] = [0.5, 0.3, 0.2]
->>> search = GroupTesting(n_heads=256, k=3, n_masks=60, seed=0)
+>>> search = GroupTesting(n_heads=256, k=3, extra_heads=0, n_masks=60, seed=0)
 >>> masks, scores, found = search.complete(lambda m: 1.0 - m @ effect)
 >>> sorted(found.ranking[:3].tolist()), found.n_evals, bool(masks[0].any())
 ([3, 77, 200], 26, False)
@@ -67,7 +67,7 @@ equal values, then index.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -112,11 +112,12 @@ class Lead:
 
 @dataclass(frozen=True)
 class GroupTesting(SequentialSearch):
-    """Adaptive group testing (module docstring). ``group_size`` None: :func:`default_group_size`."""
+    """Adaptive group testing (module docstring). ``group_size`` None: :func:`default_group_size`.
+    ``k`` and ``extra_heads`` have no defaults here: the caller's (the method's options) are the only ones."""
 
-    k: int = 5
+    k: int = field(kw_only=True)
+    extra_heads: int = field(kw_only=True)
     group_size: int | None = None
-    extra_heads: int = 0
     masks_per_round: int = 1
     explained: float = EXPLAINED
     saturation: bool = True

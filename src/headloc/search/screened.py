@@ -142,7 +142,7 @@ def screen_alone(scores: SetScores, n_heads: int, wanted: int, seed: int) -> tup
     """Stage 1: the heads group testing confirms alone (head -> drop, most damaging first), the
     span (the unablated score less the lowest score seen) and every head in group testing's order
     (the ranking's tail until a gradient is taken)."""
-    search = GroupTesting(n_heads=n_heads, n_masks=2 * n_heads + 2, seed=seed, k=wanted)
+    search = GroupTesting(n_heads=n_heads, n_masks=2 * n_heads + 2, seed=seed, k=wanted, extra_heads=0)
     masks, values, found = search.complete(lambda rows: np.array(scores([np.flatnonzero(r) for r in rows])))
     baseline = scores([()])[0]
     alone = {int(h): baseline - scores([(int(h),)])[0] for h in found.confirmed or ()}

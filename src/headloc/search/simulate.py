@@ -106,13 +106,13 @@ def search_recall(world: World, search: SequentialSearch) -> float:
 
 
 def sequential_searches(world: World, budget: int, seed: int, sparsity: float = 0.05) -> dict[str, SequentialSearch]:
-    """The sequential searches compared on ``world`` (k = the number of planted heads)."""
+    """The sequential searches compared on ``world`` (k = the number of planted heads, none beyond them)."""
     n_heads, k = len(world.tail), len(world.planted)
     chance = math.log(1 / world.n_choices)  # the score's floor: the reward's range is (chance, 0)
     thompson = dict(sparsity=sparsity, score_range=(chance, 0.0))
     return {
-        "group_testing": GroupTesting(n_heads, budget, seed, k=k),
-        "group_testing_rounds": GroupTesting(n_heads, budget, seed, k=k, masks_per_round=k + 3),
+        "group_testing": GroupTesting(n_heads, budget, seed, k=k, extra_heads=0),
+        "group_testing_rounds": GroupTesting(n_heads, budget, seed, k=k, extra_heads=0, masks_per_round=k + 3),
         "thompson_released": ThompsonSampling(n_heads, budget, seed, reward="score", **thompson),
         "thompson_damage": ThompsonSampling(n_heads, budget, seed, reward="damage", **thompson),
     }
@@ -259,14 +259,15 @@ def greedy_run(world: World, k: int, exclude=()) -> tuple[list[int], int]:
 
 
 def interaction_searches(world: InteractionWorld, budget: int, seed: int) -> dict[str, SequentialSearch]:
-    """The group testing searches compared on an interaction world, each told k = the planted heads."""
+    """The group testing searches compared on an interaction world, each told k = the planted heads
+    (none beyond them)."""
     from headloc.search.conditional import ConditionalGroupTesting
 
     n_heads, k = len(world.tail), len(world.planted)
     return {
-        "group_testing": GroupTesting(n_heads, budget, seed, k=k),
-        "conditional_group_testing": ConditionalGroupTesting(n_heads, budget, seed, k=k),
-        "conditional_pair_screen": ConditionalGroupTesting(n_heads, budget, seed, k=k, pair_screen=True),
+        "group_testing": GroupTesting(n_heads, budget, seed, k=k, extra_heads=0),
+        "conditional_group_testing": ConditionalGroupTesting(n_heads, budget, seed, k=k, extra_heads=0),
+        "conditional_pair_screen": ConditionalGroupTesting(n_heads, budget, seed, k=k, extra_heads=0, pair_screen=True),
     }
 
 
