@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from headloc.collected import COLLECTIONS
+from headloc.heads import TOP_K
 
 if TYPE_CHECKING:  # annotations only: the Snakefile and the table jobs read the specs without matplotlib
     from matplotlib.figure import Figure
@@ -65,7 +66,7 @@ class ReportOptions:
     (('boolq', 'mmlu'), ())
     """
 
-    top_k: int = 5
+    top_k: int = TOP_K
     gen_tasks: tuple[str, ...] | None = None
     method: str | None = None
     capabilities: Mapping[str, str] = field(default_factory=dict)
@@ -78,9 +79,8 @@ class ReportOptions:
     methods: tuple[str, ...] = ()
 
     def __post_init__(self):
-        top_k = self.top_k
-        if isinstance(top_k, bool) or not isinstance(top_k, numbers.Integral) or top_k < 0:
-            raise ValueError(f"top_k must be an integer >= 0, got {top_k!r}")
+        if isinstance(self.top_k, bool) or not isinstance(self.top_k, numbers.Integral) or self.top_k < 0:
+            raise ValueError(f"top_k must be an integer >= 0, got {self.top_k!r}")
         for name in ("gen_tasks", "knowledge_tasks", "knowledge_eval_tasks", "methods"):
             value = getattr(self, name)
             if value is None:

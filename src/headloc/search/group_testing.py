@@ -112,10 +112,9 @@ class Lead:
 
 @dataclass(frozen=True)
 class GroupTesting(SequentialSearch):
-    """Adaptive group testing (module docstring). ``group_size`` None: :func:`default_group_size`.
-    ``k`` and ``extra_heads`` have no defaults here: the caller's (the method's options) are the only ones."""
+    """Adaptive group testing (module docstring). ``group_size`` None: :func:`default_group_size`."""
 
-    k: int = field(kw_only=True)
+    k: int = field(kw_only=True)  # k and extra_heads: the caller's (the method's options)
     extra_heads: int = field(kw_only=True)
     group_size: int | None = None
     masks_per_round: int = 1

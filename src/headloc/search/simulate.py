@@ -259,8 +259,7 @@ def greedy_run(world: World, k: int, exclude=()) -> tuple[list[int], int]:
 
 
 def interaction_searches(world: InteractionWorld, budget: int, seed: int) -> dict[str, SequentialSearch]:
-    """The group testing searches compared on an interaction world, each told k = the planted heads
-    (none beyond them)."""
+    """The group testing searches compared on an interaction world, told k = the planted heads, none more."""
     from headloc.search.conditional import ConditionalGroupTesting
 
     n_heads, k = len(world.tail), len(world.planted)
