@@ -31,6 +31,8 @@ TASKS = {  # task -> (metric, chat template?, valid range)
     "headloc_rhyme": ("acc", True, (0.0, 1.0)),
     "headloc_antonyms": ("acc", False, (0.0, 1.0)),
     "headloc_successor": ("acc", False, (0.0, 1.0)),
+    "headloc_plural": ("acc", False, (0.0, 1.0)),
+    "headloc_past_tense": ("acc", False, (0.0, 1.0)),
 }
 
 
@@ -116,6 +118,15 @@ def test_process_results_scores_known_responses(tmp_path):
     assert score("headloc_successor", " andFriday", id="successor-day-00") == {"acc": 0.0}
     assert score("headloc_successor", " F", id="successor-letter-01") == {"acc": 1.0}
     assert score("headloc_successor", " FG", id="successor-letter-01") == {"acc": 0.0}
+    assert score("headloc_plural", " children.", word="child") == {"acc": 1.0}
+    assert score("headloc_plural", " Persons", word="person") == {"acc": 1.0}  # an accepted plural
+    assert score("headloc_plural", " childs", word="child") == {"acc": 0.0}
+    assert score("headloc_plural", " sheeps", word="sheep") == {"acc": 0.0}  # whole word only
+    assert score("headloc_plural", " child", word="child") == {"acc": 0.0}
+    assert score("headloc_past_tense", " went", verb="go") == {"acc": 1.0}
+    assert score("headloc_past_tense", " learnt.", verb="learn") == {"acc": 1.0}  # an accepted past
+    assert score("headloc_past_tense", " goed", verb="go") == {"acc": 0.0}
+    assert score("headloc_past_tense", " go", verb="go") == {"acc": 0.0}
 
     induction = tasks["headloc_induction"].eval_docs[0]
     right = " " + " ".join(induction["target"]) + " more words"
@@ -126,7 +137,9 @@ def test_process_results_scores_known_responses(tmp_path):
 
 
 @pytest.mark.parametrize("name, doc_id, gold", [("headloc_antonyms_loglik", "antonyms-cold", " hot"),
-                                               ("headloc_successor_loglik", "successor-day-06", " Thursday")])
+                                               ("headloc_successor_loglik", "successor-day-06", " Thursday"),
+                                               ("headloc_plural_loglik", "plural-person", " people"),
+                                               ("headloc_past_tense_loglik", "past_tense-learn", " learned")])
 def test_a_loglik_variant_scores_the_gold_answer_after_the_same_prompt(name, doc_id, gold):
     """The continuous variant asks for the log-likelihood of the accuracy task's first answer, after
     its prompt: the identification score and the validation measure the same answer."""
@@ -136,6 +149,19 @@ def test_a_loglik_variant_scores_the_gold_answer_after_the_same_prompt(name, doc
     assert scored.doc_to_text(doc) == generated.doc_to_text(doc)
     assert scored.doc_to_target(doc) == gold and generated.process_results(doc, [gold]) == {"acc": 1.0}
     assert scored.process_results(doc, [(-0.5, True)]) == {"loglik": -0.5}
+
+
+@pytest.mark.parametrize("name, match, prompt", [
+    ("headloc_plural", ("word", "child"),
+     "Singular: hat. Plural: hats.\nSingular: scarf. Plural: scarves.\nSingular: child. Plural:"),
+    ("headloc_past_tense", ("verb", "go"),
+     "Present: laugh. Past: laughed.\nPresent: hide. Past: hid.\nPresent: go. Past:"),
+])
+def test_a_word_form_task_asks_after_two_worked_examples(name, match, prompt):
+    """The prompt SmolLM2 answered best of those tried (src/headloc/tasks/README.md)."""
+    task = manager().load([name])["tasks"][name]
+    doc = next(d for d in task.eval_docs if d[match[0]] == match[1])
+    assert task.doc_to_text(doc) == prompt
 
 
 def test_loader_builds_with_seed_and_size():

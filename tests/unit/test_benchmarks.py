@@ -156,10 +156,12 @@ def test_the_comparison_refuses_a_task_its_config_lacks(tmp_path):
         vs_greedy.compare(None, None, config, tmp_path, vs_greedy.Comparison(), tasks=["iio"])
 
 
-def test_the_script_compares_on_the_tasks_of_the_config_it_is_given(tmp_path, tiny_model_dir):
+@pytest.mark.parametrize("config, tasks", [("held-out.yaml", r"'antonyms', 'successor'"),
+                                           ("held-out-2.yaml", r"'past_tense', 'plural'")])
+def test_the_script_compares_on_the_tasks_of_the_config_it_is_given(config, tasks, tmp_path, tiny_model_dir):
     """--config config/held-out.yaml: the held-out tasks are the ones the comparison knows."""
-    with pytest.raises(ValueError, match=r"tasks \['ioi'\] are not in the config; expected some of \['antonyms', 'successor'\]"):
-        script("smollm2_vs_greedy").main(["--config", str(REPO / "config" / "held-out.yaml"), "--model", str(tiny_model_dir),
+    with pytest.raises(ValueError, match=rf"tasks \['ioi'\] are not in the config; expected some of \[{tasks}\]"):
+        script("smollm2_vs_greedy").main(["--config", str(REPO / "config" / config), "--model", str(tiny_model_dir),
                                           "--tasks", "ioi", "--out", str(tmp_path)])
 
 

@@ -30,7 +30,7 @@ SHARED_DATA = (Path(__file__).resolve().parents[2] / ".." / "shared" / "data").r
 PROFANITY_CSV = SHARED_DATA / "profanity" / "profanity_en.csv"
 GENERATED = ("ioi", "induction")
 CURATED_SIZES = {"capitals": (100, 150), "swear": (12, 24), "rhyme": (60, 100), "antonyms": (60, 100),
-                 "successor": (57, 57)}
+                 "successor": (57, 57), "plural": (60, 90), "past_tense": (60, 90)}
 
 # --------------------------------------------------------------------------- build_docs
 
@@ -79,9 +79,9 @@ def test_paper_dataset_first_n_docs_from_the_mirror():
 
 
 def test_datasets_lists_builtin_and_paper_names():
-    assert DATASETS[:7] == BUILTIN_DATASETS == ("ioi", "capitals", "induction", "swear", "rhyme", "antonyms",
-                                                "successor")
-    assert set(DATASETS[7:]) == {"gsm8k", "arithmetic", "mbpp", "humaneval", "hellaswag", "boolq",
+    assert DATASETS[:9] == BUILTIN_DATASETS == ("ioi", "capitals", "induction", "swear", "rhyme", "antonyms",
+                                                "successor", "plural", "past_tense")
+    assert set(DATASETS[9:]) == {"gsm8k", "arithmetic", "mbpp", "humaneval", "hellaswag", "boolq",
                                  "arc_challenge", "mmlu", "wmdp_bio", "wmdp_chem", "wmdp_cyber"}
 
 
@@ -140,6 +140,41 @@ def test_successor_documents_hold_every_run_of_four_and_the_item_after_it():
     # the first documents hold every list: a task's first n_docs are not all days
     assert [doc["id"] for doc in docs[:4]] == ["successor-day-00", "successor-month-00", "successor-number-00",
                                                "successor-letter-00"]
+
+
+# name -> (the word's field, the answer's field, the worked examples of the task's prompt)
+WORD_FORMS = {"plural": ("word", "plural", {"hat", "scarf"}), "past_tense": ("verb", "past", {"laugh", "hide"})}
+
+
+@pytest.mark.parametrize("name", sorted(WORD_FORMS))
+def test_word_form_documents_hold_each_word_once_with_its_forms(name):
+    field, answer, examples = WORD_FORMS[name]
+    docs = build_docs(name)
+    words = [doc[field] for doc in docs]
+    assert len(set(words)) == len(words)  # no word twice
+    assert [doc["id"] for doc in docs] == [f"{name}-{word}" for word in words]
+    for doc in docs:
+        assert doc[answer] == doc["answers"][0] and all(doc["answers"])
+        assert len(set(doc["answers"])) == len(doc["answers"])
+    assert not examples & set(words)  # the prompt's worked examples are not asked
+
+
+def test_plural_documents_mix_regular_and_irregular_nouns():
+    docs = {doc["word"]: doc for doc in build_docs("plural")}
+    assert docs["child"]["answers"] == ["children"] and docs["box"]["plural"] == "boxes"
+    assert docs["city"]["plural"] == "cities" and docs["knife"]["plural"] == "knives"
+    assert docs["sheep"]["plural"] == "sheep" and docs["person"]["answers"] == ["people", "persons"]
+    irregular = [w for w, doc in docs.items() if not doc["plural"].startswith(w[:-1])]  # mice, feet, geese
+    assert len(irregular) >= 10 and "mouse" in irregular and "dog" not in irregular
+
+
+def test_past_tense_documents_mix_regular_and_irregular_verbs():
+    docs = {doc["verb"]: doc for doc in build_docs("past_tense")}
+    assert docs["go"]["answers"] == ["went"] and docs["walk"]["past"] == "walked"
+    assert docs["cry"]["past"] == "cried" and docs["stop"]["past"] == "stopped"
+    assert docs["learn"]["answers"] == ["learned", "learnt"]
+    regular = [v for v, doc in docs.items() if doc["past"].endswith("ed") and doc["past"][:2] == v[:2]]
+    assert 20 <= len(regular) <= len(docs) - 20  # both kinds well represented
 
 
 # --------------------------------------------------------------------------- JSONL I/O

@@ -1,13 +1,17 @@
-"""Two built-in datasets of word knowledge that a model of SmolLM2's size mostly gets right and
-that no search was tuned on: ``antonyms`` (a word's opposite, curated in ``tasks/data/antonyms.tsv``)
-and ``successor`` (the next item of an ordered list shown four items long: days, months, number
-words, letters). Each is the same for every seed; :func:`headloc.data.datasets.build_docs` serves them.
+"""Built-in datasets of word knowledge that a model of SmolLM2's size mostly gets right, built after
+the search defaults were chosen: ``antonyms`` (a word's opposite, curated in ``tasks/data/antonyms.tsv``),
+``successor`` (the next item of an ordered list shown four items long: days, months, number words,
+letters), and, held out from any tuning, ``plural`` (a noun's plural, ``tasks/data/plural.tsv``) and
+``past_tense`` (a verb's simple past, ``tasks/data/past_tense.tsv``). Each is the same for every seed;
+:func:`headloc.data.datasets.build_docs` serves them.
 
 >>> docs = successor_docs()
 >>> docs[0]["text"], docs[0]["answers"], docs[1]["id"]
 ('Monday, Tuesday, Wednesday, Thursday,', ['Friday'], 'successor-month-00')
 >>> next(doc for doc in antonym_docs() if doc["word"] == "cold")["answers"]
 ['hot', 'warm']
+>>> next(doc for doc in plural_docs() if doc["word"] == "child")
+{'id': 'plural-child', 'word': 'child', 'plural': 'children', 'answers': ['children']}
 """
 
 from __future__ import annotations
@@ -29,16 +33,32 @@ ORDERED = {
 }
 
 
-def antonym_docs() -> list[dict]:
-    """Word -> opposite; ``answers``: the opposite, then the other accepted ones."""
-    text = (TASKS_DIR / "data" / "antonyms.tsv").read_text(encoding="utf-8")
+def _curated(name: str, field: str, answer: str) -> list[dict]:
+    """The documents of ``tasks/data/<name>.tsv`` (``#`` lines are comments): ``field`` (the first
+    column), ``answer`` (the second) and ``answers`` (the second, then the other accepted ones)."""
+    text = (TASKS_DIR / "data" / f"{name}.tsv").read_text(encoding="utf-8")
     docs = []
     for line in text.splitlines():
         if line.strip() and not line.startswith("#"):
-            word, antonym, *others = line.split("\t")
-            docs.append({"id": f"antonyms-{re.sub(r'[^a-z]+', '-', word.lower())}", "word": word,
-                         "antonym": antonym, "answers": [antonym, *others]})
+            word, first, *others = line.split("\t")
+            docs.append({"id": f"{name}-{re.sub(r'[^a-z]+', '-', word.lower())}", field: word,
+                         answer: first, "answers": [first, *others]})
     return docs
+
+
+def antonym_docs() -> list[dict]:
+    """Word -> opposite; ``answers``: the opposite, then the other accepted ones."""
+    return _curated("antonyms", "word", "antonym")
+
+
+def plural_docs() -> list[dict]:
+    """Noun -> plural, regular and irregular; ``answers``: the plural, then the other accepted ones."""
+    return _curated("plural", "word", "plural")
+
+
+def past_tense_docs() -> list[dict]:
+    """Verb -> simple past, regular and irregular; ``answers``: the past, then the other accepted ones."""
+    return _curated("past_tense", "verb", "past")
 
 
 def successor_docs() -> list[dict]:
@@ -54,4 +74,5 @@ def successor_docs() -> list[dict]:
     return [doc for _, _, doc in sorted(runs, key=lambda run: run[:2])]
 
 
-WORD_DATASETS = {"antonyms": (antonym_docs, False), "successor": (successor_docs, False)}  # as datasets._BUILDERS
+WORD_DATASETS = {"antonyms": (antonym_docs, False), "successor": (successor_docs, False),  # as datasets._BUILDERS
+                 "plural": (plural_docs, False), "past_tense": (past_tense_docs, False)}

@@ -66,6 +66,14 @@ def load_successor(data_file=None, n_docs=None, seed=0, **kwargs) -> datasets.Da
     return _splits(_docs("successor", data_file, n_docs, seed))
 
 
+def load_plural(data_file=None, n_docs=None, seed=0, **kwargs) -> datasets.DatasetDict:
+    return _splits(_docs("plural", data_file, n_docs, seed))
+
+
+def load_past_tense(data_file=None, n_docs=None, seed=0, **kwargs) -> datasets.DatasetDict:
+    return _splits(_docs("past_tense", data_file, n_docs, seed))
+
+
 def load_rhyme(data_file=None, n_docs=None, seed=0, **kwargs) -> datasets.DatasetDict:
     return _splits(_docs("rhyme", data_file, n_docs, seed))
 
@@ -99,7 +107,8 @@ def process_capitals(doc: dict, results: list[str]) -> dict:
 
 
 def process_answers(doc: dict, results: list[str]) -> dict:
-    """Correct when the answer starts with one of the document's ``answers`` (headloc_antonyms)."""
+    """Correct when the answer starts with one of the document's ``answers`` (headloc_antonyms,
+    headloc_plural, headloc_past_tense)."""
     return {"acc": float(starts_with_answer(results[0], doc["answers"]))}
 
 
