@@ -357,3 +357,14 @@ def test_continuous_search_scores_key_the_mask_searches():
     config["tasks"]["ioi"]["id_task"] = "headloc_ioi_margn"
     with pytest.raises(ValueError, match="tasks.ioi.id_task: 'headloc_ioi_margn' is not a task of"):
         check_config(config, {})
+
+
+def test_the_second_held_out_config_identifies_with_what_it_validates():
+    """config/held-out-2.yaml: each task's masks are scored by the measure its top heads are
+    validated on, the gold answer's log-likelihood (no accuracy to saturate at five heads)."""
+    config = validated("config/held-out-2.yaml")
+    plan = Plan(config)
+    for task in ("plural", "past_tense"):
+        spec = config["tasks"][task]
+        assert plan.id_scoring(task) == (spec["lm_eval_task"], spec["metric"]) == (f"headloc_{task}_loglik", "loglik")
+        assert plan.score_suffix(task) == ""
