@@ -18,7 +18,7 @@ def test_the_update_matches_a_hand_computation():
 def test_a_search_on_three_heads_by_hand():
     # sparsity 0.4 ablates int(3 x 0.4) = 1 head; seed 0 draws head 2 in both iterations: the
     # repeated mask is scored once (2 evaluations) and updates the posterior twice with r = 0.2.
-    search = ThompsonSampling(3, n_masks=3, seed=0, sparsity=0.4)
+    search = ThompsonSampling(3, n_masks=3, seed=0, sparsity=0.4, reward="score", score_range=(0.0, 1.0))
     masks, scores, found = search.complete(lambda m: 0.9 - 0.1 * m[:, 0] - 0.4 * m[:, 1] - 0.7 * m[:, 2])
     assert masks.tolist() == [[0, 0, 0], [0, 0, 1]] and found.n_evals == 2
     assert found.details["a"] == pytest.approx([1.8, 1.8, 1.4]) and found.details["b"] == pytest.approx([1.2, 1.2, 2.6])
@@ -26,7 +26,7 @@ def test_a_search_on_three_heads_by_hand():
 
 
 def test_rewards():
-    released = ThompsonSampling(10, 5, sparsity=0.1)
+    released = ThompsonSampling(10, 5, sparsity=0.1, reward="score", score_range=(0.0, 1.0))
     assert released.rewarded(0.7, baseline=0.9) == pytest.approx(0.7)
     assert released.rewarded(1.3, baseline=0.9) == 1.0  # clipped to the score range
     damage = ThompsonSampling(10, 5, sparsity=0.1, reward="damage", score_range=(-1.0, 0.0))
@@ -38,15 +38,18 @@ def test_as_released_it_settles_on_harmless_heads_and_the_damage_variant_on_the_
     def score(masks):  # head 0 carries the task
         return 0.9 - 0.8 * masks[:, 0] - 0.01 * masks[:, 1:].sum(axis=1)
 
-    masks, scores, released = ThompsonSampling(20, 60, seed=1, sparsity=0.1).complete(score)
+    released_search = ThompsonSampling(20, 60, seed=1, sparsity=0.1, reward="score", score_range=(0.0, 1.0))
+    masks, scores, released = released_search.complete(score)
     assert released.ranking[0] != 0 and not masks[-5:, 0].any() and scores[-5:].min() > 0.85
-    masks, scores, damage = ThompsonSampling(20, 60, seed=1, sparsity=0.1, reward="damage").complete(score)
+    damage_search = ThompsonSampling(20, 60, seed=1, sparsity=0.1, reward="damage", score_range=(0.0, 1.0))
+    masks, scores, damage = damage_search.complete(score)
     assert damage.ranking[0] == 0 and masks[-5:, 0].all()
 
 
 def test_the_budget_counts_the_baseline_and_is_never_exceeded():
     for budget in (2, 7, 25):
-        masks, _, found = ThompsonSampling(40, budget, seed=2, sparsity=0.1, masks_per_round=3).complete(
+        masks, _, found = ThompsonSampling(40, budget, seed=2, sparsity=0.1, masks_per_round=3, reward="score",
+                                          score_range=(0.0, 1.0)).complete(
             lambda m: 1.0 - 0.5 * m[:, 3])
         assert found.n_evals == len(masks) <= budget and found.details["iterations"] == budget - 1
 
@@ -60,4 +63,5 @@ def test_the_budget_counts_the_baseline_and_is_never_exceeded():
 ])
 def test_bad_options_name_the_value_and_what_is_valid(options, message):
     with pytest.raises(ValueError, match=message):
-        ThompsonSampling(**{"n_heads": 40, "n_masks": 10, **options})
+        ThompsonSampling(**{"n_heads": 40, "n_masks": 10, "sparsity": 0.05, "reward": "score",
+                            "score_range": (0.0, 1.0), **options})

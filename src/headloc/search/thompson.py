@@ -39,7 +39,7 @@ deterministic, the update uses its recorded score), so a search may use fewer th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -64,9 +64,9 @@ def update(a: np.ndarray, b: np.ndarray, ablated: np.ndarray, reward: float) -> 
 class ThompsonSampling(SequentialSearch):
     """Thompson sampling (module docstring). ``n_masks``: masks including the baseline row."""
 
-    sparsity: float = 0.05
-    reward: str = "score"
-    score_range: tuple[float, float] = (0.0, 1.0)
+    sparsity: float = field(kw_only=True)  # sparsity, reward, score_range: the caller's (the method's)
+    reward: str = field(kw_only=True)
+    score_range: tuple[float, float] = field(kw_only=True)
     masks_per_round: int = 1
 
     def __post_init__(self):
