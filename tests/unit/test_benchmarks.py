@@ -57,6 +57,7 @@ def test_a_rerun_skips_the_searches_already_validated_and_runs_the_rest(tmp_path
                            replace(settings, methods=("random", "greedy1s")), log=lines.append)
     records = vs_greedy.read_records([tmp_path])
     assert [(r["method"], r["n_docs"]) for r in records] == [("random", 6), ("greedy1s", 6)] and len(lines) == 2
+    assert {r["metric"] for r in records} == {"acc,none"}  # the unit its tables show it in (ioi's YAML)
 
 
 def write_records(folder: Path, rows: list[dict]) -> None:
@@ -99,6 +100,19 @@ def test_the_smollm2_table_adds_the_searchs_continuous_score_in_its_own_unit(tmp
     # changes -3 and -4: mean -3.5, s.e. 0.5; greedy's -7 and -6: gaps +4 and +2
     assert cells[2:5] == ["2", "-3.5 ± 0.5", "+3.0 ± 1.0"]
     assert table_row(out, "| ioi | group_testing |")[3] == "-60.0 ± 0.0"  # the accuracy rows stay
+
+
+def test_a_task_validated_on_its_log_likelihood_is_shown_in_nats(tmp_path):
+    """Records validated on a metric that is not a fraction (config/held-out-2.yaml's loglik) show its
+    change as it is, on rows "<task> (<metric>)", never as 100 x it in percentage points."""
+    rows = [("greedy", 0, -14.6), ("greedy", 1, -14.4), ("screened_greedy", 0, -14.0), ("screened_greedy", 1, -14.4)]
+    write_records(tmp_path, [{"kind": "validation", "task": "past_tense", "seed": seed, "method": method, "top": ["A"],
+                              "n_evals": 10, "seconds": 1.0, "clean": -0.3, "ablated": ablated,
+                              "metric": "loglik,none"} for method, seed, ablated in rows])
+    out = vs_greedy_table(vs_greedy.read_records([tmp_path]))
+    # changes -13.7 and -14.1: mean -13.9, s.e. 0.2; greedy's -14.3 and -14.1: gaps +0.6 and 0
+    assert table_row(out, "| past_tense (loglik,none) | screened_greedy |")[2:5] == ["2", "-13.9 ± 0.2", "+0.3 ± 0.3"]
+    assert "| past_tense |" not in out
 
 
 def test_a_task_without_greedys_records_shows_no_gap_overlap_or_share(tmp_path):

@@ -52,9 +52,9 @@ def run_seed(model, tokenizer, task: dict, search: dict, name: str, seed: int, *
     started = time.perf_counter()
     found = guided_greedy(estimate, score_sets, geometry.total, settings.top_k, **options)
     heads = [head_name(h, geometry.n_heads) for h in found.heads]
-    validate = vs_greedy.validators(model, tokenizer, task, data, settings)
+    validate, metric = vs_greedy.validators(model, tokenizer, task, data, settings)
     row = vs_greedy.validation_record(vs_greedy.Searched(heads, found.evaluations), validate, geometry, task=name,
                                       seed=seed, label=label, n_docs=n_full, seconds=time.perf_counter() - started,
-                                      settings=settings, id_metric=task.get("id_metric"))
+                                      settings=settings, metric=metric, id_metric=task.get("id_metric"))
     return {**row, "gradient_passes": found.gradient_passes, "drops": found.drops,
             "lists": [[head_name(h, geometry.n_heads) for h in short] for short in found.lists], "options": options}

@@ -125,7 +125,7 @@ def compare_seed(model, tokenizer, name: str, task: dict, search: dict, seed: in
     record = out / f"{name}-s{seed}.jsonl"
     done = finished(record)
     ids, data, n_full = identification_documents(task, search, seed)
-    validate = validators(model, tokenizer, task, data, settings)
+    validate, metric = validators(model, tokenizer, task, data, settings)
     for method in settings.methods:
         label = method + settings.label_suffix
         if label in done:
@@ -140,21 +140,21 @@ def compare_seed(model, tokenizer, name: str, task: dict, search: dict, seed: in
                        options=settings.options if spec.options else None)
         row = validation_record(Searched.of(found), validate, HeadGeometry.of(model.config), task=name, seed=seed, label=label,
                                 n_docs=n_full, seconds=time.perf_counter() - started, settings=settings,
-                                id_metric=task.get("id_metric"))
+                                metric=metric, id_metric=task.get("id_metric"))
         append_record(record, row)
         log(summary_line(row))
 
 
-def validators(model, tokenizer, task: dict, data: dict, settings: Comparison) -> list:
+def validators(model, tokenizer, task: dict, data: dict, settings: Comparison) -> tuple[list, str]:
     """The full data's scorers: the task's validation metric, and its continuous identification
-    score where it has one (``id_task``)."""
+    score where it has one (``id_task``); and the validation metric's key (as the task declares it)."""
     from headloc.api.tasks import mask_scorer, resolve_task
 
     tasks = [resolve_task(task["lm_eval_task"], dataset_kwargs=data)]
     if task.get("id_task"):
         tasks.append(resolve_task(task["id_task"], metric=task.get("id_metric"), dataset_kwargs=data))
     return [mask_scorer(t, model, tokenizer, batch_size=settings.batch_size, masks_per_pass=3, progress=False)
-            for t in tasks]
+            for t in tasks], tasks[0].spec.metric_key
 
 
 @dataclass(frozen=True)
@@ -172,11 +172,12 @@ class Searched:
 
 
 def validation_record(found: Searched, validate: list, geometry, *, task: str, seed: int, label: str, n_docs: int,
-                      seconds: float, settings: Comparison, id_metric: str | None = None) -> dict:
+                      seconds: float, settings: Comparison, metric: str | None = None, id_metric: str | None = None) -> dict:
     """One search's record: its top k, and its top k without the universal heads, ablated on the
     full data by each of ``validate``
     (:func:`validators`), the unablated model beside them (one call each: masks unablated, top k,
-    filtered top k; ``geometry``: the model's :class:`headloc.heads.HeadGeometry`)."""
+    filtered top k; ``geometry``: the model's :class:`headloc.heads.HeadGeometry`); ``metric``: the
+    validation metric's key, which says the unit the tables show it in."""
     from headloc.heads import headset_mask
 
     top = found.ranking[: settings.top_k]
@@ -189,6 +190,8 @@ def validation_record(found: Searched, validate: list, geometry, *, task: str, s
            "n_evals": found.n_evals, "seconds": seconds, "n_docs": n_docs, "clean": clean, "ablated": ablated,
            "universal": list(settings.universal), "filtered_top": filtered, "filtered_ablated": filtered_ablated,
            "labels": [found.labels.get(head, "") for head in filtered]}
+    if metric is not None:
+        row["metric"] = metric
     if len(validate) > 1:
         row["id_clean"], row["id_ablated"], row["id_filtered_ablated"] = (
             float(v) for v in validate[1](masks, desc=f"validate {task} ({id_metric})"))
@@ -197,8 +200,12 @@ def validation_record(found: Searched, validate: list, geometry, *, task: str, s
 
 
 def summary_line(row: dict) -> str:
-    delta = 100 * (row["ablated"] - row["clean"])
-    without = 100 * (row["filtered_ablated"] - row["clean"])
+    from headloc.report.comparison import display_scale
+
+    scale = display_scale(row.get("metric"))
+    delta = scale * (row["ablated"] - row["clean"])
+    without = scale * (row["filtered_ablated"] - row["clean"])
     return (f"{row['task']} s{row['seed']} {row['method']}: {row['n_evals']} evals, {row['seconds']:.1f} s, top "
             f"{row['top']}, Delta Task {delta:+.1f} on {row['n_docs']} documents; without {row['universal']}: "
             f"{row['filtered_top']} {without:+.1f}")
+

@@ -12,6 +12,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
+from headloc.data.documents import is_fraction
+
 REFERENCE = "greedy"
 HEADER = ("| task | method | seeds | Delta Task (pp; a metric's own unit in brackets) | minus greedy's "
           "| top-5 overlap with greedy | evaluations | share of greedy's | seconds "
@@ -38,13 +40,18 @@ def _mean(values, form: str) -> str:
 
 def vs_greedy_table(records: list[dict]) -> str:
     """The markdown table of validation records: per task and method, over the seeds validated,
-    Delta Task (mean +- s.e., percentage points of the validation metric), its gap to greedy's on
+    Delta Task (mean +- s.e., percentage points of the validation metric, or its own unit for a
+    metric that is not a fraction, the task then named ``<task> (<metric>)``), its gap to greedy's on
     the same seed, the overlap of the top k with greedy's, masked evaluations (and their share of
     greedy's) and seconds per search. A record with the search's own continuous score on the full
     data (``id_metric``) adds a row ``<task> (<metric>)`` in that metric's own unit."""
     frame = pd.DataFrame(records).drop_duplicates(["task", "seed", "method"])
-    frame["delta"] = 100 * (frame["ablated"] - frame["clean"])
-    frame["filtered"] = 100 * (frame.get("filtered_ablated", np.nan) - frame["clean"])
+    metrics = frame["metric"] if "metric" in frame else pd.Series(None, index=frame.index, dtype=object)
+    scale = np.array([display_scale(m if isinstance(m, str) else None) for m in metrics])
+    own_unit = scale == 1.0  # validated on a metric in its own unit: the task's rows say which
+    frame.loc[own_unit, "task"] = frame["task"][own_unit] + " (" + metrics[own_unit] + ")"
+    frame["delta"] = scale * (frame["ablated"] - frame["clean"])
+    frame["filtered"] = scale * (frame.get("filtered_ablated", np.nan) - frame["clean"])
     if "id_metric" in frame:
         own = frame.dropna(subset=["id_metric"]).copy()
         own["task"] = own["task"] + " (" + own["id_metric"] + ")"
@@ -85,3 +92,13 @@ def score_agreement(scores_a, scores_b, top_a: list[str], top_b: list[str]) -> d
             "spread": spread, "max_diff_per_spread": float(difference.max() / spread),
             "spearman": float(spearmanr(a, b).statistic), "top_a": list(top_a), "top_b": list(top_b),
             "top_overlap": len(set(top_a) & set(top_b)), "top1_same": list(top_a[:1]) == list(top_b[:1])}
+
+
+def display_scale(metric: str | None) -> float:
+    """100 for a fraction metric (its changes are percentage points; a record without ``metric``
+    is of an accuracy), 1 for a metric in its own unit (a log-likelihood in nats).
+
+    >>> display_scale("acc,none"), display_scale("loglik,none"), display_scale(None)
+    (100.0, 1.0, 100.0)
+    """
+    return 100.0 if metric is None or is_fraction(metric) else 1.0
