@@ -211,13 +211,19 @@ def universal_damage(wildcards):
 
 
 def measured_evals(wildcards):
-    """For the unablated model or a single head, rule single_head_damage's evaluation records where
-    that job runs (universal.detect: damage): validate_headset copies a head set it evaluated.
-    """
-    if "+" in wildcards.headset:
-        return []
+    """Rule single_head_damage's evaluation records where that job runs (universal.detect: damage)
+    and evaluated this head set (the unablated model, a head alone, a step of a filtered top k):
+    validate_headset copies them. Which sets of several heads it evaluated is known once the
+    model's universal heads are (a checkpoint)."""
     found = universal_damage(wildcards)
-    return paths.SINGLE_HEAD_EVALS.format(model=wildcards.model) if found else []
+    if not found:
+        return []
+    if "+" in wildcards.headset:
+        checkpoints.universal_heads.get(model=wildcards.model)
+        with open(found) as handle:
+            if wildcards.headset not in json.load(handle)["sets"]:
+                return []
+    return paths.SINGLE_HEAD_EVALS.format(model=wildcards.model)
 
 
 def found_universal(model):

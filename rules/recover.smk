@@ -18,8 +18,9 @@ checkpoint recover_heads:
 
 
 rule single_head_damage:
-    """Heads ablated alone on every task's full data (universal.detect: damage): each task's top
-    heads and the heads its filtered top k reports, in one job per model."""
+    """Heads ablated alone and in context on every task's full data (universal.detect: damage):
+    each task's top heads, the heads its filtered top k reports and that top k's cumulative sets,
+    in one job per model."""
     input:
         model=get_model_input,
         docs=[TASK_FACTS.full_documents(task) for task in TASKS],

@@ -1,7 +1,8 @@
 rule validate_headset:
     """Evaluate every task on its full data with one head set ablated ('none' = the baseline):
-    one model load for all tasks, one result file per task; the baseline and a single head that
-    rule single_head_damage evaluated on every task are copied from its records."""
+    one model load for all tasks, one result file per task; a head set that rule
+    single_head_damage evaluated on every task (the baseline, a head alone, a step of a filtered
+    top k) is copied from its records."""
     input:
         model=get_model_input,
         docs=[TASK_FACTS.full_documents(task) for task in TASKS],

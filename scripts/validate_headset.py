@@ -1,6 +1,7 @@
 """Evaluate every task on its full data with one head set ablated (rule validate_headset). A head
 set that rule single_head_damage already evaluated on every task (the unablated model, a head
-alone) is copied from its records instead: the same tasks, documents, model and placement."""
+alone, a step of a filtered top k) is copied from its records instead: the same tasks, documents,
+model and placement."""
 
 from headloc.heads import parse_headset
 from headloc.io import log_to_file, read_json, write_json

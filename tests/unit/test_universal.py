@@ -5,10 +5,12 @@ degrades, and the rounds that measure every head a table would report as task-sp
 import numpy as np
 import pytest
 
-from headloc.workflow.universal import degraded_tasks, head_damage, measure_heads, universal_by_damage
+from headloc.heads import format_headset
+from headloc.workflow.universal import Scored, degraded_tasks, head_damage, measure_heads, universal_by_damage
 
 CAPABILITIES = {"ioi": "syntax", "capitals": "knowledge", "induction": "copying"}
-TASKS = {"ioi": {"baseline": 0.9}, "capitals": {"baseline": 0.6}, "induction": {"baseline": 0.8}}
+TASKS = {task: {"baseline": baseline, "higher_is_better": True}
+         for task, baseline in (("ioi", 0.9), ("capitals", 0.6), ("induction", 0.8))}
 
 
 def test_a_drop_and_its_interval_are_the_paired_differences_mean_and_standard_error():
@@ -47,37 +49,84 @@ def test_a_head_is_universal_when_the_tasks_it_degrades_span_enough_capabilities
     assert list(universal_by_damage(damage, TASKS, same, min_drop=0.1, min_capabilities=2)) == ["L0H3"]
 
 
-def world(drops: dict[str, dict[str, float]]):
-    """``evaluate(heads)`` of a world whose heads alone drop each task by ``drops`` (0 elsewhere),
-    without noise; the heads it was asked, round by round."""
+def world(drops: dict[str, dict[str, float]], pairs: dict[tuple[str, str], dict[str, float]] | None = None):
+    """``evaluate(head sets)`` of a world without noise: a set's score on a task is the task's
+    baseline less each head's drop there (``drops``) and each pair's extra drop when both heads are
+    in the set (``pairs``); and the sets it was asked, round by round."""
     asked = []
 
-    def evaluate(heads):
-        asked.append(list(heads))
-        return {head: {task: {"drop": drops.get(head, {}).get(task, 0.0), "low": drops.get(head, {}).get(task, 0.0)
-                              - 0.01} for task in TASKS} for head in heads}
+    def score(heads, task):
+        alone = sum(drops.get(head, {}).get(task, 0.0) for head in heads)
+        together = sum(extra.get(task, 0.0) for pair, extra in (pairs or {}).items() if set(pair) <= set(heads))
+        return Scored(TASKS[task]["baseline"] - alone - together, None)
+
+    def evaluate(headsets):
+        asked.append([format_headset(heads) for heads in headsets])
+        return {format_headset(heads): {task: score(heads, task) for task in TASKS} for heads in headsets}
     return evaluate, asked
+
+
+def measure(evaluate, rankings, top_n=2, k=2, min_capabilities=2):
+    baseline = {task: Scored(facts["baseline"], None) for task, facts in TASKS.items()}
+    return measure_heads(evaluate, baseline, rankings, TASKS, CAPABILITIES, top_n=top_n, k=k, min_drop=0.1,
+                         min_capabilities=min_capabilities)
 
 
 def test_rounds_measure_every_head_a_filtered_top_k_reports():
     """ioi's top 2 holds a universal head: once it is found, ioi's filtered top 2 reaches its third
-    head, which a second round measures; its own damage is ioi's alone, so it stays task-specific."""
+    head, which a second round measures alone; its own damage is ioi's alone, so it stays
+    task-specific; a last round measures each top 2 together (no set is measured before the heads
+    alone have settled the lists)."""
     rankings = {"ioi": ["L0H0", "L0H1", "L0H2", "L0H3"], "capitals": ["L1H0", "L1H1", "L1H2", "L1H3"]}
     evaluate, asked = world({"L0H0": {"ioi": 0.5, "capitals": 0.3}, "L0H2": {"ioi": 0.4}})
-    damage, universal = measure_heads(evaluate, rankings, TASKS, CAPABILITIES, top_n=2, k=2, min_drop=0.1,
-                                      min_capabilities=2)
-    assert asked == [["L0H0", "L0H1", "L1H0", "L1H1"], ["L0H2"]]
-    assert universal == {"L0H0": ["ioi", "capitals"]} and set(damage) == {"L0H0", "L0H1", "L0H2", "L1H0", "L1H1"}
+    found = measure(evaluate, rankings)
+    assert asked == [["L0H0", "L0H1", "L1H0", "L1H1"], ["L0H2"], ["L0H1+L0H2", "L1H0+L1H1"]]
+    assert found.universal == {"L0H0": ["ioi", "capitals"]}
+    assert set(found.alone) == {"L0H0", "L0H1", "L0H2", "L1H0", "L1H1"}
+    assert found.alone["L0H0"]["capitals"]["drop"] == pytest.approx(0.3)
     # a second universal head among the ones the first round's filter brought in: a third round
     evaluate, asked = world({"L0H0": {"ioi": 0.5, "capitals": 0.3}, "L0H2": {"ioi": 0.4, "induction": 0.2}})
-    _, universal = measure_heads(evaluate, rankings, TASKS, CAPABILITIES, top_n=2, k=2, min_drop=0.1,
-                                 min_capabilities=2)
-    assert asked[1:] == [["L0H2"], ["L0H3"]] and list(universal) == ["L0H0", "L0H2"]
+    found = measure(evaluate, rankings)
+    assert asked[1:] == [["L0H2"], ["L0H3"], ["L0H1+L0H3", "L1H0+L1H1"]] and list(found.universal) == ["L0H0", "L0H2"]
 
 
-def test_nothing_universal_is_one_round_of_the_top_n():
+def test_nothing_universal_is_one_round_of_the_top_n_and_one_of_its_steps():
     rankings = {"ioi": ["L0H0", "L0H1", "L0H2"], "capitals": ["L0H1", "L1H1", "L1H2"]}
     evaluate, asked = world({})
-    damage, universal = measure_heads(evaluate, rankings, TASKS, CAPABILITIES, top_n=2, k=2, min_drop=0.1,
-                                      min_capabilities=2)
-    assert asked == [["L0H0", "L0H1", "L1H1"]] and universal == {} and len(damage) == 3
+    found = measure(evaluate, rankings)
+    assert asked == [["L0H0", "L0H1", "L1H1"], ["L0H0+L0H1", "L0H1+L1H1"]] and found.universal == {}
+    assert len(found.alone) == 3 and len(found.in_context) == 4  # two steps in each task's top 2
+
+
+def test_a_head_that_costs_another_capability_beside_the_heads_above_it_is_universal():
+    """Alone each of ioi's heads costs ioi only; L0H1 beside L0H0 costs capitals 0.3 as well: it
+    counts ioi (its search ranked it there) and capitals, and ioi's top 2 moves past it. Its step
+    is measured from the set above it: L0H0 alone costs capitals 0.05, under the 0.06 asked."""
+    rankings = {"ioi": ["L0H0", "L0H1", "L0H2"], "capitals": ["L1H0", "L1H1"]}
+    evaluate, asked = world({"L0H0": {"ioi": 0.5, "capitals": 0.05}, "L0H1": {"ioi": 0.3}},
+                            pairs={("L0H0", "L0H1"): {"capitals": 0.3}})
+    found = measure(evaluate, rankings)
+    assert found.universal == {"L0H1": ["ioi", "capitals"]}
+    step = next(s for s in found.in_context if s["head"] == "L0H1" and s["beside"] == "L0H0")
+    assert step["task"] == "ioi" and step["damage"]["capitals"]["drop"] == pytest.approx(0.3)
+    assert asked[2:] == [["L0H2"], ["L0H0+L0H2"]]  # ioi's top 2 without it, measured next
+    # the same step on a task of ioi's own capability only: no second capability, not universal
+    evaluate, _ = world({"L0H0": {"ioi": 0.5}, "L0H1": {"ioi": 0.3}}, pairs={("L0H0", "L0H1"): {"ioi": 0.3}})
+    assert measure(evaluate, rankings).universal == {}
+    # a step just under the share asked, once measured from the set above it: L0H0 alone costs
+    # capitals 0.05, the pair 0.03 more; from the unablated model it would be 0.08, over 0.06
+    evaluate, _ = world({"L0H0": {"ioi": 0.5, "capitals": 0.05}, "L0H1": {"ioi": 0.3}},
+                        pairs={("L0H0", "L0H1"): {"capitals": 0.03}})
+    assert measure(evaluate, rankings).universal == {}
+
+
+def test_only_the_first_head_of_a_top_k_that_costs_another_capability_is_left_out_per_round():
+    """L0H2's cost to capitals comes only beside L0H1: once L0H1 is universal, L0H2 is measured
+    beside L0H0 alone, costs ioi only, and stays in ioi's top 3."""
+    rankings = {"ioi": ["L0H0", "L0H1", "L0H2", "L0H3"], "capitals": ["L1H0"]}
+    evaluate, asked = world({"L0H0": {"ioi": 0.3}, "L0H1": {"ioi": 0.2}, "L0H2": {"ioi": 0.2}},
+                            pairs={("L0H0", "L0H1"): {"capitals": 0.2}, ("L0H1", "L0H2"): {"capitals": 0.2}})
+    found = measure(evaluate, rankings, k=3)
+    assert found.universal == {"L0H1": ["ioi", "capitals"]}
+    assert asked[1] == ["L0H0+L0H1", "L0H0+L0H1+L0H2"]  # both steps cost capitals
+    assert asked[2:] == [["L0H3"], ["L0H0+L0H2", "L0H0+L0H2+L0H3"]]

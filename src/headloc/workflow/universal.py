@@ -1,19 +1,28 @@
 """Universal heads from measured damage (``universal.detect: damage``, the default): a head is
-universal when ablating it alone degrades tasks of at least ``min_capabilities`` distinct
-capabilities, each measured on the task's full data (its validation metric, as the tables show it).
+universal when ablating it degrades tasks of at least ``min_capabilities`` distinct capabilities,
+each measured on the task's full data (its validation metric, as the tables show it).
 
-A head *degrades* a task when its drop (the unablated score less the score with the head ablated,
-in the metric's better direction) is at least ``min_drop`` of the unablated score and above the
+A head *degrades* a task when its drop (the score before less the score after ablating it, in the
+metric's better direction) is at least ``min_drop`` of the task's unablated score and above the
 noise: the 95 % interval of the drop over the task's documents (the mean of the paired
 per-document differences, +- 1.96 standard errors) lies above zero. A task whose metric has no
 per-document values (a perplexity) gives the drop without an interval, and then the share alone
 decides.
 
-Which heads are measured: every task's top ``top_n`` (the heads the paper's overlap rule looks at)
-and the heads its filtered top ``k`` would report once the universal heads found so far are left
-out, measured in rounds until every task's filtered top k is measured (:func:`measure_heads`), so
-that every head a table reports as task-specific has been checked. The paper's own rule (a head in
-the top_n of tasks of several capabilities) is ``universal.detect: ranking``
+A head is measured two ways, and either makes it universal:
+
+* **alone**: every task's top ``top_n`` (the heads the paper's overlap rule looks at) and every
+  head a task's filtered top ``k`` reports, ablated alone;
+* **in context**: each head of a task's filtered top ``k`` ablated beside the heads ranked above
+  it (the validation's cumulative sets, 1..k), its drop the step from the set before it. A head
+  that the search put in one task's top k and that, beside the heads above it, degrades a task of
+  another capability counts both capabilities: it is not specific to its task, although alone it
+  may look so (heads that share work only show their cost together).
+
+Heads are measured in rounds (:func:`measure_heads`): once a head is universal every task's
+filtered top k moves past it, and the heads and sets that brings in are measured next, until
+every set the tables validate is measured. The paper's own rule (a head in the top_n of tasks of
+several capabilities) is ``universal.detect: ranking``
 (:func:`headloc.workflow.selection.universal_heads`).
 
 >>> tasks = {"gsm8k": {"baseline": 0.5}, "mbpp": {"baseline": 0.4}}
@@ -25,17 +34,25 @@ the top_n of tasks of several capabilities) is ``universal.detect: ranking``
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
-from headloc.heads import parse_head
+from headloc.heads import NO_HEADS, format_headset, parse_head
 from headloc.workflow.selection import task_heads
 
 Z95 = 1.96
 # the universal section's keys the measurement reads: rule single_head_damage's params hold these
 # alone, so that another key (filter, detect's other settings) does not measure every head again
 DAMAGE_KEYS = ("top_n", "min_drop", "min_capabilities")
+
+
+class Scored(NamedTuple):
+    """One task's score with a head set ablated, and its per-document values (None without them)."""
+
+    score: float
+    docs: Sequence[float] | None
 
 
 def damage_rule(universal: Mapping) -> dict:
@@ -45,9 +62,9 @@ def damage_rule(universal: Mapping) -> dict:
 
 
 def head_damage(baseline: float, value: float, baseline_docs, docs, higher_is_better: bool) -> dict:
-    """One head's damage to one task: its score ``value`` against the unablated ``baseline``, the
-    drop in the metric's better direction, and the drop's 95 % interval from the paired
-    per-document values (``low``/``high`` None without them).
+    """One head's damage to one task: its score ``value`` against the score before it, ``baseline``
+    (the unablated model's, or the heads' above it), the drop in the metric's better direction, and
+    the drop's 95 % interval from the paired per-document values (``low``/``high`` None without them).
 
     >>> found = head_damage(0.75, 0.25, [1, 1, 0, 1], [0, 1, 0, 0], True)  # paired drops 1, 0, 0, 1
     >>> found["drop"], round(found["low"], 3), round(found["high"], 3)  # 0.5 +- 1.96 x 0.577 / 2
@@ -62,6 +79,12 @@ def head_damage(baseline: float, value: float, baseline_docs, docs, higher_is_be
     return found
 
 
+def step_damage(before: Mapping[str, Scored], after: Mapping[str, Scored], tasks: Mapping[str, Mapping]) -> dict:
+    """The damage of going from head set ``before`` to ``after`` on every task (:func:`head_damage`)."""
+    return {task: head_damage(before[task].score, after[task].score, before[task].docs, after[task].docs,
+                              tasks[task]["higher_is_better"]) for task in tasks}
+
+
 def degraded_tasks(damage: Mapping[str, Mapping], tasks: Mapping[str, Mapping], *, min_drop: float) -> list[str]:
     """The tasks a head degrades (see the module docstring), from its damage per task."""
     return [task for task, found in damage.items()
@@ -72,8 +95,8 @@ def degraded_tasks(damage: Mapping[str, Mapping], tasks: Mapping[str, Mapping], 
 def universal_by_damage(damage: Mapping[str, Mapping[str, Mapping]], tasks: Mapping[str, Mapping],
                         capabilities: Mapping[str, str], *, min_drop: float,
                         min_capabilities: int) -> dict[str, list[str]]:
-    """The measured heads that degrade tasks of at least ``min_capabilities`` capabilities, each
-    with the tasks it degrades, ordered by (layer, head)."""
+    """The heads measured alone that degrade tasks of at least ``min_capabilities`` capabilities,
+    each with the tasks it degrades, ordered by (layer, head)."""
     found = {}
     for head, per_task in damage.items():
         degraded = degraded_tasks(per_task, tasks, min_drop=min_drop)
@@ -82,22 +105,88 @@ def universal_by_damage(damage: Mapping[str, Mapping[str, Mapping]], tasks: Mapp
     return dict(sorted(found.items(), key=lambda item: parse_head(item[0])))
 
 
-def measure_heads(evaluate: Callable[[list[str]], dict], rankings: Mapping[str, Sequence[str]],
-                  tasks: Mapping[str, Mapping], capabilities: Mapping[str, str], *, top_n: int, k: int,
-                  min_drop: float, min_capabilities: int, log=None) -> tuple[dict, dict]:
-    """Measure heads alone until every task's filtered top ``k`` is measured (module docstring):
-    ``evaluate(heads) -> {head: {task: damage}}`` (:func:`head_damage` per task) measures a round.
-    Returns the damage of every measured head and the universal heads among them."""
-    damage: dict[str, dict] = {}
+def universal_in_context(steps: Sequence[Mapping], tasks: Mapping[str, Mapping], capabilities: Mapping[str, str],
+                         *, min_drop: float, min_capabilities: int) -> dict[str, list[str]]:
+    """In each task's list of ``steps`` (:func:`context_steps`), the first head whose step degrades,
+    with that task's own capability, tasks of at least ``min_capabilities`` capabilities; each with
+    its task and the tasks it degraded there. Only the first: the heads below it were measured
+    beside it, and are measured again once it is left out."""
+    found: dict[str, list[str]] = {}
+    flagged: set[str] = set()
+    for step in steps:
+        if step["task"] in flagged:
+            continue
+        hit = list(dict.fromkeys([step["task"]] + degraded_tasks(step["damage"], tasks, min_drop=min_drop)))
+        if len({capabilities[task] for task in hit}) >= min_capabilities:
+            found[step["head"]] = list(dict.fromkeys(found.get(step["head"], []) + hit))
+            flagged.add(step["task"])
+    return found
+
+
+def context_steps(lists: Mapping[str, Sequence[str]], scores: Mapping[str, Mapping[str, Scored]],
+                  tasks: Mapping[str, Mapping]) -> list[dict]:
+    """Each head of each task's list (its filtered top k) with its damage beside the heads above
+    it, for the lists whose cumulative sets are all in ``scores`` (head set -> task -> Scored)."""
+    steps = []
+    for task, heads in lists.items():
+        names = [format_headset(heads[:i]) for i in range(len(heads) + 1)]
+        if all(name in scores for name in names):
+            steps += [{"task": task, "head": head, "beside": names[i],
+                       "damage": step_damage(scores[names[i]], scores[names[i + 1]], tasks)}
+                      for i, head in enumerate(heads)]
+    return steps
+
+
+def wanted_sets(rankings: Mapping[str, Sequence[str]], lists: Mapping[str, Sequence[str]], top_n: int,
+                measured: Container[str]) -> list[list[str]]:
+    """The head sets the next round measures: every task's top ``top_n`` and filtered top k alone
+    while any of them is not ``measured``; then the cumulative sets of every filtered top k (first
+    alone: a head universal alone moves the lists before their sets are measured)."""
+    alone = [[head] for ranking in rankings.values() for head in ranking[:top_n]]
+    alone += [[head] for heads in lists.values() for head in heads]
+    cumulative = [list(heads[:i]) for heads in lists.values() for i in range(2, len(heads) + 1)]
+    for wanted in (alone, cumulative):
+        new = {format_headset(heads): heads for heads in wanted if format_headset(heads) not in measured}
+        if new:
+            return list(new.values())
+    return []
+
+
+class Measured(NamedTuple):
+    """What :func:`measure_heads` found: each head's damage alone, each measured step in context
+    (:func:`context_steps` of every round's lists) and the universal heads with their tasks."""
+
+    alone: dict
+    in_context: list
+    universal: dict
+
+
+def measure_heads(evaluate: Callable[[list[list[str]]], dict], baseline: Mapping[str, Scored],
+                  rankings: Mapping[str, Sequence[str]], tasks: Mapping[str, Mapping],
+                  capabilities: Mapping[str, str], *, top_n: int, k: int, min_drop: float,
+                  min_capabilities: int, log=None) -> Measured:
+    """Measure heads alone and in context until every task's filtered top ``k`` and its cumulative
+    sets are measured (module docstring): ``evaluate(head sets) -> {head set: {task: Scored}}``
+    (keys as :func:`headloc.heads.format_headset` spells them) measures a round; ``baseline`` is the
+    unablated model's Scored per task; ``tasks`` each task's ``baseline`` and ``higher_is_better``."""
+    scores: dict[str, Mapping[str, Scored]] = {NO_HEADS: baseline}
+    universal: dict[str, list[str]] = {}
+    steps: dict[tuple, dict] = {}
     while True:
-        universal = universal_by_damage(damage, tasks, capabilities, min_drop=min_drop,
-                                        min_capabilities=min_capabilities)
-        wanted = []
-        for ranking in rankings.values():
-            wanted += list(ranking[:top_n]) + task_heads(ranking, k, exclude=universal)
-        new = list(dict.fromkeys(head for head in wanted if head not in damage))
-        if not new:
-            return damage, universal
-        if log is not None:
-            log.info("measuring %d heads alone on %d tasks: %s", len(new), len(tasks), ", ".join(new))
-        damage.update(evaluate(new))
+        lists = {task: task_heads(ranking, k, exclude=universal) for task, ranking in rankings.items()}
+        new = wanted_sets(rankings, lists, top_n, scores)
+        if new:
+            if log is not None:
+                log.info("measuring %d head sets on %d tasks: %s", len(new), len(tasks),
+                         ", ".join(map(format_headset, new)))
+            scores.update(evaluate(new))
+        current = context_steps(lists, scores, tasks)
+        steps.update({(step["task"], step["beside"], step["head"]): step for step in current})
+        alone = {name: step_damage(baseline, per_task, tasks) for name, per_task in scores.items()
+                 if name != NO_HEADS and "+" not in name}
+        rule = {"min_drop": min_drop, "min_capabilities": min_capabilities}
+        found = {**universal_in_context(current, tasks, capabilities, **rule),
+                 **universal_by_damage(alone, tasks, capabilities, **rule), **universal}
+        if not new and found.keys() == universal.keys():
+            return Measured(alone, list(steps.values()), universal)
+        universal = dict(sorted(found.items(), key=lambda item: parse_head(item[0])))
