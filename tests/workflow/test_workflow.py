@@ -174,27 +174,31 @@ def test_universal_heads_follow_the_documented_rule_and_are_filtered(tiny_run, m
 
 @pytest.mark.slow
 def test_head_sets_evaluated_alone_are_copied_and_match_a_fresh_evaluation(tiny_run, tiny_models, tokenizer):
-    """validate_headset copies the unablated model's and each single head's records from
-    single_heads.evals.json (its log says so) instead of evaluating them again; a multi-head set it
-    evaluates. The copied values equal an evaluation made here on the full data."""
+    """validate_headset copies the records single_heads.evals.json holds (the unablated model's,
+    each single head's, each step of a filtered top k) instead of evaluating them again (its log
+    says so); a head set the damage job did not measure (the extra one) it evaluates. The copied
+    values equal an evaluation made here on the full data."""
     import numpy as np
     from transformers import AutoModelForCausalLM
 
     from headloc.engine.evaluation import MaskEvaluator
     from headloc.engine.lm_eval_tasks import TaskSpec
+    from headloc.heads import parse_headset
 
     records = read_json(tiny_run / "tiny-a" / "single_heads.evals.json")["evals"]
     logs = tiny_run / "logs" / "validate_headset" / "tiny-a"
     written = {path.stem for path in (tiny_run / "tiny-a" / "evals" / "ioi").glob("*.json")}
-    copied = [headset for headset in written if "+" not in headset]
-    assert "none" in copied and len(copied) > 1
+    copied = [headset for headset in written if headset in records]
+    assert "none" in copied and any("+" not in headset for headset in copied if headset != "none")
+    assert sum("+" in headset for headset in copied) >= 2  # two searched tasks' top-k steps
     for headset in copied:
         assert "evaluated by rule single_head_damage" in (logs / f"{headset}.log").read_text()
         for task, docs in (("ioi", 10), ("swear", 3), ("arc", 6)):
             record = read_json(tiny_run / "tiny-a" / "evals" / task / f"{headset}.json")
             assert record == records[headset][task]
             assert (record["model"], record["task"], record["headset"], record["n_docs"]) == ("tiny-a", task, headset, docs)
-            assert record["heads"] == ([] if headset == "none" else [headset]) and len(record["samples"]) == docs
+            assert record["heads"] == parse_headset(headset) and len(record["samples"]) == docs
+    assert "L0H1+L1H2" not in records
     assert "evaluated by rule single_head_damage" not in (logs / "L0H1+L1H2.log").read_text()
     model = AutoModelForCausalLM.from_pretrained(tiny_models["tiny-a"]).eval()
     task = TaskSpec("headloc_ioi").with_documents(str(tiny_run / "data" / "ioi" / "test.jsonl"))
