@@ -5,7 +5,7 @@ import numpy as np
 from headloc.heads import HeadGeometry, headset_mask
 from headloc.io import read_json, write_json
 from headloc.workflow.jobs import scoring_evaluator, start_evaluating_job
-from headloc.workflow.results import display_score
+from headloc.data.units import display_score
 
 log = start_evaluating_job(snakemake.log[0], snakemake.threads, spread=bool(snakemake.params.model.get("device_map")))
 recovery = read_json(snakemake.input.recovery)

@@ -57,7 +57,7 @@ def test_a_rerun_skips_the_searches_already_validated_and_runs_the_rest(tmp_path
                            replace(settings, methods=("random", "greedy1s")), log=lines.append)
     records = vs_greedy.read_records([tmp_path])
     assert [(r["method"], r["n_docs"]) for r in records] == [("random", 6), ("greedy1s", 6)] and len(lines) == 2
-    assert {r["metric"] for r in records} == {"acc,none"}  # the unit its tables show it in (ioi's YAML)
+    assert {(r["metric"], r["unit"]) for r in records} == {("acc,none", "points")}  # as ioi's YAML declares it
 
 
 def write_records(folder: Path, rows: list[dict]) -> None:
@@ -78,7 +78,7 @@ def test_the_smollm2_table_compares_each_seed_with_greedys(tmp_path):
         ("group_testing", 0, ["A", "D"], 10, 0.3), ("group_testing", 1, ["C", "A"], 6, 0.2),
     ]
     write_records(tmp_path, [{"kind": "validation", "task": "ioi", "seed": seed, "method": method, "top": top,
-                              "n_evals": evals, "seconds": 1.0, "clean": 0.8, "ablated": ablated}
+                              "n_evals": evals, "seconds": 1.0, "clean": 0.8, "ablated": ablated, "metric": "acc,none"}
                              for method, seed, top, evals, ablated in rows])
     cells = table_row(vs_greedy_table(vs_greedy.read_records([tmp_path])), "| ioi | group_testing |")
     # Delta Task -50 and -60: mean -55, s.e. 5; minus greedy's: +20 and 0; overlap 1 and 2; 8 % of greedy's
@@ -93,6 +93,7 @@ def test_the_smollm2_table_adds_the_searchs_continuous_score_in_its_own_unit(tmp
             ("group_testing", 1, 4.5, 0.5)]
     write_records(tmp_path, [{"kind": "validation", "task": "ioi", "seed": seed, "method": method, "top": ["A"],
                               "n_evals": 10, "seconds": 1.0, "clean": 0.8, "ablated": 0.2, "id_metric": "margin",
+                              "metric": "acc,none",
                               "id_clean": clean, "id_ablated": ablated, "id_filtered_ablated": ablated}
                              for method, seed, clean, ablated in rows])
     out = vs_greedy_table(vs_greedy.read_records([tmp_path]))
@@ -115,10 +116,25 @@ def test_a_task_validated_on_its_log_likelihood_is_shown_in_nats(tmp_path):
     assert "| past_tense |" not in out
 
 
+def test_a_relative_task_is_shown_in_percent_of_its_unablated_score_and_a_record_without_a_unit_is_refused(tmp_path):
+    """A task the config names relative (swear's profane words) shows its change in percent of the
+    unablated score, as Table 2 does; a record that names neither its metric nor its unit (written
+    before records named them) is refused, not read as an accuracy."""
+    write_records(tmp_path, [{"kind": "validation", "task": "swear", "seed": 0, "method": "greedy", "top": ["A"],
+                              "n_evals": 10, "seconds": 1.0, "clean": 8.0, "ablated": 2.0, "metric": "profane_words",
+                              "unit": "relative"}])
+    out = vs_greedy_table(vs_greedy.read_records([tmp_path]))
+    assert table_row(out, "| swear (% of unablated profane_words) | greedy |")[3] == "-75.0"  # 8 -> 2
+    write_records(tmp_path, [{"kind": "validation", "task": "ioi", "seed": 0, "method": "greedy", "top": ["A"],
+                              "n_evals": 10, "seconds": 1.0, "clean": 0.8, "ablated": 0.2}])
+    with pytest.raises(ValueError, match=r"'ioi' seed 0 \('greedy'\) names no metric or unit"):
+        vs_greedy_table(vs_greedy.read_records([tmp_path]))
+
+
 def test_a_task_without_greedys_records_shows_no_gap_overlap_or_share(tmp_path):
     write_records(tmp_path, [{"kind": "validation", "task": "capitals", "seed": s, "method": "group_testing",
-                              "top": ["A"], "n_evals": 50 + s, "seconds": 1.0, "clean": 0.8, "ablated": 0.2}
-                             for s in (0, 1)])
+                              "top": ["A"], "n_evals": 50 + s, "seconds": 1.0, "clean": 0.8, "ablated": 0.2,
+                              "unit": "points"} for s in (0, 1)])
     cells = table_row(vs_greedy_table(vs_greedy.read_records([tmp_path])), "| capitals | group_testing |")
     assert cells[2:8] == ["2", "-60.0 ± 0.0", "-", "-", "50", "-"]
 
@@ -140,7 +156,7 @@ def test_a_validation_record_ablates_the_top_k_and_the_top_k_without_the_univers
     settings = vs_greedy.Comparison(top_k=2, universal=("L0H1",))
     row = vs_greedy.validation_record(found, [score, lambda masks, desc: -np.asarray(masks).sum(1)], geometry,
                                       task="ioi", seed=3, label="group_testing", n_docs=50, seconds=2.5,
-                                      settings=settings, id_metric="margin")
+                                      settings=settings, metric="acc,none", id_metric="margin")
     assert row["clean"] == 0.0 and row["ablated"] == 2 ** 1 + 2 ** 5  # L0H1 and L1H2
     assert row["filtered_top"] == ["L1H2", "L0H0"] and row["filtered_ablated"] == 2 ** 5 + 2 ** 0
     assert row["labels"] == ["", ""] and row["universal"] == ["L0H1"]
@@ -148,7 +164,8 @@ def test_a_validation_record_ablates_the_top_k_and_the_top_k_without_the_univers
     assert (row["task"], row["seed"], row["method"], row["n_evals"], row["n_docs"]) == ("ioi", 3, "group_testing", 40, 50)
     assert calls == ["validate ioi"]
     plain = vs_greedy.validation_record(found, [score], geometry, task="ioi", seed=3, label="x", n_docs=50,
-                                        seconds=1.0, settings=vs_greedy.Comparison(top_k=2))
+                                        seconds=1.0, settings=vs_greedy.Comparison(top_k=2), metric="loglik,none")
+    assert (row["metric"], row["unit"], plain["unit"]) == ("acc,none", "points", "own")
     assert "id_metric" not in plain and plain["filtered_top"] == ["L0H1", "L1H2"]
 
 
@@ -158,7 +175,7 @@ def test_records_written_by_the_comparison_make_its_table(tmp_path):
         found = vs_greedy.Searched(top, evals)
         row = vs_greedy.validation_record(found, [lambda masks, desc: 1.0 - np.asarray(masks).sum(1) / 4], geometry,
                                           task="ioi", seed=0, label=method, n_docs=9, seconds=1.0,
-                                          settings=vs_greedy.Comparison(top_k=1))
+                                          settings=vs_greedy.Comparison(top_k=1), metric="acc,none")
         vs_greedy.append_record(tmp_path / "ioi-s0.jsonl", row)
     cells = table_row(vs_greedy_table(vs_greedy.read_records([tmp_path])), "| ioi | random |")
     assert cells[2:8] == ["1", "-25.0", "+0.0", "0.0", "0", "0.0 %"]  # 1 -> 0.75 for both; no head shared
@@ -181,7 +198,7 @@ def test_the_script_compares_on_the_tasks_of_the_config_it_is_given(config, task
 
 def test_the_script_prints_the_table_of_its_records(tmp_path, capsys):
     write_records(tmp_path, [{"kind": "validation", "task": "ioi", "seed": 0, "method": m, "top": ["A"],
-                              "n_evals": n, "seconds": 1.0, "clean": 0.8, "ablated": a}
+                              "n_evals": n, "seconds": 1.0, "clean": 0.8, "ablated": a, "metric": "acc,none"}
                              for m, n, a in (("greedy", 100, 0.2), ("cs_adaptive", 50, 0.5))])
     script("smollm2_vs_greedy").main(["--table", str(tmp_path)])
     cells = table_row(capsys.readouterr().out, "| ioi | cs_adaptive |")

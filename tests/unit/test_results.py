@@ -2,7 +2,8 @@ import math
 
 import pytest
 
-from headloc.workflow.results import display_score, evals_frame, recoveries_frame, selections
+from headloc.data.units import display_score
+from headloc.workflow.results import evals_frame, recoveries_frame, selections
 
 RECOVERY = {"model": "m", "task": "ioi", "method": "cs_stratified", "search": "s1",
             "top_heads": ["L3H1", "L0H2"], "ranking": ["L3H1", "L0H2", "L1H1", "L2H2"],

@@ -19,7 +19,7 @@ def direction_words(higher_is_better: bool) -> str:
 
 
 def change_words(unit: str, metric: str | None) -> str:
-    """What a change in ``unit`` (:func:`headloc.workflow.results.display_score`'s) is a change of."""
+    """What a change in ``unit`` (:func:`headloc.data.units.display_score`'s) is a change of."""
     name = metric.split(",")[0] if metric else "score"
     return {"points": f"percentage points of {name}", "relative": f"% of the unablated {name}",
             "own": name}[unit]
@@ -114,12 +114,12 @@ def other_task(task: Task, other, documents) -> Task:
 
 def _score(task: Task, mask, unit: str, model, tokenizer, batch_size, progress) -> dict:
     """The task unablated and with ``mask`` ablated, and the change in ``unit``."""
-    from headloc.workflow.results import display_score
+    from headloc.data.units import change
 
     score = mask_scorer(task, model, tokenizer, batch_size=batch_size, masks_per_pass=1, progress=progress)
     clean, ablated = score(np.vstack([np.zeros_like(mask), mask]), desc=f"validate {task.name}")
     try:
-        delta = display_score(ablated, clean, unit) - display_score(clean, clean, unit)
+        delta = change(ablated, clean, unit)
     except ValueError as error:  # a non-fraction shown in points
         raise ValueError(f"task {task.name!r}: {error}; show it in another unit, e.g. "
                          f"units={{{task.name!r}: 'own'}}") from None
@@ -131,8 +131,7 @@ def _score(task: Task, mask, unit: str, model, tokenizer, batch_size, progress) 
 def _units(units: Mapping | None, named: list) -> dict[str, str]:
     """Each validated task's display unit: ``units``' where given, else points for a fraction metric
     and the metric's own unit otherwise (a callable's score, whose metric headloc cannot know)."""
-    from headloc.data.documents import is_fraction
-    from headloc.workflow.results import UNITS
+    from headloc.data.units import UNITS, display_unit
 
     units = dict(units or {})
     names = [name for name, _ in named]
@@ -141,7 +140,7 @@ def _units(units: Mapping | None, named: list) -> dict[str, str]:
             raise ValueError(f"units names task {name!r}, which is not validated; the tasks are {', '.join(names)}")
         if unit not in UNITS:
             raise ValueError(f"units[{name!r}] is {unit!r}; expected one of {', '.join(UNITS)}")
-    return {name: units.get(name) or ("points" if not task.callable and is_fraction(task.spec.metric) else "own")
+    return {name: units.get(name) or ("own" if task.callable else display_unit(task.spec.metric))
             for name, task in named}
 
 

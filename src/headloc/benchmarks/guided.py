@@ -55,6 +55,7 @@ def run_seed(model, tokenizer, task: dict, search: dict, name: str, seed: int, *
     validate, metric = vs_greedy.validators(model, tokenizer, task, data, settings)
     row = vs_greedy.validation_record(vs_greedy.Searched(heads, found.evaluations), validate, geometry, task=name,
                                       seed=seed, label=label, n_docs=n_full, seconds=time.perf_counter() - started,
-                                      settings=settings, metric=metric, id_metric=task.get("id_metric"))
+                                      settings=settings, metric=metric, relative=task.get("relative", False),
+                                      id_metric=task.get("id_metric"))
     return {**row, "gradient_passes": found.gradient_passes, "drops": found.drops,
             "lists": [[head_name(h, geometry.n_heads) for h in short] for short in found.lists], "options": options}

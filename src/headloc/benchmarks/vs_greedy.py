@@ -140,7 +140,7 @@ def compare_seed(model, tokenizer, name: str, task: dict, search: dict, seed: in
                        options=settings.options if spec.options else None)
         row = validation_record(Searched.of(found), validate, HeadGeometry.of(model.config), task=name, seed=seed, label=label,
                                 n_docs=n_full, seconds=time.perf_counter() - started, settings=settings,
-                                metric=metric, id_metric=task.get("id_metric"))
+                                metric=metric, relative=task.get("relative", False), id_metric=task.get("id_metric"))
         append_record(record, row)
         log(summary_line(row))
 
@@ -172,12 +172,15 @@ class Searched:
 
 
 def validation_record(found: Searched, validate: list, geometry, *, task: str, seed: int, label: str, n_docs: int,
-                      seconds: float, settings: Comparison, metric: str | None = None, id_metric: str | None = None) -> dict:
+                      seconds: float, settings: Comparison, metric: str, relative: bool = False,
+                      id_metric: str | None = None) -> dict:
     """One search's record: its top k, and its top k without the universal heads, ablated on the
     full data by each of ``validate``
     (:func:`validators`), the unablated model beside them (one call each: masks unablated, top k,
     filtered top k; ``geometry``: the model's :class:`headloc.heads.HeadGeometry`); ``metric``: the
-    validation metric's key, which says the unit the tables show it in."""
+    validation metric's key, and ``unit`` the tables show it in (:func:`headloc.data.units.display_unit`
+    of it, ``relative`` where the config's task is)."""
+    from headloc.data.units import display_unit
     from headloc.heads import headset_mask
 
     top = found.ranking[: settings.top_k]
@@ -190,8 +193,7 @@ def validation_record(found: Searched, validate: list, geometry, *, task: str, s
            "n_evals": found.n_evals, "seconds": seconds, "n_docs": n_docs, "clean": clean, "ablated": ablated,
            "universal": list(settings.universal), "filtered_top": filtered, "filtered_ablated": filtered_ablated,
            "labels": [found.labels.get(head, "") for head in filtered]}
-    if metric is not None:
-        row["metric"] = metric
+    row["metric"], row["unit"] = metric, display_unit(metric, relative=relative)
     if len(validate) > 1:
         row["id_clean"], row["id_ablated"], row["id_filtered_ablated"] = (
             float(v) for v in validate[1](masks, desc=f"validate {task} ({id_metric})"))
@@ -200,11 +202,10 @@ def validation_record(found: Searched, validate: list, geometry, *, task: str, s
 
 
 def summary_line(row: dict) -> str:
-    from headloc.report.comparison import display_scale
+    from headloc.data.units import change
 
-    scale = display_scale(row.get("metric"))
-    delta = scale * (row["ablated"] - row["clean"])
-    without = scale * (row["filtered_ablated"] - row["clean"])
+    delta = change(row["ablated"], row["clean"], row["unit"])
+    without = change(row["filtered_ablated"], row["clean"], row["unit"])
     return (f"{row['task']} s{row['seed']} {row['method']}: {row['n_evals']} evals, {row['seconds']:.1f} s, top "
             f"{row['top']}, Delta Task {delta:+.1f} on {row['n_docs']} documents; without {row['universal']}: "
             f"{row['filtered_top']} {without:+.1f}")

@@ -351,18 +351,6 @@ def checked_direction(value, where: str) -> bool:
                      "True or False (in a task YAML: true or false, unquoted)")
 
 
-# lm-eval's metrics that are a share of documents (a mean of 0/1 outcomes) or a proportion:
-# their values lie in [0, 1], so a change is shown in percentage points. Any other metric
-# (perplexity, bits per byte, BLEU on 0-100, a log-likelihood, a margin) is shown in its own unit.
-FRACTION_METRICS = frozenset({"acc", "acc_norm", "acc_mutual_info", "acc_bytes", "exact_match", "pass_at_1",
-                              "pass@1", "f1"})
-
-
-def is_fraction(metric: str) -> bool:
-    """Whether ``metric`` (``name`` or ``name,filter``) is one of :data:`FRACTION_METRICS`."""
-    return metric.split(",")[0] in FRACTION_METRICS
-
-
 def _template_fields(value) -> set[str]:
     if not isinstance(value, str):
         return set()  # a list of literal choices, a number, or a !function

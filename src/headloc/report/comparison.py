@@ -12,10 +12,10 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from headloc.data.documents import is_fraction
+from headloc.data.units import change, display_unit
 
 REFERENCE = "greedy"
-HEADER = ("| task | method | seeds | Delta Task (pp; a metric's own unit in brackets) | minus greedy's "
+HEADER = ("| task | method | seeds | Delta Task (pp; another unit named in brackets) | minus greedy's "
           "| top-5 overlap with greedy | evaluations | share of greedy's | seconds "
           "| Delta Task, universal heads left out |")
 
@@ -40,24 +40,25 @@ def _mean(values, form: str) -> str:
 
 def vs_greedy_table(records: list[dict]) -> str:
     """The markdown table of validation records: per task and method, over the seeds validated,
-    Delta Task (mean +- s.e., percentage points of the validation metric, or its own unit for a
-    metric that is not a fraction, the task then named ``<task> (<metric>)``), its gap to greedy's on
+    Delta Task (mean +- s.e., in each record's unit, :func:`record_unit`: percentage points of a
+    fraction metric; a metric's own unit, the task then named ``<task> (<metric>)``; percent of the
+    unablated score, ``<task> (% of unablated <metric>)``), its gap to greedy's on
     the same seed, the overlap of the top k with greedy's, masked evaluations (and their share of
     greedy's) and seconds per search. A record with the search's own continuous score on the full
     data (``id_metric``) adds a row ``<task> (<metric>)`` in that metric's own unit."""
     frame = pd.DataFrame(records).drop_duplicates(["task", "seed", "method"])
+    own = frame.dropna(subset=["id_metric"]).copy() if "id_metric" in frame else frame.iloc[:0]
+    own["task"] = own["task"] + " (" + own.get("id_metric", "") + ")"
+    own["delta"] = own.get("id_ablated", np.nan) - own.get("id_clean", np.nan)
+    own["filtered"] = own.get("id_filtered_ablated", np.nan) - own.get("id_clean", np.nan)
+    frame["unit"] = [record_unit(record) for record in frame.to_dict("records")]
     metrics = frame["metric"] if "metric" in frame else pd.Series(None, index=frame.index, dtype=object)
-    scale = np.array([display_scale(m if isinstance(m, str) else None) for m in metrics])
-    own_unit = scale == 1.0  # validated on a metric in its own unit: the task's rows say which
-    frame.loc[own_unit, "task"] = frame["task"][own_unit] + " (" + metrics[own_unit] + ")"
-    frame["delta"] = scale * (frame["ablated"] - frame["clean"])
-    frame["filtered"] = scale * (frame.get("filtered_ablated", np.nan) - frame["clean"])
-    if "id_metric" in frame:
-        own = frame.dropna(subset=["id_metric"]).copy()
-        own["task"] = own["task"] + " (" + own["id_metric"] + ")"
-        own["delta"] = own["id_ablated"] - own["id_clean"]
-        own["filtered"] = own["id_filtered_ablated"] - own["id_clean"]
-        frame = pd.concat([frame, own], ignore_index=True)
+    frame["task"] = [task + unit_label(unit, metric if isinstance(metric, str) else None)
+                     for task, unit, metric in zip(frame.task, frame.unit, metrics)]
+    frame["delta"] = _change(frame["ablated"], frame["clean"], frame["unit"])
+    filtered = frame["filtered_ablated"] if "filtered_ablated" in frame else np.full(len(frame), np.nan)
+    frame["filtered"] = _change(filtered, frame["clean"], frame["unit"])
+    frame = pd.concat([frame, own], ignore_index=True)
     frame = _against_greedy(frame)
     lines = [HEADER, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for (task, method), g in frame.groupby(["task", "method"], sort=False):
@@ -94,11 +95,23 @@ def score_agreement(scores_a, scores_b, top_a: list[str], top_b: list[str]) -> d
             "top_overlap": len(set(top_a) & set(top_b)), "top1_same": list(top_a[:1]) == list(top_b[:1])}
 
 
-def display_scale(metric: str | None) -> float:
-    """100 for a fraction metric (its changes are percentage points; a record without ``metric``
-    is of an accuracy), 1 for a metric in its own unit (a log-likelihood in nats).
+def record_unit(record: dict) -> str:
+    """A validation record's display unit: its ``unit``, else its ``metric``'s
+    (:func:`headloc.data.units.display_unit`); a record naming neither is refused, not guessed."""
+    if isinstance(record.get("unit"), str):
+        return record["unit"]
+    if isinstance(record.get("metric"), str):
+        return display_unit(record["metric"])
+    raise ValueError(f"the validation record of {record.get('task')!r} seed {record.get('seed')!r} "
+                     f"({record.get('method')!r}) names no metric or unit, so its unit is unknown; "
+                     "validate it again: the comparison's records name both now")
 
-    >>> display_scale("acc,none"), display_scale("loglik,none"), display_scale(None)
-    (100.0, 1.0, 100.0)
-    """
-    return 100.0 if metric is None or is_fraction(metric) else 1.0
+
+def unit_label(unit: str, metric: str | None) -> str:
+    """What a row's task name adds for a unit other than percentage points."""
+    name = metric or "score"
+    return {"own": f" ({name})", "relative": f" (% of unablated {name})"}.get(unit, "")
+
+
+def _change(values, clean, units) -> list[float]:
+    return [np.nan if v != v else change(v, c, u) for v, c, u in zip(values, clean, units)]

@@ -97,7 +97,7 @@ class ReportOptions:
         object.__setattr__(self, "directions", dict(self.directions or {}))
 
     def unit_note(self) -> str:
-        """What a caption adds for tasks not shown in percent (:func:`headloc.workflow.results.display_score`).
+        """What a caption adds for tasks not shown in percent (:func:`headloc.data.units.display_score`).
 
         >>> ReportOptions(units={"ioi": ["points", "acc"], "wiki": ["own", "word_perplexity,none"],
         ...                      "swear": ["relative", "profane_words"]}).unit_note()

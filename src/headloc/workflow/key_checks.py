@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from headloc.data.documents import is_fraction
+from headloc.data.units import is_fraction
 from headloc import methods as search_methods
 from headloc.heads import HeadGeometry, parse_head
 from headloc.model.memory import resolve_rows
@@ -37,7 +37,7 @@ def check_gen_tasks(config: dict) -> list[Problem]:
         if spec and not spec.get("relative") and not is_fraction(spec.get("metric") or "acc"):
             problems.append((f"validation.gen_tasks[{i}]", f"{name!r} is scored by {spec['metric']!r}, shown in "
                              "its own unit, but Delta Gen averages changes in percent; expected tasks whose "
-                             "metric is a fraction (FRACTION_METRICS in headloc.data.documents) or relative tasks"))
+                             "metric is a fraction (FRACTION_METRICS in headloc.data.units) or relative tasks"))
     return problems
 
 

@@ -323,14 +323,14 @@ class Plan:
         return [task for task in self.tasks if self.config["tasks"][task]["relative"]]
 
     def unit(self, task: str, *, scoring: bool = False) -> str:
-        """How the task's scores are shown (:func:`headloc.workflow.results.display_score`): percent of
+        """How the task's scores are shown (:func:`headloc.data.units.display_score`): percent of
         the unablated score for a relative task, percent (changes in percentage points) for a metric
-        that is a fraction in [0, 1] (:data:`headloc.data.documents.FRACTION_METRICS`), else the
+        that is a fraction in [0, 1] (:data:`headloc.data.units.FRACTION_METRICS`), else the
         metric's own unit. ``scoring``: of the metric the searches score (id_metric)."""
-        from headloc.data.documents import is_fraction
+        from headloc.data.units import display_unit
 
         metric = self.id_scoring(task)[1] if scoring else self.config["tasks"][task]["metric"]
-        return "relative" if self.config["tasks"][task]["relative"] else "points" if is_fraction(metric) else "own"
+        return display_unit(metric, relative=self.config["tasks"][task]["relative"])
 
     def units(self) -> dict[str, str]:
         """Every task's display unit (:meth:`unit`)."""

@@ -13,11 +13,11 @@ always damage (:func:`headloc.report.frames.with_delta`).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
+from headloc.data.units import display_score
 from headloc.heads import format_headset
 from headloc.search.evidence import head_evidence
 from headloc.workflow.selection import select_heads
@@ -33,35 +33,12 @@ TUNING_FRAME_COLUMNS = ["model", "task", "method", "n_masks", "sparsity", "searc
                         "ablated", "degradation", "chosen"]
 
 
-UNITS = ("points", "relative", "own")
-
-
 def eval_record(model: str, task: str, headset: str, heads: Sequence[str], metric_key: str, result) -> dict:
     """The evaluation record of ``task`` with ``headset`` (its ``heads``) ablated, scored by
     ``metric_key`` (lm-eval's ``metric,filter``): ``result`` (a
     :class:`headloc.engine.evaluation.MaskResult`) as ``evals/{task}/{headset}.json`` holds it."""
     return {"model": model, "task": task, "headset": headset, "heads": list(heads), "metric": metric_key,
             "value": result.score, "n_docs": len(result.samples), "samples": result.samples}
-
-
-def display_score(value: float, baseline: float, unit: str) -> float:
-    """A score in display units: ``points``, a fraction in [0, 1], in percent (its changes are
-    percentage points); ``relative``, percent of the baseline (NaN if the baseline is 0); ``own``,
-    the metric's own unit (a perplexity), unchanged.
-
-    >>> display_score(0.25, 0.9, "points"), display_score(6.0, 8.0, "relative"), display_score(431.8, 431.8, "own")
-    (25.0, 75.0, 431.8)
-    """
-    if unit == "relative":
-        return 100.0 * value / baseline if baseline else math.nan
-    if unit == "own":
-        return value
-    if unit != "points":
-        raise ValueError(f"unknown display unit {unit!r}; expected one of {', '.join(UNITS)}")
-    if not 0.0 <= value <= 1.0:  # a percentage-point change of a non-fraction would be nonsense
-        raise ValueError(f"score {value!r} is not a fraction in [0, 1], so it cannot be shown in percentage "
-                         "points; its metric is not one of headloc.data.documents.FRACTION_METRICS")
-    return 100.0 * value
 
 
 def selections(recoveries: Sequence[dict], *, main: Mapping[str, str], capabilities: Mapping[str, str],
