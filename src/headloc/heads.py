@@ -19,6 +19,9 @@ HEAD_PATTERN = re.compile(r"L(\d+)H(\d+)")
 HEADSET_PATTERN = r"none|L\d+H\d+(\+L\d+H\d+)*"
 NO_HEADS = "none"
 TOP_K = 5  # validation.top_k's default: the heads a search names and validates (its one home)
+# models.<name>.batch_size and masks_per_pass's defaults (rows per forward pass; masks sharing one),
+# read by the schema's test, headloc.locate and the evaluation engine alike
+BATCH_SIZE, MASKS_PER_PASS = 16, 8
 
 
 def format_head(layer: int, head: int) -> str:

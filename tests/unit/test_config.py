@@ -38,6 +38,19 @@ def test_defaults_are_filled_in():
     check_config(config, GEOMETRY)
 
 
+def test_the_schema_s_run_shape_defaults_are_the_library_s():
+    """A model without batch_size, masks_per_pass or validation.top_k gets the values headloc.locate
+    and the engine use when given none (headloc.heads), so a notebook and the workflow agree."""
+    from headloc.heads import BATCH_SIZE, MASKS_PER_PASS, TOP_K
+
+    config = copy.deepcopy(DEMO)
+    config["models"]["smollm2-135m"] = {"source": config["models"]["smollm2-135m"]["source"]}
+    config.pop("validation", None)
+    validate_config(config, SCHEMA)
+    model = config["models"]["smollm2-135m"]
+    assert (model["batch_size"], model["masks_per_pass"], config["validation"]["top_k"]) == (BATCH_SIZE, MASKS_PER_PASS, TOP_K)
+
+
 @pytest.mark.parametrize("changes,message", [
     ({"search__alpha": "auto"}, "config search.alpha: 'auto' is not valid; expected a number >= 0 or one of: cv"),
     ({"search__seed": -1}, "config search.seed: -1 is not >= 0; expected an integer >= 0"),

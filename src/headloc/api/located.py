@@ -15,6 +15,7 @@ from pathlib import Path
 from headloc import methods
 from headloc.api.tasks import Task
 from headloc.api.validation import Validation, validate_top_heads
+from headloc.heads import BATCH_SIZE
 from headloc.io import write_json
 
 
@@ -28,7 +29,7 @@ class Located:
     task: Task
     model: object
     tokenizer: object
-    batch_size: int = 16
+    batch_size: int = BATCH_SIZE
     work: object = None  # the driver's files (masks, scores, rounds)
 
     @property

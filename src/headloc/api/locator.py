@@ -30,12 +30,11 @@ from headloc.api.checks import (SETTINGS, check_gold, check_least_on, check_mode
 from headloc.api.located import Located
 from headloc.api.running import LOG, evaluation_mode, gradient_of, quiet, scorer, search_bar
 from headloc.api.tasks import Task, count_documents, resolve_task
-from headloc.heads import HeadGeometry
+from headloc.heads import BATCH_SIZE, MASKS_PER_PASS, HeadGeometry
 from headloc.methods.driver import drive
 from headloc.methods.settings import SearchSettings
 
 METHOD = SETTINGS.methods[0]  # the workflow's default method (headloc.methods.settings.DEFAULT_METHOD)
-BATCH_SIZE, MASKS_PER_PASS = 16, 8  # config/schema.yaml's models.<name>.batch_size and masks_per_pass
 
 
 def locate(model, tokenizer, task, *, method: str = METHOD, budget: int | None = None,

@@ -31,6 +31,7 @@ from tqdm.auto import tqdm
 from headloc.engine.backoff import RowBudget
 from headloc.engine.lm import AblatedLM
 from headloc.engine.lm_eval_tasks import FEWSHOT_SEED, TaskSpec, load_task, require_chat_template
+from headloc.heads import BATCH_SIZE
 from headloc.model.ablation import HeadGeometry, masks_to_gate
 from headloc.model.loading import load_model
 from headloc.model.memory import resolve_rows
@@ -228,7 +229,7 @@ def compact_sample(sample: dict, metric: str) -> dict:
 
 
 def load_evaluator(location: str, task: TaskSpec, *, dtype="float32", device="cpu", device_map=None,
-                   batch_size=16, masks_per_pass=1, include_path=TASKS_DIR, log=None) -> MaskEvaluator:
+                   batch_size=BATCH_SIZE, masks_per_pass=1, include_path=TASKS_DIR, log=None) -> MaskEvaluator:
     """Load the model at ``location`` once and build an evaluator for ``task`` (arguments: see
     :func:`~headloc.model.loading.load_model` and :class:`MaskEvaluator`)."""
     check_grouping(batch_size, masks_per_pass, device)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from headloc.heads import BATCH_SIZE
 from headloc.model.loading import resolve_source
 from headloc.model.memory import GIB, Pass, Shape, estimate, gpu_memory, offline_config, resolve_rows, rows_that_fit
 
@@ -96,7 +97,7 @@ def _model_warning(name: str, spec: Mapping, shape: Shape, generation: int, memo
                 "to spread it over several GPUs, or a smaller dtype")
     if spec.get("batch_size") == "auto" or fits == 0:
         return None
-    rows = resolve_rows(spec.get("batch_size", 16), "cuda")
+    rows = resolve_rows(spec.get("batch_size", BATCH_SIZE), "cuda")
     if rows <= fits:
         return None
     need = estimate(shape, dtype, Pass(rows, CONTEXT_TOKENS, generation, step.kept))

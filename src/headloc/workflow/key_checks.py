@@ -9,7 +9,7 @@ from pathlib import Path
 
 from headloc.data.units import is_fraction
 from headloc import methods as search_methods
-from headloc.heads import HeadGeometry, parse_head
+from headloc.heads import BATCH_SIZE, MASKS_PER_PASS, HeadGeometry, parse_head
 from headloc.model.memory import resolve_rows
 from headloc.workflow.configured import searched_tasks, setting_key, task_settings
 from headloc.workflow.schema import Problem
@@ -60,7 +60,8 @@ def check_masks_per_pass(config: dict) -> list[Problem]:
     """Each model's masks_per_pass fits in the rows of one forward pass (its batch_size)."""
     problems = []
     for name, spec in config["models"].items():
-        per_pass, rows = spec.get("masks_per_pass", 1), resolve_rows(spec.get("batch_size", 16), spec.get("device", "cpu"))
+        per_pass = spec.get("masks_per_pass", MASKS_PER_PASS)
+        rows = resolve_rows(spec.get("batch_size", BATCH_SIZE), spec.get("device", "cpu"))
         if per_pass > rows:
             problems.append((f"models.{name}.masks_per_pass", f"{per_pass} is larger than batch_size {rows}, "
                                                               f"the rows of one forward pass; expected 1..{rows}"))
