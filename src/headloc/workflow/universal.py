@@ -185,8 +185,12 @@ def measure_heads(evaluate: Callable[[list[list[str]]], dict], baseline: Mapping
         alone = {name: step_damage(baseline, per_task, tasks) for name, per_task in scores.items()
                  if name != NO_HEADS and "+" not in name}
         rule = {"min_drop": min_drop, "min_capabilities": min_capabilities}
-        found = {**universal_in_context(current, tasks, capabilities, **rule),
-                 **universal_by_damage(alone, tasks, capabilities, **rule), **universal}
+        by_alone = universal_by_damage(alone, tasks, capabilities, **rule)
+        found = {**universal_in_context(current, tasks, capabilities, **rule), **by_alone, **universal}
+        if log is not None:
+            for head in sorted(found.keys() - universal.keys(), key=parse_head):
+                how = "alone it degrades" if head in by_alone else "in its task's top k (named first) it degrades"
+                log.info("%s is universal: %s %s", head, how, ", ".join(found[head]))
         if not new and found.keys() == universal.keys():
             return Measured(alone, list(steps.values()), universal)
         universal = dict(sorted(found.items(), key=lambda item: parse_head(item[0])))
