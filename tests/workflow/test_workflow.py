@@ -137,27 +137,44 @@ def test_greedy_rounds_keep_the_worst_head(tiny_run, model):
 @pytest.mark.parametrize("model", MODELS)
 def test_universal_heads_follow_the_documented_rule_and_are_filtered(tiny_run, model):
     """universal.detect: damage (the default): every head of each main ranking's top 3 and of its
-    filtered top k is measured alone on every task's full data; a head is universal when it lowers
-    tasks of two capabilities by at least 10 % of their unablated score, its interval above zero."""
+    filtered top k is measured alone on every task's full data, and each filtered top k step by
+    step; a head is universal when, alone, it lowers tasks of two capabilities by at least 10 % of
+    their unablated score, its interval above zero, or when its step in a task's top k lowers a
+    task of another capability so."""
     damage = read_json(tiny_run / model / "single_heads.json")
     rankings = {task: recovery(tiny_run, model, task, "cs_stratified")["ranking"] for task in ("ioi", "swear")}
     measured = set(damage["heads"])
-    # its evaluation records hold the unablated model and each head measured, on every task, with
-    # the values single_heads.json reports
+    universal = read_json(tiny_run / model / "universal_heads.json")
+    filtered = {task: [h for h in ranking if h not in universal["heads"]][:TOP_K] for task, ranking in rankings.items()}
+    # its evaluation records hold the unablated model, each head measured and each filtered top k's
+    # steps, on every task, with the values single_heads.json reports
     records = read_json(tiny_run / model / "single_heads.evals.json")["evals"]
-    assert set(records) == {"none", *measured}
+    steps = {"+".join(sorted(heads[:i], key=lambda h: tuple(int(x) for x in h[1:].split("H"))))
+             for heads in filtered.values() for i in range(2, len(heads) + 1)}
+    assert set(records) == {"none", *measured, *steps} == set(damage["sets"])
     for task, found in damage["tasks"].items():
         assert records["none"][task]["value"] == found["baseline"]
         assert all(records[head][task]["value"] == damage["heads"][head][task]["value"] for head in measured)
+    for step in damage["in_context"]:  # a step's drop: the set before it less the set with it
+        after = "+".join(sorted(step["beside"].split("+") + [step["head"]] if step["beside"] != "none" else [step["head"]],
+                                key=lambda h: tuple(int(x) for x in h[1:].split("H"))))
+        for task, found in step["damage"].items():
+            assert found["drop"] == pytest.approx(records[step["beside"]][task]["value"] - records[after][task]["value"])
 
-    def degrades(head, task):
-        found, baseline = damage["heads"][head][task], damage["tasks"][task]["baseline"]
+    def degrades(found, task):
+        baseline = damage["tasks"][task]["baseline"]
         return found["drop"] >= 0.1 * abs(baseline) and found["drop"] > 0 and (found["low"] is None or found["low"] > 0)
 
-    expected = sorted((h for h in measured if len({CAPS[t] for t in damage["tasks"] if degrades(h, t)}) >= 2),
-                      key=lambda h: tuple(int(x) for x in h[1:].split("H")))
-    universal = read_json(tiny_run / model / "universal_heads.json")
-    assert universal["heads"] == expected and universal["rule"]["detect"] == "damage"
+    alone = {h for h in measured if len({CAPS[t] for t in damage["tasks"] if degrades(damage["heads"][h][t], t)}) >= 2}
+    flagged = {(s["task"], s["beside"], s["head"]) for s in damage["in_context"]
+               if len({CAPS[s["task"]]} | {CAPS[t] for t, found in s["damage"].items() if degrades(found, t)}) >= 2}
+    # every universal head is one by the rule, and no head a filtered top k keeps is (alone or its step)
+    assert set(universal["heads"]) <= alone | {head for _, _, head in flagged}
+    kept = {(task, "+".join(sorted(heads[:i], key=lambda h: tuple(int(x) for x in h[1:].split("H")))) or "none", head)
+            for task, heads in filtered.items() for i, head in enumerate(heads)}
+    assert not kept & flagged and not alone & {head for heads in filtered.values() for head in heads}
+    expected = universal["heads"]
+    assert universal["rule"]["detect"] == "damage"
     for ranking in rankings.values():
         assert set(ranking[:3]) <= measured
         assert set([h for h in ranking if h not in expected][:TOP_K]) <= measured
