@@ -166,6 +166,10 @@ def test_a_validation_record_ablates_the_top_k_and_the_top_k_without_the_univers
     plain = vs_greedy.validation_record(found, [score], geometry, task="ioi", seed=3, label="x", n_docs=50,
                                         seconds=1.0, settings=vs_greedy.Comparison(top_k=2), metric="loglik,none")
     assert (row["metric"], row["unit"], plain["unit"]) == ("acc,none", "points", "own")
+    relative = vs_greedy.validation_record(found, [score], geometry, task="swear", seed=3, label="x", n_docs=50,
+                                           seconds=1.0, settings=vs_greedy.Comparison(top_k=2),
+                                           metric="profane_words,none", relative=True)
+    assert relative["unit"] == "relative"  # a task the config names relative, as Table 2 shows it
     assert "id_metric" not in plain and plain["filtered_top"] == ["L0H1", "L1H2"]
 
 

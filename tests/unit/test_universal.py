@@ -130,3 +130,19 @@ def test_only_the_first_head_of_a_top_k_that_costs_another_capability_is_left_ou
     assert found.universal == {"L0H1": ["ioi", "capitals"]}
     assert asked[1] == ["L0H0+L0H1", "L0H0+L0H1+L0H2"]  # both steps cost capitals
     assert asked[2:] == [["L0H3"], ["L0H0+L0H2", "L0H0+L0H2+L0H3"]]
+
+
+def test_a_step_that_takes_back_what_the_heads_above_it_raised_is_no_damage():
+    """Ablating L0H0 raises capitals by 0.2; L0H1 beside it lowers capitals by 0.25, but the pair
+    leaves capitals only 0.05 under its unablated 0.6 (under the 0.06 asked): no damage, not
+    universal. Lowered by 0.3 beside it, the pair costs capitals 0.1: universal."""
+    rankings = {"ioi": ["L0H0", "L0H1", "L0H2"], "capitals": ["L1H0"]}
+    drops = {"L0H0": {"ioi": 0.5, "capitals": -0.2}, "L0H1": {"ioi": 0.3}}
+    evaluate, _ = world(drops, pairs={("L0H0", "L0H1"): {"capitals": 0.25}})
+    found = measure(evaluate, rankings)
+    assert found.universal == {}
+    step = next(s for s in found.in_context if s["head"] == "L0H1")
+    assert step["damage"]["capitals"]["drop"] == pytest.approx(0.25)
+    assert step["set_damage"]["capitals"]["drop"] == pytest.approx(0.05)
+    evaluate, _ = world(drops, pairs={("L0H0", "L0H1"): {"capitals": 0.3}})
+    assert measure(evaluate, rankings).universal == {"L0H1": ["ioi", "capitals"]}

@@ -139,8 +139,8 @@ def test_universal_heads_follow_the_documented_rule_and_are_filtered(tiny_run, m
     """universal.detect: damage (the default): every head of each main ranking's top 3 and of its
     filtered top k is measured alone on every task's full data, and each filtered top k step by
     step; a head is universal when, alone, it lowers tasks of two capabilities by at least 10 % of
-    their unablated score, its interval above zero, or when its step in a task's top k lowers a
-    task of another capability so."""
+    their unablated score, its interval above zero, or when its step in a task's top k (and the
+    set it completes) lowers a task of another capability so."""
     damage = read_json(tiny_run / model / "single_heads.json")
     rankings = {task: recovery(tiny_run, model, task, "cs_stratified")["ranking"] for task in ("ioi", "swear")}
     measured = set(damage["heads"])
@@ -160,6 +160,7 @@ def test_universal_heads_follow_the_documented_rule_and_are_filtered(tiny_run, m
                                 key=lambda h: tuple(int(x) for x in h[1:].split("H"))))
         for task, found in step["damage"].items():
             assert found["drop"] == pytest.approx(records[step["beside"]][task]["value"] - records[after][task]["value"])
+            assert step["set_damage"][task]["drop"] == pytest.approx(records["none"][task]["value"] - records[after][task]["value"])
 
     def degrades(found, task):
         baseline = damage["tasks"][task]["baseline"]
@@ -167,7 +168,8 @@ def test_universal_heads_follow_the_documented_rule_and_are_filtered(tiny_run, m
 
     alone = {h for h in measured if len({CAPS[t] for t in damage["tasks"] if degrades(damage["heads"][h][t], t)}) >= 2}
     flagged = {(s["task"], s["beside"], s["head"]) for s in damage["in_context"]
-               if len({CAPS[s["task"]]} | {CAPS[t] for t, found in s["damage"].items() if degrades(found, t)}) >= 2}
+               if len({CAPS[s["task"]]} | {CAPS[t] for t, found in s["damage"].items()
+                                           if degrades(found, t) and degrades(s["set_damage"][t], t)}) >= 2}
     # every universal head is one by the rule, and no head a filtered top k keeps is (alone or its step)
     assert set(universal["heads"]) <= alone | {head for _, _, head in flagged}
     kept = {(task, "+".join(sorted(heads[:i], key=lambda h: tuple(int(x) for x in h[1:].split("H")))) or "none", head)

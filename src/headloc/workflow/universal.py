@@ -16,8 +16,9 @@ A head is measured two ways, and either makes it universal:
 * **in context**: each head of a task's filtered top ``k`` ablated beside the heads ranked above
   it (the validation's cumulative sets, 1..k), its drop the step from the set before it. A head
   that the search put in one task's top k and that, beside the heads above it, degrades a task of
-  another capability counts both capabilities: it is not specific to its task, although alone it
-  may look so (heads that share work only show their cost together).
+  another capability (its step's drop and the drop of the set it completes both pass) counts both
+  capabilities: it is not specific to its task, although alone it may look so (heads that share
+  work only show their cost together).
 
 Heads are measured in rounds (:func:`measure_heads`): once a head is universal every task's
 filtered top k moves past it, and the heads and sets that brings in are measured next, until
@@ -109,14 +110,18 @@ def universal_in_context(steps: Sequence[Mapping], tasks: Mapping[str, Mapping],
                          *, min_drop: float, min_capabilities: int) -> dict[str, list[str]]:
     """In each task's list of ``steps`` (:func:`context_steps`), the first head whose step degrades,
     with that task's own capability, tasks of at least ``min_capabilities`` capabilities; each with
-    its task and the tasks it degraded there. Only the first: the heads below it were measured
-    beside it, and are measured again once it is left out."""
+    its task and the tasks it degraded there. A step degrades a task when both its own drop and the
+    drop of the set it completes (from the unablated model) do: a step that only takes back what
+    the heads above it had raised (a head whose ablation helps another task) is no damage. Only the
+    first: the heads below it were measured beside it, and are measured again once it is left out."""
     found: dict[str, list[str]] = {}
     flagged: set[str] = set()
     for step in steps:
         if step["task"] in flagged:
             continue
-        hit = list(dict.fromkeys([step["task"]] + degraded_tasks(step["damage"], tasks, min_drop=min_drop)))
+        degraded = set(degraded_tasks(step["set_damage"], tasks, min_drop=min_drop))
+        hit = list(dict.fromkeys([step["task"]] + [task for task in degraded_tasks(step["damage"], tasks, min_drop=min_drop)
+                                                   if task in degraded]))
         if len({capabilities[task] for task in hit}) >= min_capabilities:
             found[step["head"]] = list(dict.fromkeys(found.get(step["head"], []) + hit))
             flagged.add(step["task"])
@@ -125,14 +130,17 @@ def universal_in_context(steps: Sequence[Mapping], tasks: Mapping[str, Mapping],
 
 def context_steps(lists: Mapping[str, Sequence[str]], scores: Mapping[str, Mapping[str, Scored]],
                   tasks: Mapping[str, Mapping]) -> list[dict]:
-    """Each head of each task's list (its filtered top k) with its damage beside the heads above
-    it, for the lists whose cumulative sets are all in ``scores`` (head set -> task -> Scored)."""
+    """Each head of each task's list (its filtered top k) with its damage beside the heads above it
+    (``damage``) and the damage of the set it completes (``set_damage``, from the unablated model),
+    for the lists whose cumulative sets are all in ``scores`` (head set -> task -> Scored; ``none``
+    the unablated model)."""
     steps = []
     for task, heads in lists.items():
         names = [format_headset(heads[:i]) for i in range(len(heads) + 1)]
         if all(name in scores for name in names):
             steps += [{"task": task, "head": head, "beside": names[i],
-                       "damage": step_damage(scores[names[i]], scores[names[i + 1]], tasks)}
+                       "damage": step_damage(scores[names[i]], scores[names[i + 1]], tasks),
+                       "set_damage": step_damage(scores[NO_HEADS], scores[names[i + 1]], tasks)}
                       for i, head in enumerate(heads)]
     return steps
 
