@@ -113,10 +113,18 @@ def test_a_head_that_costs_another_capability_beside_the_heads_above_it_is_unive
     # the same step on a task of ioi's own capability only: no second capability, not universal
     evaluate, _ = world({"L0H0": {"ioi": 0.5}, "L0H1": {"ioi": 0.3}}, pairs={("L0H0", "L0H1"): {"ioi": 0.3}})
     assert measure(evaluate, rankings).universal == {}
-    # a step just under the share asked, once measured from the set above it: L0H0 alone costs
-    # capitals 0.05, the pair 0.03 more; from the unablated model it would be 0.08, over 0.06
-    evaluate, _ = world({"L0H0": {"ioi": 0.5, "capitals": 0.05}, "L0H1": {"ioi": 0.3}},
-                        pairs={("L0H0", "L0H1"): {"capitals": 0.03}})
+
+
+def test_steps_each_under_the_bar_that_add_up_leave_out_the_costliest():
+    """L0H0 alone costs capitals 0.05 and L0H1 beside it 0.03 more: no step reaches the 0.06 asked,
+    but ioi's top 2 together cost capitals 0.08: the head whose step costs capitals most (L0H0) is
+    universal. Under the bar together too (0.02 more), none is."""
+    rankings = {"ioi": ["L0H0", "L0H1", "L0H2"], "capitals": ["L1H0", "L1H1"]}
+    drops = {"L0H0": {"ioi": 0.5, "capitals": 0.05}, "L0H1": {"ioi": 0.3}}
+    evaluate, asked = world(drops, pairs={("L0H0", "L0H1"): {"capitals": 0.03}})
+    assert measure(evaluate, rankings).universal == {"L0H0": ["ioi", "capitals"]}
+    assert asked[2:] == [["L0H2"], ["L0H1+L0H2"]]  # ioi's top 2 without it, measured next
+    evaluate, _ = world(drops, pairs={("L0H0", "L0H1"): {"capitals": 0.0}})
     assert measure(evaluate, rankings).universal == {}
 
 

@@ -175,6 +175,10 @@ def test_universal_heads_follow_the_documented_rule_and_are_filtered(tiny_run, m
     kept = {(task, "+".join(sorted(heads[:i], key=lambda h: tuple(int(x) for x in h[1:].split("H")))) or "none", head)
             for task, heads in filtered.items() for i, head in enumerate(heads)}
     assert not kept & flagged and not alone & {head for heads in filtered.values() for head in heads}
+    for task, heads in filtered.items():  # nor does a whole filtered top k degrade another capability
+        beside = "+".join(sorted(heads[:-1], key=lambda h: tuple(int(x) for x in h[1:].split("H")))) or "none"
+        last = next(s for s in damage["in_context"] if (s["task"], s["beside"], s["head"]) == (task, beside, heads[-1]))
+        assert not {t for t, found in last["set_damage"].items() if CAPS[t] != CAPS[task] and degrades(found, t)}
     expected = universal["heads"]
     assert universal["rule"]["detect"] == "damage"
     for ranking in rankings.values():

@@ -18,7 +18,8 @@ A head is measured two ways, and either makes it universal:
   that the search put in one task's top k and that, beside the heads above it, degrades a task of
   another capability (its step's drop and the drop of the set it completes both pass) counts both
   capabilities: it is not specific to its task, although alone it may look so (heads that share
-  work only show their cost together).
+  work only show their cost together). Where a whole filtered top k degrades a task of another
+  capability though no one step does, the head whose step costs it most counts so.
 
 Heads are measured in rounds (:func:`measure_heads`): once a head is universal every task's
 filtered top k moves past it, and the heads and sets that brings in are measured next, until
@@ -108,23 +109,36 @@ def universal_by_damage(damage: Mapping[str, Mapping[str, Mapping]], tasks: Mapp
 
 def universal_in_context(steps: Sequence[Mapping], tasks: Mapping[str, Mapping], capabilities: Mapping[str, str],
                          *, min_drop: float, min_capabilities: int) -> dict[str, list[str]]:
-    """In each task's list of ``steps`` (:func:`context_steps`), the first head whose step degrades,
-    with that task's own capability, tasks of at least ``min_capabilities`` capabilities; each with
-    its task and the tasks it degraded there. A step degrades a task when both its own drop and the
-    drop of the set it completes (from the unablated model) do: a step that only takes back what
-    the heads above it had raised (a head whose ablation helps another task) is no damage. Only the
-    first: the heads below it were measured beside it, and are measured again once it is left out."""
+    """At most one head of each task's list of ``steps`` (:func:`context_steps`, in list order) that
+    is not specific to the task, with the task and the tasks it degrades there:
+
+    * the first head whose step degrades, with the task's own capability, tasks of at least
+      ``min_capabilities`` capabilities. A step degrades a task when both its own drop and the
+      drop of the set it completes (from the unablated model) do: a step that only takes back what
+      the heads above it had raised (a head whose ablation helps another task) is no damage;
+    * else, where the whole list degrades such tasks although no one step does (steps each under
+      the bar that add up), the head whose step costs those tasks most (its drops as shares of
+      their unablated scores, summed).
+
+    One a round: the heads below it were measured beside it, and are measured again once it is
+    left out."""
+    rule = {"min_drop": min_drop}
     found: dict[str, list[str]] = {}
-    flagged: set[str] = set()
-    for step in steps:
-        if step["task"] in flagged:
-            continue
-        degraded = set(degraded_tasks(step["set_damage"], tasks, min_drop=min_drop))
-        hit = list(dict.fromkeys([step["task"]] + [task for task in degraded_tasks(step["damage"], tasks, min_drop=min_drop)
-                                                   if task in degraded]))
-        if len({capabilities[task] for task in hit}) >= min_capabilities:
-            found[step["head"]] = list(dict.fromkeys(found.get(step["head"], []) + hit))
-            flagged.add(step["task"])
+    for task in dict.fromkeys(step["task"] for step in steps):
+        listed = [step for step in steps if step["task"] == task]
+        for step in listed:
+            degraded = set(degraded_tasks(step["set_damage"], tasks, **rule))
+            hit = [task] + [other for other in degraded_tasks(step["damage"], tasks, **rule) if other in degraded]
+            if len({capabilities[name] for name in hit}) >= min_capabilities:
+                break
+        else:
+            hit = [task] + [other for other in degraded_tasks(listed[-1]["set_damage"], tasks, **rule)
+                            if capabilities[other] != capabilities[task]]
+            if len({capabilities[name] for name in hit}) < min_capabilities:
+                continue
+            step = max(listed, key=lambda s: sum(s["damage"][other]["drop"] / (abs(tasks[other]["baseline"]) or 1.0)
+                                                 for other in hit[1:]))
+        found[step["head"]] = list(dict.fromkeys(found.get(step["head"], []) + hit))
     return found
 
 
