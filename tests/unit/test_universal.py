@@ -126,6 +126,10 @@ def test_steps_each_under_the_bar_that_add_up_leave_out_the_costliest():
     assert asked[2:] == [["L0H2"], ["L0H1+L0H2"]]  # ioi's top 2 without it, measured next
     evaluate, _ = world(drops, pairs={("L0H0", "L0H1"): {"capitals": 0.0}})
     assert measure(evaluate, rankings).universal == {}
+    # the costliest to capitals, not to ioi: L0H1's step costs capitals 0.05, L0H0's 0.02
+    evaluate, _ = world({"L0H0": {"ioi": 0.5, "capitals": 0.02}, "L0H1": {"ioi": 0.1, "capitals": 0.03}},
+                        pairs={("L0H0", "L0H1"): {"capitals": 0.02}})
+    assert measure(evaluate, rankings).universal == {"L0H1": ["ioi", "capitals"]}
 
 
 def test_only_the_first_head_of_a_top_k_that_costs_another_capability_is_left_out_per_round():
