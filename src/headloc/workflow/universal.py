@@ -194,7 +194,10 @@ def measure_heads(evaluate: Callable[[list[list[str]]], dict], baseline: Mapping
     scores: dict[str, Mapping[str, Scored]] = {NO_HEADS: baseline}
     universal: dict[str, list[str]] = {}
     steps: dict[tuple, dict] = {}
-    while True:
+    # each round measures new sets or finds a new universal head, which takes at most three rounds
+    # (heads alone, their sets, the check): more means the rule does not settle, a bug
+    heads = {head for ranking in rankings.values() for head in ranking}
+    for _ in range(3 * (len(heads) + 1)):
         lists = {task: task_heads(ranking, k, exclude=universal) for task, ranking in rankings.items()}
         new = wanted_sets(rankings, lists, top_n, scores)
         if new:
@@ -216,3 +219,4 @@ def measure_heads(evaluate: Callable[[list[list[str]]], dict], baseline: Mapping
         if not new and found.keys() == universal.keys():
             return Measured(alone, list(steps.values()), universal)
         universal = dict(sorted(found.items(), key=lambda item: parse_head(item[0])))
+    raise RuntimeError(f"the universal heads did not settle in {3 * (len(heads) + 1)} rounds: {', '.join(universal)}")
