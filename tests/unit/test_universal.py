@@ -115,21 +115,21 @@ def test_a_head_that_costs_another_capability_beside_the_heads_above_it_is_unive
     assert measure(evaluate, rankings).universal == {}
 
 
-def test_steps_each_under_the_bar_that_add_up_leave_out_the_costliest():
-    """L0H0 alone costs capitals 0.05 and L0H1 beside it 0.03 more: no step reaches the 0.06 asked,
-    but ioi's top 2 together cost capitals 0.08: the head whose step costs capitals most (L0H0) is
-    universal. Under the bar together too (0.02 more), none is."""
+def test_steps_each_under_the_bar_that_add_up_leave_out_the_costliest_head_that_is_not_the_task_s_own():
+    """ioi's top 2 cost capitals 0.025 and 0.04 a step (under the 0.06 asked), 0.065 together: the
+    head whose step costs capitals most among those that cost it at least their share of ioi
+    (L0H1: capitals 0.067 of its score, ioi 0.011) is universal. A head that mostly hurts ioi
+    (L0H0: ioi 0.56) is ioi's, whatever it costs capitals; with no other, none is."""
     rankings = {"ioi": ["L0H0", "L0H1", "L0H2"], "capitals": ["L1H0", "L1H1"]}
-    drops = {"L0H0": {"ioi": 0.5, "capitals": 0.05}, "L0H1": {"ioi": 0.3}}
-    evaluate, asked = world(drops, pairs={("L0H0", "L0H1"): {"capitals": 0.03}})
-    assert measure(evaluate, rankings).universal == {"L0H0": ["ioi", "capitals"]}
-    assert asked[2:] == [["L0H2"], ["L0H1+L0H2"]]  # ioi's top 2 without it, measured next
-    evaluate, _ = world(drops, pairs={("L0H0", "L0H1"): {"capitals": 0.0}})
-    assert measure(evaluate, rankings).universal == {}
-    # the costliest to capitals, not to ioi: L0H1's step costs capitals 0.05, L0H0's 0.02
-    evaluate, _ = world({"L0H0": {"ioi": 0.5, "capitals": 0.02}, "L0H1": {"ioi": 0.1, "capitals": 0.03}},
-                        pairs={("L0H0", "L0H1"): {"capitals": 0.02}})
+    drops = {"L0H0": {"ioi": 0.5, "capitals": 0.025}, "L0H1": {"ioi": 0.01, "capitals": 0.03}}
+    evaluate, asked = world(drops, pairs={("L0H0", "L0H1"): {"capitals": 0.01}})
     assert measure(evaluate, rankings).universal == {"L0H1": ["ioi", "capitals"]}
+    assert asked[2:] == [["L0H2"], ["L0H0+L0H2"]]  # ioi's top 2 without it, measured next
+    evaluate, _ = world(drops, pairs={("L0H0", "L0H1"): {"capitals": -0.01}})  # 0.045 together
+    assert measure(evaluate, rankings).universal == {}
+    # both mostly ioi's (0.56 and 0.33 of it): the set costs capitals 0.07, neither is left out
+    evaluate, _ = world({"L0H0": {"ioi": 0.5, "capitals": 0.04}, "L0H1": {"ioi": 0.3, "capitals": 0.03}})
+    assert measure(evaluate, rankings).universal == {}
 
 
 def test_only_the_first_head_of_a_top_k_that_costs_another_capability_is_left_out_per_round():

@@ -19,7 +19,8 @@ A head is measured two ways, and either makes it universal:
   another capability (its step's drop and the drop of the set it completes both pass) counts both
   capabilities: it is not specific to its task, although alone it may look so (heads that share
   work only show their cost together). Where a whole filtered top k degrades a task of another
-  capability though no one step does, the head whose step costs it most counts so.
+  capability though no one step does, the head whose step costs it most counts so, among the
+  heads that cost it at least their share of their own task.
 
 Heads are measured in rounds (:func:`measure_heads`): once a head is universal every task's
 filtered top k moves past it, and the heads and sets that brings in are measured next, until
@@ -118,7 +119,9 @@ def universal_in_context(steps: Sequence[Mapping], tasks: Mapping[str, Mapping],
       the heads above it had raised (a head whose ablation helps another task) is no damage;
     * else, where the whole list degrades such tasks although no one step does (steps each under
       the bar that add up), the head whose step costs those tasks most (its drops as shares of
-      their unablated scores, summed).
+      their unablated scores, summed), among the heads whose step costs them at least as much as
+      it costs the task itself (a head that mostly hurts its own task is specific to it, whatever
+      its side cost).
 
     One a round: the heads below it were measured beside it, and are measured again once it is
     left out."""
@@ -136,8 +139,12 @@ def universal_in_context(steps: Sequence[Mapping], tasks: Mapping[str, Mapping],
                             if capabilities[other] != capabilities[task]]
             if len({capabilities[name] for name in hit}) < min_capabilities:
                 continue
-            step = max(listed, key=lambda s: sum(s["damage"][other]["drop"] / (abs(tasks[other]["baseline"]) or 1.0)
-                                                 for other in hit[1:]))
+            def share(step, names):  # a step's drops as shares of the tasks' unablated scores, summed
+                return sum(step["damage"][name]["drop"] / (abs(tasks[name]["baseline"]) or 1.0) for name in names)
+            costly = [step for step in listed if share(step, hit[1:]) >= max(share(step, [task]), 0.0) and share(step, hit[1:]) > 0]
+            if not costly:
+                continue
+            step = max(costly, key=lambda step: share(step, hit[1:]))
         found[step["head"]] = list(dict.fromkeys(found.get(step["head"], []) + hit))
     return found
 
