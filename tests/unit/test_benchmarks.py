@@ -50,14 +50,15 @@ def test_a_rerun_skips_the_searches_already_validated_and_runs_the_rest(tmp_path
     from conftest import tiny_llama
 
     model, lines = tiny_llama(len(tokenizer)), []
-    task, search = {"lm_eval_task": "headloc_ioi", "n_docs": 6}, {"id_docs": 3, "sparsity": 0.25, "alpha": 0.001}
+    task = {"lm_eval_task": "headloc_ioi", "n_docs": 6, "relative": True}  # shown in % of its unablated score
+    search = {"id_docs": 3, "sparsity": 0.25, "alpha": 0.001}
     settings = vs_greedy.Comparison(methods=("random",), top_k=2, batch_size=8)
     vs_greedy.compare_seed(model, tokenizer, "ioi", task, search, 0, tmp_path, settings, log=lines.append)
     vs_greedy.compare_seed(model, tokenizer, "ioi", task, search, 0, tmp_path,
                            replace(settings, methods=("random", "greedy1s")), log=lines.append)
     records = vs_greedy.read_records([tmp_path])
     assert [(r["method"], r["n_docs"]) for r in records] == [("random", 6), ("greedy1s", 6)] and len(lines) == 2
-    assert {(r["metric"], r["unit"]) for r in records} == {("acc,none", "points")}  # as ioi's YAML declares it
+    assert {(r["metric"], r["unit"]) for r in records} == {("acc,none", "relative")}  # ioi's YAML, the config
 
 
 def write_records(folder: Path, rows: list[dict]) -> None:

@@ -158,3 +158,17 @@ def test_a_step_that_takes_back_what_the_heads_above_it_raised_is_no_damage():
     assert step["set_damage"]["capitals"]["drop"] == pytest.approx(0.05)
     evaluate, _ = world(drops, pairs={("L0H0", "L0H1"): {"capitals": 0.3}})
     assert measure(evaluate, rankings).universal == {"L0H1": ["ioi", "capitals"]}
+
+
+def test_a_step_counts_its_own_task_s_capability_even_where_it_does_not_lower_that_task():
+    """The search ranked L0H1 in ioi's top 3; beside L0H0 it costs ioi nothing more (ioi is at its
+    floor there) and capitals 0.3: it counts ioi by the ranking and capitals by the damage, as the
+    demo's L1H0 does induction and capitals. (L0H2 beside both gives capitals back, so the whole
+    top 3 costs capitals nothing: the step alone decides.)"""
+    rankings = {"ioi": ["L0H0", "L0H1", "L0H2", "L0H3"], "capitals": ["L1H0", "L1H1"]}
+    evaluate, _ = world({"L0H0": {"ioi": 0.9}}, pairs={("L0H0", "L0H1"): {"capitals": 0.3},
+                                                       ("L0H1", "L0H2"): {"capitals": -0.3}})
+    found = measure(evaluate, rankings, k=3)
+    step = next(s for s in found.in_context if s["head"] == "L0H1" and s["beside"] == "L0H0")
+    assert step["damage"]["ioi"]["drop"] == 0.0
+    assert found.universal == {"L0H1": ["ioi", "capitals"]}
