@@ -125,28 +125,47 @@ def universal_in_context(steps: Sequence[Mapping], tasks: Mapping[str, Mapping],
 
     One a round: the heads below it were measured beside it, and are measured again once it is
     left out."""
-    rule = {"min_drop": min_drop}
     found: dict[str, list[str]] = {}
+    rule = {"tasks": tasks, "capabilities": capabilities, "min_drop": min_drop, "min_capabilities": min_capabilities}
     for task in dict.fromkeys(step["task"] for step in steps):
         listed = [step for step in steps if step["task"] == task]
-        for step in listed:
-            degraded = set(degraded_tasks(step["set_damage"], tasks, **rule))
-            hit = [task] + [other for other in degraded_tasks(step["damage"], tasks, **rule) if other in degraded]
-            if len({capabilities[name] for name in hit}) >= min_capabilities:
-                break
-        else:
-            hit = [task] + [other for other in degraded_tasks(listed[-1]["set_damage"], tasks, **rule)
-                            if capabilities[other] != capabilities[task]]
-            if len({capabilities[name] for name in hit}) < min_capabilities:
-                continue
-            def share(step, names):  # a step's drops as shares of the tasks' unablated scores, summed
-                return sum(step["damage"][name]["drop"] / (abs(tasks[name]["baseline"]) or 1.0) for name in names)
-            costly = [step for step in listed if share(step, hit[1:]) >= max(share(step, [task]), 0.0) and share(step, hit[1:]) > 0]
-            if not costly:
-                continue
-            step = max(costly, key=lambda step: share(step, hit[1:]))
-        found[step["head"]] = list(dict.fromkeys(found.get(step["head"], []) + hit))
+        flagged = _first_costly_step(listed, **rule) or _costliest_step(listed, **rule)
+        if flagged:
+            step, hit = flagged
+            found[step["head"]] = list(dict.fromkeys(found.get(step["head"], []) + hit))
     return found
+
+
+def _first_costly_step(listed: Sequence[Mapping], *, tasks, capabilities, min_drop, min_capabilities):
+    """The first of one list's steps that degrades (and its set too) tasks that, with the list's
+    own, span ``min_capabilities`` capabilities: (step, its task and those tasks), or None."""
+    for step in listed:
+        degraded = set(degraded_tasks(step["set_damage"], tasks, min_drop=min_drop))
+        hit = [step["task"]] + [other for other in degraded_tasks(step["damage"], tasks, min_drop=min_drop)
+                                if other in degraded]
+        if len({capabilities[name] for name in hit}) >= min_capabilities:
+            return step, hit
+    return None
+
+
+def _costliest_step(listed: Sequence[Mapping], *, tasks, capabilities, min_drop, min_capabilities):
+    """Where one whole list degrades tasks of other capabilities: the step that costs them most,
+    among the steps that cost them at least their share of the list's own task; (step, its task
+    and those tasks), or None."""
+    task = listed[-1]["task"]
+    hit = [task] + [other for other in degraded_tasks(listed[-1]["set_damage"], tasks, min_drop=min_drop)
+                    if capabilities[other] != capabilities[task]]
+    if len({capabilities[name] for name in hit}) < min_capabilities:
+        return None
+    costly = [step for step in listed
+              if _shares(step, hit[1:], tasks) > 0 and _shares(step, hit[1:], tasks) >= _shares(step, [task], tasks)]
+    return (max(costly, key=lambda step: _shares(step, hit[1:], tasks)), hit) if costly else None
+
+
+def _shares(step: Mapping, names: Sequence[str], tasks: Mapping[str, Mapping]) -> float:
+    """A step's drops on ``names`` as shares of their unablated scores (the drop itself where a
+    score is 0), summed."""
+    return sum(step["damage"][name]["drop"] / (abs(tasks[name]["baseline"]) or 1.0) for name in names)
 
 
 def context_steps(lists: Mapping[str, Sequence[str]], scores: Mapping[str, Mapping[str, Scored]],
