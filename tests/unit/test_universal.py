@@ -130,6 +130,10 @@ def test_steps_each_under_the_bar_that_add_up_leave_out_the_costliest_head_that_
     # both mostly ioi's (0.56 and 0.33 of it): the set costs capitals 0.07, neither is left out
     evaluate, _ = world({"L0H0": {"ioi": 0.5, "capitals": 0.04}, "L0H1": {"ioi": 0.3, "capitals": 0.03}})
     assert measure(evaluate, rankings).universal == {}
+    # both cost capitals more than their share of ioi: the costlier (L0H0, 0.058 of capitals) goes
+    evaluate, _ = world({"L0H0": {"ioi": 0.05, "capitals": 0.035}, "L0H1": {"ioi": 0.01, "capitals": 0.02}},
+                        pairs={("L0H0", "L0H1"): {"capitals": 0.01}})
+    assert measure(evaluate, rankings).universal == {"L0H0": ["ioi", "capitals"]}
 
 
 def test_only_the_first_head_of_a_top_k_that_costs_another_capability_is_left_out_per_round():
