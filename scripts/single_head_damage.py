@@ -15,7 +15,7 @@ from headloc.workflow.task_lookup import task_folders
 from headloc.workflow.jobs import start_evaluating_job
 from headloc.workflow.portable import located
 from headloc.workflow.results import eval_record
-from headloc.workflow.universal import Scored, measure_heads
+from headloc.workflow.universal import measure_heads
 
 log = start_evaluating_job(snakemake.log[0], snakemake.threads, spread=bool(snakemake.params.model.get("device_map")))
 p, placement = snakemake.params, snakemake.params.model
@@ -41,7 +41,7 @@ def evaluate(headsets):
     scores = {name: {} for name in names}
     for task, evaluator in evaluators.items():
         for name, found in zip(names, evaluator.evaluate_masks(masks, desc=f"{task}: head sets")):
-            scores[name][task] = Scored(found.score, found.per_doc)
+            scores[name][task] = found  # a MaskResult: its score and per_doc
             records.setdefault(name, {})[task] = eval_record(model_name, task, name, parse_headset(name),
                                                              evaluator.task.metric_key, found)
     return scores
@@ -49,7 +49,7 @@ def evaluate(headsets):
 
 rankings = {found["task"]: found["ranking"] for found in map(read_json, snakemake.input.recoveries)}
 rule = p.rule
-measured = measure_heads(evaluate, {name: Scored(found.score, found.per_doc) for name, found in baselines.items()},
+measured = measure_heads(evaluate, baselines,
                          rankings, tasks, p.capabilities, top_n=rule["top_n"], k=p.k, min_drop=rule["min_drop"],
                          min_capabilities=rule["min_capabilities"], log=log)
 log.info("%d heads measured alone, %d steps in context; universal: %s", len(measured.alone),

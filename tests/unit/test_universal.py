@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from headloc.heads import format_headset
-from headloc.workflow.universal import Scored, degraded_tasks, head_damage, measure_heads, universal_by_damage
+from headloc.workflow.universal import SetScore, degraded_tasks, head_damage, measure_heads, universal_by_damage
 
 CAPABILITIES = {"ioi": "syntax", "capitals": "knowledge", "induction": "copying"}
 TASKS = {task: {"baseline": baseline, "higher_is_better": True}
@@ -58,7 +58,7 @@ def world(drops: dict[str, dict[str, float]], pairs: dict[tuple[str, str], dict[
     def score(heads, task):
         alone = sum(drops.get(head, {}).get(task, 0.0) for head in heads)
         together = sum(extra.get(task, 0.0) for pair, extra in (pairs or {}).items() if set(pair) <= set(heads))
-        return Scored(TASKS[task]["baseline"] - alone - together, None)
+        return SetScore(TASKS[task]["baseline"] - alone - together, None)
 
     def evaluate(headsets):
         asked.append([format_headset(heads) for heads in headsets])
@@ -67,7 +67,7 @@ def world(drops: dict[str, dict[str, float]], pairs: dict[tuple[str, str], dict[
 
 
 def measure(evaluate, rankings, top_n=2, k=2, min_capabilities=2):
-    baseline = {task: Scored(facts["baseline"], None) for task, facts in TASKS.items()}
+    baseline = {task: SetScore(facts["baseline"], None) for task, facts in TASKS.items()}
     return measure_heads(evaluate, baseline, rankings, TASKS, CAPABILITIES, top_n=top_n, k=k, min_drop=0.1,
                          min_capabilities=min_capabilities)
 

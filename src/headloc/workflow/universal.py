@@ -51,11 +51,13 @@ Z95 = 1.96
 DAMAGE_KEYS = ("top_n", "min_drop", "min_capabilities")
 
 
-class Scored(NamedTuple):
-    """One task's score with a head set ablated, and its per-document values (None without them)."""
+class SetScore(NamedTuple):
+    """One task's score with a head set ablated, and its per-document values (None without them):
+    what :class:`headloc.engine.evaluation.MaskResult` holds, whose ``score`` and ``per_doc`` the
+    rule reads as they are."""
 
     score: float
-    docs: Sequence[float] | None
+    per_doc: Sequence[float] | None
 
 
 def damage_rule(universal: Mapping) -> dict:
@@ -82,9 +84,9 @@ def head_damage(baseline: float, value: float, baseline_docs, docs, higher_is_be
     return found
 
 
-def step_damage(before: Mapping[str, Scored], after: Mapping[str, Scored], tasks: Mapping[str, Mapping]) -> dict:
+def step_damage(before: Mapping[str, SetScore], after: Mapping[str, SetScore], tasks: Mapping[str, Mapping]) -> dict:
     """The damage of going from head set ``before`` to ``after`` on every task (:func:`head_damage`)."""
-    return {task: head_damage(before[task].score, after[task].score, before[task].docs, after[task].docs,
+    return {task: head_damage(before[task].score, after[task].score, before[task].per_doc, after[task].per_doc,
                               tasks[task]["higher_is_better"]) for task in tasks}
 
 
@@ -168,11 +170,11 @@ def _shares(step: Mapping, names: Sequence[str], tasks: Mapping[str, Mapping]) -
     return sum(step["damage"][name]["drop"] / (abs(tasks[name]["baseline"]) or 1.0) for name in names)
 
 
-def context_steps(lists: Mapping[str, Sequence[str]], scores: Mapping[str, Mapping[str, Scored]],
+def context_steps(lists: Mapping[str, Sequence[str]], scores: Mapping[str, Mapping[str, SetScore]],
                   tasks: Mapping[str, Mapping]) -> list[dict]:
     """Each head of each task's list (its filtered top k) with its damage beside the heads above it
     (``damage``) and the damage of the set it completes (``set_damage``, from the unablated model),
-    for the lists whose cumulative sets are all in ``scores`` (head set -> task -> Scored; ``none``
+    for the lists whose cumulative sets are all in ``scores`` (head set -> task -> SetScore; ``none``
     the unablated model)."""
     steps = []
     for task, heads in lists.items():
@@ -209,15 +211,15 @@ class Measured(NamedTuple):
     universal: dict
 
 
-def measure_heads(evaluate: Callable[[list[list[str]]], dict], baseline: Mapping[str, Scored],
+def measure_heads(evaluate: Callable[[list[list[str]]], dict], baseline: Mapping[str, SetScore],
                   rankings: Mapping[str, Sequence[str]], tasks: Mapping[str, Mapping],
                   capabilities: Mapping[str, str], *, top_n: int, k: int, min_drop: float,
                   min_capabilities: int, log=None) -> Measured:
     """Measure heads alone and in context until every task's filtered top ``k`` and its cumulative
-    sets are measured (module docstring): ``evaluate(head sets) -> {head set: {task: Scored}}``
+    sets are measured (module docstring): ``evaluate(head sets) -> {head set: {task: SetScore}}``
     (keys as :func:`headloc.heads.format_headset` spells them) measures a round; ``baseline`` is the
-    unablated model's Scored per task; ``tasks`` each task's ``baseline`` and ``higher_is_better``."""
-    scores: dict[str, Mapping[str, Scored]] = {NO_HEADS: baseline}
+    unablated model's SetScore per task; ``tasks`` each task's ``baseline`` and ``higher_is_better``."""
+    scores: dict[str, Mapping[str, SetScore]] = {NO_HEADS: baseline}
     universal: dict[str, list[str]] = {}
     steps: dict[tuple, dict] = {}
     # each round measures new sets or finds a new universal head, which takes at most three rounds
