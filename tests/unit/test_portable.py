@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from headloc.model.loading import resolve_source
-from headloc.workflow.portable import checkout_relative, files_digest, located, source_identity
+from headloc.workflow.portable import checkout_relative, code_digest, code_files, files_digest, located, source_identity
 
 
 def write(root: Path, name: str, text: str) -> Path:
@@ -47,3 +47,45 @@ def test_a_job_fills_in_its_own_mirror(tmp_path, monkeypatch):
     off = {**options, "dataset_kwargs": {"mirror": False}}
     assert located(off, config)["dataset_kwargs"]["mirror"] is None
     assert located({"lm_eval_task": "t", "dataset_kwargs": {}}, config) == {"lm_eval_task": "t", "dataset_kwargs": {}}
+
+
+def fake_package(root: Path) -> Path:
+    """A package ``pkg`` whose modules import each other in every way the closure must follow."""
+    write(root, "pkg/__init__.py", "")
+    write(root, "pkg/a.py", "from pkg.sub import b\n")
+    write(root, "pkg/sub/__init__.py", "")
+    write(root, "pkg/sub/b.py", "def f():\n    from .c import g\n    from ..d import h\n")
+    write(root, "pkg/sub/c.py", "g = 1\n")
+    write(root, "pkg/d.py", "h = 1  # mentions iter_modules in a comment only\n")
+    write(root, "pkg/reg/__init__.py", "import pkgutil\nnames = list(pkgutil.iter_modules(__path__))\n")
+    write(root, "pkg/reg/one.py", "")
+    write(root, "pkg/reg/two.py", "")
+    write(root, "pkg/unused.py", "import numpy\n")
+    for name in ("deep/__init__.py", "deep/inner/__init__.py", "deep/inner/mod.py"):
+        write(root / "pkg", name, "x = 1\n")
+    return root / "pkg"
+
+
+def test_a_script_s_code_is_every_module_it_imports_at_any_depth(tmp_path):
+    package = fake_package(tmp_path / "lib")
+    script = write(tmp_path, "scripts/job.py", "import os\nimport pkg.a\nfrom pkg import reg\nimport pkg.deep.inner.mod\n")
+    names = [p.relative_to(tmp_path).as_posix() for p in code_files(script, package)]
+    assert names[0] == "scripts/job.py"
+    assert sorted(names[1:]) == [f"lib/pkg/{n}" for n in ("__init__.py", "a.py", "d.py", "deep/__init__.py",
+                                                            "deep/inner/__init__.py", "deep/inner/mod.py",
+                                                            "reg/__init__.py",
+                                                            "reg/one.py", "reg/two.py", "sub/__init__.py",
+                                                            "sub/b.py", "sub/c.py")]
+
+
+def test_a_script_s_code_digest_follows_what_it_imports_not_where_it_lives(tmp_path):
+    digests = {}
+    for copy in ("x", "y"):
+        package = fake_package(tmp_path / copy / "lib")
+        script = write(tmp_path / copy, "scripts/job.py", "from pkg.a import b\n")
+        digests[copy] = code_digest(script, package)
+    assert digests["x"] == digests["y"]
+    write(tmp_path / "y/lib", "pkg/unused.py", "import numpy  # edited\n")
+    assert code_digest(tmp_path / "y/scripts/job.py", tmp_path / "y/lib/pkg") == digests["x"]
+    write(tmp_path / "y/lib", "pkg/sub/c.py", "g = 2\n")  # imported inside a function, two floors down
+    assert code_digest(tmp_path / "y/scripts/job.py", tmp_path / "y/lib/pkg") != digests["x"]

@@ -2,6 +2,7 @@
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -431,6 +432,25 @@ def test_single_heads_are_measured_again_only_for_what_decides_them(tiny_run, tm
     result = snakemake("-n", "results/tiny-a/single_heads.json", "--directory", str(work), "--configfile",
                        str(tmp_path / "config.yaml"))
     assert ("single_head_damage" in result.stdout) == measured_again, result.stdout[-2000:]
+
+
+@pytest.mark.slow
+def test_an_edited_library_module_reruns_the_jobs_whose_code_it_is(tiny_run, tmp_path, monkeypatch):
+    """The library, copied elsewhere with the universal-heads module edited: rule single_head_damage
+    (its script imports that module) re-runs for its changed code; the scoring jobs, whose modules are
+    the same text at another path, do not."""
+    import headloc
+
+    shutil.copytree(Path(headloc.__file__).parent, tmp_path / "headloc",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    with open(tmp_path / "headloc/workflow/universal.py", "a") as module:
+        module.write("# edited\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    work = tiny_run.parent
+    result = snakemake("-n", "--directory", str(work), "--configfile", str(work / "config.yaml"))
+    jobs = [line.split()[0] for line in result.stdout.splitlines() if re.match(r"\w+\s+\d+$", line.strip())]
+    assert "single_head_damage" in jobs and "Params have changed" in result.stdout, result.stdout[-3000:]
+    assert not {"score_masks", "search_job", "subset_dataset"} & set(jobs), jobs
 
 
 @pytest.mark.parametrize("args", [

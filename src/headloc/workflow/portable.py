@@ -10,6 +10,8 @@ folder copied into another clone at another path is up to date there (docs/outpu
 
 from __future__ import annotations
 
+import ast
+import functools
 import hashlib
 import importlib.metadata
 import os
@@ -47,6 +49,68 @@ def files_digest(paths: Iterable[str | Path], roots: Sequence[str | Path] = ()) 
         digest.update(_name(path, resolved).encode() + b"\0")
         digest.update(hashlib.sha256(path.read_bytes()).digest())
     return digest.hexdigest()[:16]
+
+
+PACKAGE = Path(__file__).resolve().parents[1]  # headloc's own folder, wherever it is installed
+
+
+def code_digest(script: str | Path, package: Path = PACKAGE) -> str:
+    """The digest of a rule's script and of every module of headloc it imports (:func:`code_files`),
+    each named relative to its folder: a job re-runs when the code that made its output changes,
+    in the script or in the library (docs/outputs.md, "Moving or sharing results")."""
+    return files_digest(code_files(script, package), [Path(script).resolve().parent, package.parent])
+
+
+def code_files(script: str | Path, package: Path = PACKAGE) -> list[Path]:
+    """The script, then every module of ``package`` it imports at any depth (imports inside
+    functions too, and the packages above each module), sorted. A module that lists its own folder
+    (``pkgutil.iter_modules``: the method registry, the kinds) imports every module beside it."""
+    script = Path(script).resolve()
+    found, todo = set(), [script]
+    while todo:
+        path = todo.pop()
+        if path not in found:
+            found.add(path)
+            todo.extend(_imports(path, package.resolve(), path.stat().st_mtime_ns))
+    return [script, *sorted(found - {script})]
+
+
+@functools.lru_cache(maxsize=None)
+def _imports(path: Path, package: Path, mtime: int) -> tuple[Path, ...]:
+    """The files of ``package``'s modules that one file imports (not following them); cached per
+    file version (``mtime``: the Snakefile asks for the same modules once per script)."""
+    inside = path.is_relative_to(package)
+    own = path.relative_to(package.parent).with_suffix("").parts if inside else ()
+    home = own[:-1]  # the package a relative import starts from (an __init__.py's own package)
+    names, lists_folder = [], False
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        lists_folder |= isinstance(node, ast.Attribute) and node.attr == "iter_modules"
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = ".".join(home[: len(home) - node.level + 1]) if node.level else ""
+            module = ".".join(part for part in (base, node.module or "") if part)
+            names += [module] + [f"{module}.{alias.name}" for alias in node.names]
+    files = [file for name in names for file in _module_files(name, package)]
+    if inside and lists_folder:
+        files += sorted(path.parent.glob("*.py"))
+    return tuple(files)
+
+
+def _module_files(name: str, package: Path) -> list[Path]:
+    """The files a dotted name of ``package`` loads: each package's ``__init__.py`` on the way and
+    the module itself; none for another package's names or a name that is no module (a class)."""
+    parts = name.split(".")
+    if parts[0] != package.name:
+        return []
+    files = []
+    for depth in range(1, len(parts) + 1):
+        stem = package.parent.joinpath(*parts[:depth])
+        file = next((f for f in (stem / "__init__.py", stem.with_suffix(".py")) if f.is_file()), None)
+        if file is None:
+            break
+        files.append(file)
+    return files
 
 
 def lm_eval_version() -> str:
