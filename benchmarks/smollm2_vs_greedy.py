@@ -9,8 +9,6 @@ import argparse
 import json
 from pathlib import Path
 
-import yaml
-
 from headloc.benchmarks import vs_greedy
 from headloc.report.comparison import vs_greedy_table
 
@@ -52,8 +50,7 @@ def main(argv=None) -> None:
     model, tokenizer = load_model(str(args.model or vs_greedy.demo_checkpoint(REPO)), device=args.device)
     settings = vs_greedy.Comparison(tuple(args.methods), args.budget, args.top_k, tuple(args.universal), args.options,
                                     args.label_suffix, args.batch_size, args.masks_per_pass)
-    config = yaml.safe_load(args.config.read_text())
-    vs_greedy.compare(model, tokenizer, config, args.out, settings, tasks=args.tasks, seeds=args.seeds)
+    vs_greedy.compare(model, tokenizer, vs_greedy.read_config(args.config, REPO), args.out, settings, tasks=args.tasks, seeds=args.seeds)
 
 
 if __name__ == "__main__":

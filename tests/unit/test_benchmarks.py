@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 from headloc.benchmarks import landscape, vs_greedy
 from headloc.data.datasets import identification_subset
@@ -628,3 +629,14 @@ def test_the_benchmarks_default_model_is_the_demo_configs_model_where_the_workfl
     converted.parent.mkdir(parents=True)
     converted.symlink_to(tiny_model_dir)
     assert demo_checkpoint(tmp_path) == converted
+
+
+def test_the_comparison_reads_its_config_as_the_workflow_does(tmp_path):
+    """The schema's defaults filled in (held-out.yaml names no task `relative`), its errors raised."""
+    config = vs_greedy.read_config(REPO / "config" / "held-out.yaml", REPO)
+    assert {name: task["relative"] for name, task in config["tasks"].items()} == {"antonyms": False, "successor": False}
+    bad = yaml.safe_load((REPO / "config" / "held-out.yaml").read_text())
+    bad["tasks"]["antonyms"]["relative"] = "yes"
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump(bad))
+    with pytest.raises(ValueError, match="relative"):
+        vs_greedy.read_config(tmp_path / "bad.yaml", REPO)

@@ -65,6 +65,18 @@ def demo_checkpoint(repo) -> Path:
     return converted_checkpoint(folders, spec["source"])
 
 
+def read_config(path: Path, repo: Path) -> dict:
+    """A workflow config as the workflow reads it: the schema's defaults filled in (a task's
+    ``relative``), its errors raised."""
+    import yaml
+
+    from headloc.workflow.schema import validate_config
+
+    config = yaml.safe_load(Path(path).read_text())
+    validate_config(config, repo / "config" / "schema.yaml")
+    return config
+
+
 def identification_ids(n_full: int, n: int, seed: int) -> list[int]:
     """The indices of the documents rule subset_dataset keeps, by its own draw."""
     from headloc.data.datasets import identification_subset
@@ -103,8 +115,9 @@ def append_record(path: Path, row: dict) -> None:
 
 def compare(model, tokenizer, config: dict, out: Path, settings: Comparison, *, tasks=None, seeds=(0,),
             log=print) -> None:
-    """Every method's search of each of ``config``'s tasks (a workflow config: its ``tasks`` and
-    ``search`` sections; ``tasks`` picks some) at each seed, records under ``out``."""
+    """Every method's search of each of ``config``'s tasks (a workflow config with the schema's
+    defaults filled in: its ``tasks`` and ``search`` sections; ``tasks`` picks some) at each seed,
+    records under ``out``."""
     unknown = sorted(set(tasks or ()) - set(config["tasks"]))
     if unknown:
         raise ValueError(f"tasks {unknown} are not in the config; expected some of {sorted(config['tasks'])}")
@@ -140,7 +153,7 @@ def compare_seed(model, tokenizer, name: str, task: dict, search: dict, seed: in
                        options=settings.options if spec.options else None)
         row = validation_record(Searched.of(found), validate, HeadGeometry.of(model.config), task=name, seed=seed, label=label,
                                 n_docs=n_full, seconds=time.perf_counter() - started, settings=settings,
-                                metric=metric, relative=task.get("relative", False), id_metric=task.get("id_metric"))
+                                metric=metric, relative=task["relative"], id_metric=task.get("id_metric"))
         append_record(record, row)
         log(summary_line(row))
 
