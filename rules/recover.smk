@@ -42,6 +42,7 @@ rule single_head_damage:
         tasks=all_task_options,
         task_digests=all_task_digests,
         directions=TASK_FACTS.directions(),
+        units=PLAN.units(),
         capabilities=PLAN.capabilities,
         rule=damage_rule(config["universal"]),
         k=PLAN.top_k,

@@ -28,7 +28,7 @@ evaluators = {name: MaskEvaluator(model, tokenizer, TaskSpec(**located(options, 
                                   include_path=task_folders(snakemake.config), log=log)
               for name, options, docs in zip(p.names, p.tasks, snakemake.input.docs)}
 baselines = {name: evaluator.evaluate_mask(np.zeros(geometry.total, dtype=np.int8)) for name, evaluator in evaluators.items()}
-tasks = {name: {"metric": evaluators[name].task.metric_key, "higher_is_better": p.directions[name],
+tasks = {name: {"metric": evaluators[name].task.metric_key, "unit": p.units[name], "higher_is_better": p.directions[name],
                 "baseline": found.score, "n_docs": len(found.samples)} for name, found in baselines.items()}
 model_name = snakemake.wildcards.model
 records = {NO_HEADS: {name: eval_record(model_name, name, NO_HEADS, [], evaluators[name].task.metric_key, found)
@@ -58,7 +58,7 @@ write_json(snakemake.output.evals, {"model": model_name, "evals": records})
 write_json(snakemake.output.heads, {
     "model": model_name,
     "rule": rule | {"k": p.k},
-    "tasks": tasks,
+    "tasks": {name: facts | {"scale": measured.scales[name]} for name, facts in tasks.items()},
     "heads": measured.alone,
     "in_context": measured.in_context,
     "universal": measured.universal,

@@ -139,9 +139,10 @@ def test_greedy_rounds_keep_the_worst_head(tiny_run, model):
 def test_universal_heads_follow_the_documented_rule_and_are_filtered(tiny_run, model):
     """universal.detect: damage (the default): every head of each main ranking's top 3 and of its
     filtered top k is measured alone on every task's full data, and each filtered top k step by
-    step; a head is universal when, alone, it lowers tasks of two capabilities by at least 10 % of
-    their unablated score, its interval above zero, or when its step in a task's top k (and the
-    set it completes) lowers a task of another capability so."""
+    step, and its unfiltered top k whole; a head is universal when, alone, it lowers tasks of two
+    capabilities by at least 10 % of their scale (here each task's unablated score: every task is
+    shown in percent), its interval above zero, or when its step in a task's top k (and the set it
+    completes) lowers a task of another capability so."""
     damage = read_json(tiny_run / model / "single_heads.json")
     rankings = {task: recovery(tiny_run, model, task, "cs_stratified")["ranking"] for task in ("ioi", "swear")}
     measured = set(damage["heads"])
@@ -152,9 +153,12 @@ def test_universal_heads_follow_the_documented_rule_and_are_filtered(tiny_run, m
     records = read_json(tiny_run / model / "single_heads.evals.json")["evals"]
     steps = {"+".join(sorted(heads[:i], key=lambda h: tuple(int(x) for x in h[1:].split("H"))))
              for heads in filtered.values() for i in range(2, len(heads) + 1)}
-    assert set(records) == {"none", *measured, *steps} == set(damage["sets"])
+    wholes = {"+".join(sorted(ranking[:TOP_K], key=lambda h: tuple(int(x) for x in h[1:].split("H"))))
+              for ranking in rankings.values()}  # each task's unfiltered top k: the scale of a task in its own unit
+    assert set(records) == {"none", *measured, *steps, *wholes} == set(damage["sets"])
     for task, found in damage["tasks"].items():
         assert records["none"][task]["value"] == found["baseline"]
+        assert found["unit"] == ("relative" if task == "swear" else "points") and found["scale"] == abs(found["baseline"])
         assert all(records[head][task]["value"] == damage["heads"][head][task]["value"] for head in measured)
     for step in damage["in_context"]:  # a step's drop: the set before it less the set with it
         after = "+".join(sorted(step["beside"].split("+") + [step["head"]] if step["beside"] != "none" else [step["head"]],
@@ -164,8 +168,8 @@ def test_universal_heads_follow_the_documented_rule_and_are_filtered(tiny_run, m
             assert step["set_damage"][task]["drop"] == pytest.approx(records["none"][task]["value"] - records[after][task]["value"])
 
     def degrades(found, task):
-        baseline = damage["tasks"][task]["baseline"]
-        return found["drop"] >= 0.1 * abs(baseline) and found["drop"] > 0 and (found["low"] is None or found["low"] > 0)
+        return (found["drop"] >= 0.1 * damage["tasks"][task]["scale"] and found["drop"] > 0
+                and (found["low"] is None or found["low"] > 0))
 
     alone = {h for h in measured if len({CAPS[t] for t in damage["tasks"] if degrades(damage["heads"][h][t], t)}) >= 2}
     flagged = {(s["task"], s["beside"], s["head"]) for s in damage["in_context"]
@@ -183,7 +187,7 @@ def test_universal_heads_follow_the_documented_rule_and_are_filtered(tiny_run, m
         others = {t for t, found in last["set_damage"].items() if CAPS[t] != CAPS[task] and degrades(found, t)}
 
         def share(s, names):
-            return sum(s["damage"][t]["drop"] / (abs(damage["tasks"][t]["baseline"]) or 1.0) for t in names)
+            return sum(s["damage"][t]["drop"] / (damage["tasks"][t]["scale"] or 1.0) for t in names)
         assert not others or not [s for s in mine if share(s, others) > 0 and share(s, others) >= share(s, [task])]
     expected = universal["heads"]
     assert universal["rule"]["detect"] == "damage"

@@ -3,11 +3,15 @@ universal when ablating it degrades tasks of at least ``min_capabilities`` disti
 each measured on the task's full data (its validation metric, as the tables show it).
 
 A head *degrades* a task when its drop (the score before less the score after ablating it, in the
-metric's better direction) is at least ``min_drop`` of the task's unablated score and above the
-noise: the 95 % interval of the drop over the task's documents (the mean of the paired
-per-document differences, +- 1.96 standard errors) lies above zero. A task whose metric has no
-per-document values (a perplexity) gives the drop without an interval, and then the share alone
-decides.
+metric's better direction) is at least ``min_drop`` of the task's *scale* and above the noise: the
+95 % interval of the drop over the task's documents (the mean of the paired per-document
+differences, +- 1.96 standard errors) lies above zero. A task whose metric has no per-document
+values (a perplexity) gives the drop without an interval, and then the share alone decides. The
+scale (:func:`task_scales`) is the task's unablated score where the tables show the score in
+percent (a fraction such as accuracy, or a relative task): a tenth of the score, as the paper
+counts. A score in its own unit (a log-likelihood, a perplexity) has no such scale (an easy
+task's log-likelihood is near 0, and a tenth of it is nothing): its scale is the drop of the
+task's own unfiltered top ``k``, what its strongest heads cost it.
 
 A head is measured two ways, and either makes it universal:
 
@@ -28,7 +32,7 @@ every set the tables validate is measured. The paper's own rule (a head in the t
 several capabilities) is ``universal.detect: ranking``
 (:func:`headloc.workflow.selection.universal_heads`).
 
->>> tasks = {"gsm8k": {"baseline": 0.5}, "mbpp": {"baseline": 0.4}}
+>>> tasks = {"gsm8k": {"baseline": 0.5, "scale": 0.5}, "mbpp": {"baseline": 0.4, "scale": 0.4}}
 >>> drops = {"L1H2": {"gsm8k": {"drop": 0.2, "low": 0.1}, "mbpp": {"drop": 0.1, "low": 0.02}},
 ...          "L3H0": {"gsm8k": {"drop": 0.3, "low": 0.2}, "mbpp": {"drop": 0.01, "low": -0.03}}}
 >>> universal_by_damage(drops, tasks, {"gsm8k": "math", "mbpp": "code"}, min_drop=0.1, min_capabilities=2)
@@ -49,6 +53,8 @@ Z95 = 1.96
 # the universal section's keys the measurement reads: rule single_head_damage's params hold these
 # alone, so that another key (filter, detect's other settings) does not measure every head again
 DAMAGE_KEYS = ("top_n", "min_drop", "min_capabilities")
+# display units (headloc.data.units) whose unablated score is the scale a drop is a share of
+SCORE_SCALED = ("points", "relative")
 
 
 class SetScore(NamedTuple):
@@ -93,7 +99,7 @@ def step_damage(before: Mapping[str, SetScore], after: Mapping[str, SetScore], t
 def degraded_tasks(damage: Mapping[str, Mapping], tasks: Mapping[str, Mapping], *, min_drop: float) -> list[str]:
     """The tasks a head degrades (see the module docstring), from its damage per task."""
     return [task for task, found in damage.items()
-            if found["drop"] >= min_drop * abs(tasks[task]["baseline"]) and found["drop"] > 0
+            if found["drop"] >= min_drop * tasks[task]["scale"] and found["drop"] > 0
             and (found.get("low") is None or found["low"] > 0)]
 
 
@@ -121,7 +127,7 @@ def universal_in_context(steps: Sequence[Mapping], tasks: Mapping[str, Mapping],
       the heads above it had raised (a head whose ablation helps another task) is no damage;
     * else, where the whole list degrades such tasks although no one step does (steps each under
       the bar that add up), the head whose step costs those tasks most (its drops as shares of
-      their unablated scores, summed), among the heads whose step costs them at least as much as
+      their scales, summed), among the heads whose step costs them at least as much as
       it costs the task itself (a head that mostly hurts its own task is specific to it, whatever
       its side cost).
 
@@ -165,9 +171,9 @@ def _costliest_step(listed: Sequence[Mapping], *, tasks, capabilities, min_drop,
 
 
 def _shares(step: Mapping, names: Sequence[str], tasks: Mapping[str, Mapping]) -> float:
-    """A step's drops on ``names`` as shares of their unablated scores (the drop itself where a
-    score is 0), summed."""
-    return sum(step["damage"][name]["drop"] / (abs(tasks[name]["baseline"]) or 1.0) for name in names)
+    """A step's drops on ``names`` as shares of their scales (the drop itself where a scale is 0),
+    summed."""
+    return sum(step["damage"][name]["drop"] / (tasks[name]["scale"] or 1.0) for name in names)
 
 
 def context_steps(lists: Mapping[str, Sequence[str]], scores: Mapping[str, Mapping[str, SetScore]],
@@ -187,13 +193,14 @@ def context_steps(lists: Mapping[str, Sequence[str]], scores: Mapping[str, Mappi
     return steps
 
 
-def wanted_sets(rankings: Mapping[str, Sequence[str]], lists: Mapping[str, Sequence[str]], top_n: int,
+def wanted_sets(rankings: Mapping[str, Sequence[str]], lists: Mapping[str, Sequence[str]], top_n: int, k: int,
                 measured: Container[str]) -> list[list[str]]:
-    """The head sets the next round measures: every task's top ``top_n`` and filtered top k alone
-    while any of them is not ``measured``; then the cumulative sets of every filtered top k (first
-    alone: a head universal alone moves the lists before their sets are measured)."""
+    """The head sets the next round measures: every task's top ``top_n`` and filtered top k alone,
+    and its unfiltered top ``k`` whole (a scale, :func:`task_scales`), while any of them is not
+    ``measured``; then the cumulative sets of every filtered top k (first alone: a head universal
+    alone moves the lists before their sets are measured)."""
     alone = [[head] for ranking in rankings.values() for head in ranking[:top_n]]
-    alone += [[head] for heads in lists.values() for head in heads]
+    alone += [[head] for heads in lists.values() for head in heads] + [list(r[:k]) for r in rankings.values()]
     cumulative = [list(heads[:i]) for heads in lists.values() for i in range(2, len(heads) + 1)]
     for wanted in (alone, cumulative):
         new = {format_headset(heads): heads for heads in wanted if format_headset(heads) not in measured}
@@ -202,13 +209,31 @@ def wanted_sets(rankings: Mapping[str, Sequence[str]], lists: Mapping[str, Seque
     return []
 
 
+def task_scales(tasks: Mapping[str, Mapping], scores: Mapping[str, Mapping[str, SetScore]],
+                rankings: Mapping[str, Sequence[str]], k: int) -> dict[str, float]:
+    """What ``min_drop`` is a share of, per task (module docstring): the unablated score's size
+    for a task shown in percent (``unit`` points or relative), else the size of the drop of its
+    own unfiltered top ``k`` (in ``scores``: head set -> task -> SetScore; ``none`` unablated).
+
+    >>> tasks = {"acc": {"unit": "points", "baseline": 0.8}, "ll": {"unit": "own", "baseline": -0.3}}
+    >>> scores = {"none": {"ll": SetScore(-0.3, None)}, "L0H1+L0H2": {"ll": SetScore(-5.3, None)}}
+    >>> task_scales(tasks, scores, {"acc": ["L1H0"], "ll": ["L0H1", "L0H2", "L3H3"]}, k=2)
+    {'acc': 0.8, 'll': 5.0}
+    """
+    return {task: abs(facts["baseline"]) if facts["unit"] in SCORE_SCALED
+            else abs(scores[NO_HEADS][task].score - scores[format_headset(rankings[task][:k])][task].score)
+            for task, facts in tasks.items()}
+
+
 class Measured(NamedTuple):
     """What :func:`measure_heads` found: each head's damage alone, each measured step in context
-    (:func:`context_steps` of every round's lists) and the universal heads with their tasks."""
+    (:func:`context_steps` of every round's lists), the universal heads with their tasks, and each
+    task's scale (:func:`task_scales`)."""
 
     alone: dict
     in_context: list
     universal: dict
+    scales: dict
 
 
 def measure_heads(evaluate: Callable[[list[list[str]]], dict], baseline: Mapping[str, SetScore],
@@ -218,7 +243,8 @@ def measure_heads(evaluate: Callable[[list[list[str]]], dict], baseline: Mapping
     """Measure heads alone and in context until every task's filtered top ``k`` and its cumulative
     sets are measured (module docstring): ``evaluate(head sets) -> {head set: {task: SetScore}}``
     (keys as :func:`headloc.heads.format_headset` spells them) measures a round; ``baseline`` is the
-    unablated model's SetScore per task; ``tasks`` each task's ``baseline`` and ``higher_is_better``."""
+    unablated model's SetScore per task; ``tasks`` each task's ``baseline``, ``higher_is_better``
+    and display ``unit``."""
     scores: dict[str, Mapping[str, SetScore]] = {NO_HEADS: baseline}
     universal: dict[str, list[str]] = {}
     steps: dict[tuple, dict] = {}
@@ -227,12 +253,14 @@ def measure_heads(evaluate: Callable[[list[list[str]]], dict], baseline: Mapping
     heads = {head for ranking in rankings.values() for head in ranking}
     for _ in range(3 * (len(heads) + 1)):
         lists = {task: task_heads(ranking, k, exclude=universal) for task, ranking in rankings.items()}
-        new = wanted_sets(rankings, lists, top_n, scores)
+        new = wanted_sets(rankings, lists, top_n, k, scores)
         if new:
             if log is not None:
                 log.info("measuring %d head sets on %d tasks: %s", len(new), len(tasks),
                          ", ".join(map(format_headset, new)))
             scores.update(evaluate(new))
+        scales = task_scales(tasks, scores, rankings, k)  # measured in the first round
+        tasks = {task: {**facts, "scale": scales[task]} for task, facts in tasks.items()}
         current = context_steps(lists, scores, tasks)
         steps.update({(step["task"], step["beside"], step["head"]): step for step in current})
         alone = {name: step_damage(baseline, per_task, tasks) for name, per_task in scores.items()
@@ -245,6 +273,6 @@ def measure_heads(evaluate: Callable[[list[list[str]]], dict], baseline: Mapping
                 how = "alone it degrades" if head in by_alone else "in its task's top k (named first) it degrades"
                 log.info("%s is universal: %s %s", head, how, ", ".join(found[head]))
         if not new and found.keys() == universal.keys():
-            return Measured(alone, list(steps.values()), universal)
+            return Measured(alone, list(steps.values()), universal, scales)
         universal = dict(sorted(found.items(), key=lambda item: parse_head(item[0])))
     raise RuntimeError(f"the universal heads did not settle in {3 * (len(heads) + 1)} rounds: {', '.join(universal)}")
