@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from headloc.heads import format_headset
-from headloc.workflow.universal import SetScore, degraded_tasks, head_damage, measure_heads, universal_by_damage
+from headloc.workflow.universal import (SetScore, degraded_tasks, head_damage, measure_heads, task_scales,
+                                       universal_by_damage, universal_in_context)
 
 CAPABILITIES = {"ioi": "syntax", "capitals": "knowledge", "induction": "copying"}
 TASKS = {task: {"baseline": baseline, "higher_is_better": True, "unit": "points"}
@@ -204,3 +205,23 @@ def test_a_log_likelihood_s_bar_is_a_share_of_what_its_own_top_k_costs_not_of_it
     low = found(0.2)
     assert low.scales == pytest.approx({"ioi": 0.9, "plural": 5.0}) and low.universal == {}
     assert found(0.6).universal == {"L0H0": ["ioi", "plural"]}
+
+
+def test_a_scale_is_the_size_of_a_top_k_s_drop_in_either_direction_and_shares_are_of_it():
+    """A perplexity (lower is better) rises from 10 to 30 with its top head ablated: scale 20. In
+    ioi's top 2 each step costs plural 0.3 nats (under a tenth of its scale, 5), the pair 0.6 (over
+    it): of the two, L0H0 costs ioi 0.56 of its score and plural 0.06 of its scale, so it is ioi's;
+    L0H1 (ioi 0.01) is the one left out."""
+    tasks = {"ppl": {"unit": "own", "baseline": 10.0}}
+    scores = {"none": {"ppl": SetScore(10.0, None)}, "L0H1": {"ppl": SetScore(30.0, None)}}
+    assert task_scales(tasks, scores, {"ppl": ["L0H1", "L0H2"]}, k=1) == {"ppl": 20.0}
+    tasks = {"ioi": {"baseline": 0.9, "scale": 0.9}, "plural": {"baseline": -0.3, "scale": 5.0}}
+
+    def step(head, beside, ioi, plural, set_plural):
+        return {"task": "ioi", "head": head, "beside": beside,
+                "damage": {"ioi": {"drop": ioi, "low": None}, "plural": {"drop": plural, "low": None}},
+                "set_damage": {"ioi": {"drop": 0.51, "low": None}, "plural": {"drop": set_plural, "low": None}}}
+    steps = [step("L0H0", "none", 0.5, 0.3, 0.3), step("L0H1", "L0H0", 0.01, 0.3, 0.6)]
+    found = universal_in_context(steps, tasks, {"ioi": "syntax", "plural": "morphology"}, min_drop=0.1,
+                                 min_capabilities=2)
+    assert found == {"L0H1": ["ioi", "plural"]}
