@@ -208,13 +208,16 @@ def test_a_log_likelihood_s_bar_is_a_share_of_what_its_own_top_k_costs_not_of_it
 
 
 def test_a_scale_is_the_size_of_a_top_k_s_drop_in_either_direction_and_shares_are_of_it():
-    """A perplexity (lower is better) rises from 10 to 30 with its top head ablated: scale 20. In
+    """A perplexity (lower is better) rises from 10 to 30 with its top head ablated: scale 20 (a
+    relative task's is its unablated score, as its tables show it in percent of it). In
     ioi's top 2 each step costs plural 0.3 nats (under a tenth of its scale, 5), the pair 0.6 (over
     it): of the two, L0H0 costs ioi 0.56 of its score and plural 0.06 of its scale, so it is ioi's;
     L0H1 (ioi 0.01) is the one left out."""
-    tasks = {"ppl": {"unit": "own", "baseline": 10.0}}
-    scores = {"none": {"ppl": SetScore(10.0, None)}, "L0H1": {"ppl": SetScore(30.0, None)}}
-    assert task_scales(tasks, scores, {"ppl": ["L0H1", "L0H2"]}, k=1) == {"ppl": 20.0}
+    tasks = {"ppl": {"unit": "own", "baseline": 10.0}, "swear": {"unit": "relative", "baseline": 6.0}}
+    scores = {"none": {"ppl": SetScore(10.0, None), "swear": SetScore(6.0, None)},
+              "L0H1": {"ppl": SetScore(30.0, None), "swear": SetScore(1.0, None)}}
+    rankings = {"ppl": ["L0H1", "L0H2"], "swear": ["L0H1"]}
+    assert task_scales(tasks, scores, rankings, k=1) == {"ppl": 20.0, "swear": 6.0}  # relative: % of its score
     tasks = {"ioi": {"baseline": 0.9, "scale": 0.9}, "plural": {"baseline": -0.3, "scale": 5.0}}
 
     def step(head, beside, ioi, plural, set_plural):
