@@ -1,5 +1,5 @@
 """Heads that act together: group testing, conditional group testing (with and without its pair
-screen) and greedy on simulated worlds with a backup head and two pairs (issue 42).
+screen) and greedy on simulated worlds with a backup head and two pairs (docs/results/simulated-searches.md).
 
     .venv/bin/python benchmarks/interaction_search.py                      # 10 seeds, 270 and 1,024 heads
     .venv/bin/python benchmarks/interaction_search.py --seeds 20 --budget 300

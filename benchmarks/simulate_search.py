@@ -1,4 +1,4 @@
-"""Recall of the planted heads against the evaluations spent, on a simulated model (issue 35).
+"""Recall of the planted heads against the evaluations spent, on a simulated model (docs/results/simulated-searches.md).
 
     .venv/bin/python benchmarks/simulate_search.py                    # 12 seeds, M = 50..150
     .venv/bin/python benchmarks/simulate_search.py --seeds 16 --or-pair

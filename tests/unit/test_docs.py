@@ -191,3 +191,16 @@ def test_the_number_check_sees_numbers(tmp_path):
     page.write_text("It reaches 98.7-99.5 % with 64 evaluations ([x](results/x.md)). Elsewhere 12 % (no link).\n\n"
                     "- 7 min, 1,341 evaluations: [x](results/x.md)\n")
     assert [p.split(" ")[0] for p in unquoted_numbers(page)] == ["99.5", "7"]
+
+
+CODE_FILES = [path for folder in ("src", "scripts", "benchmarks", "rules", "tools") for path in sorted((REPO / folder).rglob("*"))
+        if path.suffix in (".py", ".smk", ".sh", ".yaml")] + [REPO / "Snakefile"]
+
+
+@pytest.mark.parametrize("path", CODE_FILES, ids=name)
+def test_no_code_cites_an_issue_or_stop(path):
+    """A comment or docstring says why, and points at a page of docs/ for more, not at a ticket."""
+    found = [f"line {i}: {m[0]!r}" for i, line in enumerate(path.read_text().splitlines(), 1)
+             for m in re.finditer(r"\b(?:issue|stop)s? \d+", line, re.I)]
+    assert found == [], f"{name(path)} cites issues or stops: {found}"
+

@@ -1,5 +1,5 @@
 """A simulated model whose capability heads are known, to compare searches without a model
-(benchmarks/simulate_search.py prints the comparison; issue 35 describes the set-up).
+(benchmarks/simulate_search.py prints the comparison; docs/results/simulated-searches.md its results).
 
 The task: ``n_docs`` documents of ``n_choices`` choices, scored by the gold choice's mean
 log-probability. Each document has a gold logit margin over its distractors (all distractors
