@@ -690,10 +690,14 @@ def test_the_captions_say_how_each_task_enters_the_deltas():
     options = ReportOptions(top_k=2, method="cs", units=MIXED_UNITS, directions=MIXED_HIGHER)
     entering = ("; negative = worse, each task entering as ioi (acc, percentage points), arc (acc, percentage "
                 "points), swear (profane_words, % of unablated, lower is better: sign flipped)")
-    assert TABLES["table2"].title(options) == (
-        "Table 2. Change in task score (Delta Task) and in the mean of the other tasks (Delta Gen), percentage "
-        "points, top 2 heads (method cs) ablated" + entering)
-    assert TABLES["table3"].title(options).endswith("same capability (eval on); percentage points" + entering)
+    assert TABLES["table2"].title(options) == (  # swear is no percentage points: each task in its unit
+        "Table 2. Change in task score (Delta Task) and in the mean of the other tasks (Delta Gen), in each "
+        "task's unit, top 2 heads (method cs) ablated" + entering)
+    assert TABLES["table3"].title(options).endswith("same capability (eval on); in each task's unit" + entering)
+    assert "percentage points" not in "".join(TABLES[f"table{n}"].title(options).split(";")[0] for n in (4, 5, 7, 8))
+    points = ReportOptions(top_k=2, method="cs", units={"ioi": ["points", "acc"]}, directions={"ioi": True})
+    assert TABLES["table7"].title(points).startswith("Table 7. Universal heads: unablated scores (BL) and the change "
+                                                     "on every task when one head is ablated (percentage points);")
     assert [name for name, spec in TABLES.items() if spec.title(options).endswith(entering)] == [
         f"table{n}" for n in range(2, 9)]  # every table of deltas, and no other
     assert TABLES["table1"].title(options).endswith("each model; not in percentage points: swear in percent of "
@@ -963,7 +967,7 @@ def test_report_options_from_workflow_params():
                                "figure_capability": None})
     assert options.gen_tasks == ("boolq",) and options.knowledge_eval_tasks == ("mmlu",)
     assert options.knowledge_tasks == () and ReportOptions().gen_tasks is None
-    assert options.caption_fields() == {"k": 3, "gen": "boolq", "main": "every method"}
+    assert options.caption_fields() == {"k": 3, "gen": "boolq", "main": "every method", "unit": "percentage points"}
     with pytest.raises(ValueError, match="gen_tasks must be a list of task names, got the "
                                          "string 'boolq'"):
         ReportOptions(gen_tasks="boolq")

@@ -127,7 +127,7 @@ add(TableSpec(
     columns=TABLE2_COLUMNS,
     empty_note=NO_TASK_RUNS,
     caption="Table 2. Change in task score (Delta Task) and in the mean of {gen} (Delta Gen), "
-            "percentage points, top {k} heads ({main}) ablated",
+            "{unit}, top {k} heads ({main}) ablated",
     builder=lambda evals, options: table2(evals, k=options.top_k, gen_tasks=options.gen_tasks,
                                           method=options.method),
     deltas=True,
@@ -210,7 +210,7 @@ add(TableSpec(
     columns=TABLE3_COLUMNS,
     empty_note=NO_TASK_RUNS,
     caption="Table 3. Heads identified on one task (id on), top {k} ({main}) ablated, "
-            "evaluated on every task of the same capability (eval on); percentage points",
+            "evaluated on every task of the same capability (eval on); {unit}",
     builder=lambda evals, options: table3(evals, k=options.top_k, gen_tasks=options.gen_tasks,
                                           method=options.method),
     deltas=True,

@@ -114,7 +114,7 @@ add(TableSpec(
     columns=TABLE4_COLUMNS,
     empty_note=NO_TASK_RUNS,
     caption="Table 4. Every search method: Delta Task, Delta Gen (top {k} heads ablated, "
-            "percentage points), the number of evaluations it needed, the share of greedy's top {k} "
+            "{unit}), the number of evaluations it needed, the share of greedy's top {k} "
             "it found (recall), and the deltas of its own top {k} with universal heads kept (unfiltered)",
     builder=lambda evals, recoveries, options: table4(
         evals, recoveries, k=options.top_k, gen_tasks=options.gen_tasks),

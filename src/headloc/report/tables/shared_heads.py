@@ -92,7 +92,7 @@ add(TableSpec(
     columns=TABLE5_COLUMNS,
     empty_note=NO_UNIVERSAL_HEADS,
     caption="Table 5. Universal heads: mean change per capability when one head is ablated "
-            "(percentage points)",
+            "({unit})",
     builder=lambda evals, options: table5(evals, gen_tasks=options.gen_tasks,
                                           capabilities=options.capabilities),
     deltas=True,
@@ -166,7 +166,7 @@ add(TableSpec(
     columns=TABLE7_COLUMNS,
     empty_note=NO_UNIVERSAL_HEADS,
     caption="Table 7. Universal heads: unablated scores (BL) and the change on every task when "
-            "one head is ablated (percentage points)",
+            "one head is ablated ({unit})",
     builder=lambda evals, options: table7(evals),
     deltas=True,
 ))
@@ -228,7 +228,7 @@ add(TableSpec(
     columns=TABLE8_COLUMNS,
     empty_note=NO_KNOWLEDGE_HEADS,
     caption="Table 8. Knowledge multiple-choice heads: unablated scores (BL) and the change "
-            "when one head is ablated, knowledge MC tasks grouped apart (percentage points)",
+            "when one head is ablated, knowledge MC tasks grouped apart ({unit})",
     builder=lambda evals, options: table8(evals, options.knowledge_eval_tasks),
     deltas=True,
 ))
