@@ -546,7 +546,7 @@ def test_report_holds_every_table_figure_and_heatmap(methods_run):
         assert entry["mime_type"] == "text/html"
         assert TABLES[name].about in text(entry["caption"])
         deltas = name not in ("table1", "table9", "table10")  # counts and head lists, no deltas
-        assert ("Deltas are in percentage points" in text(entry["caption"])) == deltas, name
+        assert ("Deltas are each in the unit of their task" in text(entry["caption"])) == deltas, name
         shown = decoded(entry["data_uri"]).decode()
         assert shown == (methods_run / path).read_text() and "<table>" in shown
     for path, name in figures.items():
