@@ -8,20 +8,15 @@ A workflow of its own, beside the main Snakefile (which does not include it):
 
 Its config is config/ground_truth.yaml (key ``ground_truth``); another file can replace it with
 ``--configfile`` (after the targets). Each job's params hold the recipe's digest and the digest of
-the code that runs it (the builder's modules for a build, those and truth.py for a truth), so a
-changed seed, size, design or code re-runs exactly the models it concerns.
+the code that runs it (its script and every headloc module the script imports, as in the main
+Snakefile), so a changed seed, size, design or code re-runs exactly the models it concerns.
 """
 
 import os
 
-from headloc.groundtruth.recipe import (
-    BUILDER,
-    TRUTH,
-    code_digest,
-    model_entries,
-    recipe_from_config,
-)
+from headloc.groundtruth.recipe import model_entries, recipe_from_config
 from headloc.workflow.paths import PLANTED_MODEL, PLANTED_SUMMARY, PLANTED_TRUTH
+from headloc.workflow.portable import code_digest
 
 
 # beside this file, whatever --directory the run works in
@@ -32,8 +27,6 @@ GROUND_TRUTH = config["ground_truth"]
 PLANTED = {
     name: recipe_from_config(GROUND_TRUTH, name) for name in model_entries(GROUND_TRUTH)
 }
-BUILDER_CODE = code_digest(BUILDER)
-TRUTH_CODE = code_digest(TRUTH)
 
 
 wildcard_constraints:
@@ -64,7 +57,6 @@ rule planted_model:
     threads: 1
     params:
         recipe=lambda wildcards: PLANTED[wildcards.planted].as_dict(),  # what it is built from: its cache key
-        builder=BUILDER_CODE,
     script:
         "scripts/build_planted_model.py"
 
@@ -84,6 +76,15 @@ rule planted_truth:
     threads: 2  # the forward passes of every single ablation use both cores (docs/results/ground-truth.md, times)
     params:
         digest=lambda wildcards: PLANTED[wildcards.planted].digest(),
-        code=TRUTH_CODE,
     script:
         "scripts/planted_truth.py"
+
+
+# Each script rule is known by its code (headloc.workflow.portable.code_digest), as in the Snakefile.
+for _rule in workflow.rules:
+    if _rule.script:
+        _rule.set_params(
+            code_digest=code_digest(
+                os.path.join(os.path.dirname(_rule.snakefile), _rule.script)
+            )
+        )

@@ -1,4 +1,4 @@
-"""The planted-head family on its tiny member (issue 22): build, truth.json, determinism, recovery.
+"""The planted-head family on its tiny member: build, truth.json, determinism, recovery.
 
 The tiny model is built once per module from config/ground_truth.yaml and measured with
 headloc.groundtruth.truth (which also scores the clean and planted-set masks through lm-eval).
@@ -18,9 +18,11 @@ import numpy as np
 import pytest
 import torch
 
+from headloc.groundtruth import build as build_module
 from headloc.groundtruth.build import build
-from headloc.groundtruth.recipe import code_digest, load_config, recipe_from_config
+from headloc.groundtruth.recipe import load_config, recipe_from_config
 from headloc.groundtruth.truth import measure
+from headloc.workflow.portable import code_digest
 
 from checkpoint_checks import accuracy, documents, gold_logprob, load, parse, without
 
@@ -36,7 +38,7 @@ def tiny(tmp_path_factory):
     """The tiny model of the current recipe, built once per recipe and builder code (its training takes
     minutes on 2 cores, more than a test should repeat), and its truth measured afresh."""
     recipe = recipe_from_config(load_config(CONFIG), "tiny")
-    folder = CACHE / f"tiny-{recipe.digest()}-{code_digest()}" / "model"
+    folder = CACHE / f"tiny-{recipe.digest()}-{code_digest(build_module.__file__)}" / "model"
     if not (folder / "planted.json").exists():
         build(recipe, folder, threads=1, log=lambda *a: None)
     assert json.loads((folder / "planted.json").read_text())["digest"] == recipe.digest()

@@ -163,7 +163,7 @@ LONG_MODULES = {
     "report/formats.py": 304,
     "engine/throughput.py": 314,
     "data/paper_data.py": 318,
-    "groundtruth/recipe.py": 322,
+    "groundtruth/recipe.py": 306,
     "search/simulate.py": 322,
     "report/heatmap.py": 334,
     "model/loading.py": 338,

@@ -1,13 +1,14 @@
-"""Universal heads from measured damage (headloc.workflow.universal, rule single_head_damage's
-logic): a head's drop and its interval against numbers computed by hand, which tasks a head
-degrades, and the rounds that measure every head a table would report as task-specific."""
+"""Universal heads from measured damage (headloc.workflow.damage and .universal, rule
+single_head_damage's logic): a head's drop and its interval against numbers computed by hand,
+which tasks a head degrades, and the rounds that measure every head a table would report as
+task-specific."""
 
 import numpy as np
 import pytest
 
 from headloc.heads import format_headset
-from headloc.workflow.universal import (SetScore, degraded_tasks, head_damage, measure_heads, task_scales,
-                                       universal_by_damage, universal_in_context)
+from headloc.workflow.damage import SetScore, head_damage, task_scales
+from headloc.workflow.universal import degraded_tasks, measure_heads, universal_by_damage, universal_in_context
 
 CAPABILITIES = {"ioi": "syntax", "capitals": "knowledge", "induction": "copying"}
 TASKS = {task: {"baseline": baseline, "higher_is_better": True, "unit": "points"}

@@ -304,19 +304,3 @@ def recipe_from_config(config: dict, name: str) -> Recipe:
 
 def load_recipe(path, name: str) -> Recipe:
     return recipe_from_config(load_config(Path(path)), name)
-
-
-# The modules a built model depends on; its truth depends on these and truth.py (not on scoring.py,
-# which scores searches against a truth).
-BUILDER = ("build.py", "construct.py", "recipe.py", "tasks.py", "training.py")
-TRUTH = (*BUILDER, "truth.py")
-
-
-def code_digest(modules=None) -> str:
-    """The code's identity: the first 12 hex digits of the sha256 of this package's ``modules``
-    (default: every module; :data:`BUILDER`: the ones a build runs), sorted by name, read from where
-    Python imports them. A model built or measured by other code is another build (the rules'
-    params, the tests' cache folder)."""
-    folder = Path(__file__).parent
-    paths = sorted(folder.glob("*.py")) if modules is None else sorted(folder / name for name in modules)
-    return hashlib.sha256(b"".join(path.read_bytes() for path in paths)).hexdigest()[:12]

@@ -125,27 +125,20 @@ class ReportOptions:
 
     def caption_fields(self) -> dict[str, object]:
         """The values a caption template may name: ``{k}``, ``{gen}``, ``{main}`` and ``{unit}``
-        (percentage points unless a task is shown otherwise: a table's deltas are then each in its
-        task's unit, which :meth:`delta_note` names).
+        (percentage points, else each task's unit, which :meth:`delta_note` names).
 
-        Examples
-        --------
         >>> ReportOptions(top_k=3, method="cs_stratified").caption_fields()
         {'k': 3, 'gen': 'the other tasks', 'main': 'method cs_stratified', 'unit': 'percentage points'}
         >>> ReportOptions(units={"ll": ["own", "loglik,none"]}).caption_fields()["unit"]
         "in each task's unit"
-        >>> ReportOptions(gen_tasks=["boolq", "mmlu"]).caption_fields()["gen"]
-        'boolq, mmlu'
         >>> ReportOptions(gen_tasks=[]).caption_fields()["gen"]  # e.g. every other task in its own unit
         'no task'
         """
-        return {
-            "k": self.top_k,
-            "gen": "the other tasks" if self.gen_tasks is None else ", ".join(self.gen_tasks) or "no task",
-            "main": f"method {self.method}" if self.method else "every method",
-            "unit": "percentage points" if all(unit == "points" for unit, _ in self.units.values())
-            else "in each task's unit",
-        }
+        points = all(unit == "points" for unit, _ in self.units.values())
+        return {"k": self.top_k,
+                "gen": "the other tasks" if self.gen_tasks is None else ", ".join(self.gen_tasks) or "no task",
+                "main": f"method {self.method}" if self.method else "every method",
+                "unit": "percentage points" if points else "in each task's unit"}
 
 
 def _given(name: str, inputs: tuple[str, ...], frames: Mapping[str, pd.DataFrame]) -> list:

@@ -7,7 +7,7 @@ metric's better direction) is at least ``min_drop`` of the task's *scale* and ab
 95 % interval of the drop over the task's documents (the mean of the paired per-document
 differences, +- 1.96 standard errors) lies above zero. A task whose metric has no per-document
 values (a perplexity) gives the drop without an interval, and then the share alone decides. The
-scale (:func:`task_scales`) is the task's unablated score where the tables show the score in
+scale (:func:`headloc.workflow.damage.task_scales`) is the task's unablated score where the tables show the score in
 percent (a fraction such as accuracy, or a relative task): a tenth of the score, as the paper
 counts. A score in its own unit (a log-likelihood, a perplexity) has no such scale (an easy
 task's log-likelihood is near 0, and a tenth of it is nothing): its scale is the drop of the
@@ -44,56 +44,19 @@ from __future__ import annotations
 from collections.abc import Callable, Container, Mapping, Sequence
 from typing import NamedTuple
 
-import numpy as np
-
 from headloc.heads import NO_HEADS, format_headset, parse_head
+from headloc.workflow.damage import SetScore, context_steps, step_damage, task_scales
 from headloc.workflow.selection import task_heads
 
-Z95 = 1.96
 # the universal section's keys the measurement reads: rule single_head_damage's params hold these
 # alone, so that another key (filter, detect's other settings) does not measure every head again
 DAMAGE_KEYS = ("top_n", "min_drop", "min_capabilities")
-# display units (headloc.data.units) whose unablated score is the scale a drop is a share of
-SCORE_SCALED = ("points", "relative")
-
-
-class SetScore(NamedTuple):
-    """One task's score with a head set ablated, and its per-document values (None without them):
-    what :class:`headloc.engine.evaluation.MaskResult` holds, whose ``score`` and ``per_doc`` the
-    rule reads as they are."""
-
-    score: float
-    per_doc: Sequence[float] | None
 
 
 def damage_rule(universal: Mapping) -> dict:
     """The part of the ``universal`` config section that decides which heads are measured alone and
     which of them are universal."""
     return {key: universal[key] for key in DAMAGE_KEYS}
-
-
-def head_damage(baseline: float, value: float, baseline_docs, docs, higher_is_better: bool) -> dict:
-    """One head's damage to one task: its score ``value`` against the score before it, ``baseline``
-    (the unablated model's, or the heads' above it), the drop in the metric's better direction, and
-    the drop's 95 % interval from the paired per-document values (``low``/``high`` None without them).
-
-    >>> found = head_damage(0.75, 0.25, [1, 1, 0, 1], [0, 1, 0, 0], True)  # paired drops 1, 0, 0, 1
-    >>> found["drop"], round(found["low"], 3), round(found["high"], 3)  # 0.5 +- 1.96 x 0.577 / 2
-    (0.5, -0.066, 1.066)
-    """
-    sign = 1.0 if higher_is_better else -1.0
-    found = {"value": float(value), "drop": sign * (float(baseline) - float(value)), "low": None, "high": None}
-    if baseline_docs is not None and docs is not None and len(baseline_docs) == len(docs) > 1:
-        paired = sign * (np.asarray(baseline_docs, dtype=float) - np.asarray(docs, dtype=float))
-        half = Z95 * paired.std(ddof=1) / np.sqrt(len(paired))
-        found["low"], found["high"] = float(paired.mean() - half), float(paired.mean() + half)
-    return found
-
-
-def step_damage(before: Mapping[str, SetScore], after: Mapping[str, SetScore], tasks: Mapping[str, Mapping]) -> dict:
-    """The damage of going from head set ``before`` to ``after`` on every task (:func:`head_damage`)."""
-    return {task: head_damage(before[task].score, after[task].score, before[task].per_doc, after[task].per_doc,
-                              tasks[task]["higher_is_better"]) for task in tasks}
 
 
 def degraded_tasks(damage: Mapping[str, Mapping], tasks: Mapping[str, Mapping], *, min_drop: float) -> list[str]:
@@ -118,7 +81,7 @@ def universal_by_damage(damage: Mapping[str, Mapping[str, Mapping]], tasks: Mapp
 
 def universal_in_context(steps: Sequence[Mapping], tasks: Mapping[str, Mapping], capabilities: Mapping[str, str],
                          *, min_drop: float, min_capabilities: int) -> dict[str, list[str]]:
-    """At most one head of each task's list of ``steps`` (:func:`context_steps`, in list order) that
+    """At most one head of each task's list of ``steps`` (:func:`headloc.workflow.damage.context_steps`, in list order) that
     is not specific to the task, with the task and the tasks it degrades there:
 
     * the first head whose step degrades, with the task's own capability, tasks of at least
@@ -176,27 +139,10 @@ def _shares(step: Mapping, names: Sequence[str], tasks: Mapping[str, Mapping]) -
     return sum(step["damage"][name]["drop"] / (tasks[name]["scale"] or 1.0) for name in names)
 
 
-def context_steps(lists: Mapping[str, Sequence[str]], scores: Mapping[str, Mapping[str, SetScore]],
-                  tasks: Mapping[str, Mapping]) -> list[dict]:
-    """Each head of each task's list (its filtered top k) with its damage beside the heads above it
-    (``damage``) and the damage of the set it completes (``set_damage``, from the unablated model),
-    for the lists whose cumulative sets are all in ``scores`` (head set -> task -> SetScore; ``none``
-    the unablated model)."""
-    steps = []
-    for task, heads in lists.items():
-        names = [format_headset(heads[:i]) for i in range(len(heads) + 1)]
-        if all(name in scores for name in names):
-            steps += [{"task": task, "head": head, "beside": names[i],
-                       "damage": step_damage(scores[names[i]], scores[names[i + 1]], tasks),
-                       "set_damage": step_damage(scores[NO_HEADS], scores[names[i + 1]], tasks)}
-                      for i, head in enumerate(heads)]
-    return steps
-
-
 def wanted_sets(rankings: Mapping[str, Sequence[str]], lists: Mapping[str, Sequence[str]], top_n: int, k: int,
                 measured: Container[str]) -> list[list[str]]:
     """The head sets the next round measures: every task's top ``top_n`` and filtered top k alone,
-    and its unfiltered top ``k`` whole (a scale, :func:`task_scales`), while any of them is not
+    and its unfiltered top ``k`` whole (a scale, :func:`headloc.workflow.damage.task_scales`), while any of them is not
     ``measured``; then the cumulative sets of every filtered top k (first alone: a head universal
     alone moves the lists before their sets are measured)."""
     alone = [[head] for ranking in rankings.values() for head in ranking[:top_n]]
@@ -209,26 +155,10 @@ def wanted_sets(rankings: Mapping[str, Sequence[str]], lists: Mapping[str, Seque
     return []
 
 
-def task_scales(tasks: Mapping[str, Mapping], scores: Mapping[str, Mapping[str, SetScore]],
-                rankings: Mapping[str, Sequence[str]], k: int) -> dict[str, float]:
-    """What ``min_drop`` is a share of, per task (module docstring): the unablated score's size
-    for a task shown in percent (``unit`` points or relative), else the size of the drop of its
-    own unfiltered top ``k`` (in ``scores``: head set -> task -> SetScore; ``none`` unablated).
-
-    >>> tasks = {"acc": {"unit": "points", "baseline": 0.8}, "ll": {"unit": "own", "baseline": -0.3}}
-    >>> scores = {"none": {"ll": SetScore(-0.3, None)}, "L0H1+L0H2": {"ll": SetScore(-5.3, None)}}
-    >>> task_scales(tasks, scores, {"acc": ["L1H0"], "ll": ["L0H1", "L0H2", "L3H3"]}, k=2)
-    {'acc': 0.8, 'll': 5.0}
-    """
-    return {task: abs(facts["baseline"]) if facts["unit"] in SCORE_SCALED
-            else abs(scores[NO_HEADS][task].score - scores[format_headset(rankings[task][:k])][task].score)
-            for task, facts in tasks.items()}
-
-
 class Measured(NamedTuple):
     """What :func:`measure_heads` found: each head's damage alone, each measured step in context
-    (:func:`context_steps` of every round's lists), the universal heads with their tasks, and each
-    task's scale (:func:`task_scales`)."""
+    (:func:`headloc.workflow.damage.context_steps` of every round's lists), the universal heads with their tasks, and each
+    task's scale (:func:`headloc.workflow.damage.task_scales`)."""
 
     alone: dict
     in_context: list
