@@ -16,7 +16,6 @@ import os
 
 from headloc.groundtruth.recipe import model_entries, recipe_from_config
 from headloc.workflow.paths import PLANTED_MODEL, PLANTED_SUMMARY, PLANTED_TRUTH
-from headloc.workflow.portable import code_digest
 
 
 # beside this file, whatever --directory the run works in
@@ -80,11 +79,5 @@ rule planted_truth:
         "scripts/planted_truth.py"
 
 
-# Each script rule is known by its code (headloc.workflow.portable.code_digest), as in the Snakefile.
-for _rule in workflow.rules:
-    if _rule.script:
-        _rule.set_params(
-            code_digest=code_digest(
-                os.path.join(os.path.dirname(_rule.snakefile), _rule.script)
-            )
-        )
+# Last: every script rule above gets its code's digest as a param, as in the Snakefile.
+include: "rules/code.smk"

@@ -20,7 +20,6 @@ from headloc.workflow.config import check_workflow_config
 from headloc.workflow.facts import ModelFacts, TaskFacts
 from headloc.workflow.gpu_plan import plan_warnings
 from headloc.workflow.plan import Plan
-from headloc.workflow.portable import code_digest
 from headloc.workflow.universal import damage_rule
 from snakemake.exceptions import WorkflowError
 
