@@ -7,9 +7,9 @@ metric's better direction) is at least ``min_drop`` of the task's *scale* and ab
 95 % interval of the drop over the task's documents (the mean of the paired per-document
 differences, +- 1.96 standard errors) lies above zero. A task whose metric has no per-document
 values (a perplexity) gives the drop without an interval, and then the share alone decides. The
-scale (:func:`headloc.workflow.damage.task_scales`) is the task's unablated score where the tables show the score in
-percent (a fraction such as accuracy, or a relative task): a tenth of the score, as the paper
-counts. A score in its own unit (a log-likelihood, a perplexity) has no such scale (an easy
+scale (:func:`headloc.workflow.damage.task_scales`) is the task's unablated score where the
+tables show the score in percent (a fraction such as accuracy, or a relative task): a tenth of the
+score, as the paper counts. A score in its own unit (a log-likelihood, a perplexity) has no such scale (an easy
 task's log-likelihood is near 0, and a tenth of it is nothing): its scale is the drop of the
 task's own unfiltered top ``k``, what its strongest heads cost it.
 
@@ -81,8 +81,9 @@ def universal_by_damage(damage: Mapping[str, Mapping[str, Mapping]], tasks: Mapp
 
 def universal_in_context(steps: Sequence[Mapping], tasks: Mapping[str, Mapping], capabilities: Mapping[str, str],
                          *, min_drop: float, min_capabilities: int) -> dict[str, list[str]]:
-    """At most one head of each task's list of ``steps`` (:func:`headloc.workflow.damage.context_steps`, in list order) that
-    is not specific to the task, with the task and the tasks it degrades there:
+    """At most one head of each task's list of ``steps``
+    (:func:`headloc.workflow.damage.context_steps`, in list order) that is not specific to the
+    task, with the task and the tasks it degrades there:
 
     * the first head whose step degrades, with the task's own capability, tasks of at least
       ``min_capabilities`` capabilities. A step degrades a task when both its own drop and the
@@ -142,9 +143,9 @@ def _shares(step: Mapping, names: Sequence[str], tasks: Mapping[str, Mapping]) -
 def wanted_sets(rankings: Mapping[str, Sequence[str]], lists: Mapping[str, Sequence[str]], top_n: int, k: int,
                 measured: Container[str]) -> list[list[str]]:
     """The head sets the next round measures: every task's top ``top_n`` and filtered top k alone,
-    and its unfiltered top ``k`` whole (a scale, :func:`headloc.workflow.damage.task_scales`), while any of them is not
-    ``measured``; then the cumulative sets of every filtered top k (first alone: a head universal
-    alone moves the lists before their sets are measured)."""
+    and its unfiltered top ``k`` whole (the scale of a task in its own unit), while any of them is
+    not ``measured``; then the cumulative sets of every filtered top k (first alone: a head
+    universal alone moves the lists before their sets are measured)."""
     alone = [[head] for ranking in rankings.values() for head in ranking[:top_n]]
     alone += [[head] for heads in lists.values() for head in heads] + [list(r[:k]) for r in rankings.values()]
     cumulative = [list(heads[:i]) for heads in lists.values() for i in range(2, len(heads) + 1)]
@@ -157,8 +158,8 @@ def wanted_sets(rankings: Mapping[str, Sequence[str]], lists: Mapping[str, Seque
 
 class Measured(NamedTuple):
     """What :func:`measure_heads` found: each head's damage alone, each measured step in context
-    (:func:`headloc.workflow.damage.context_steps` of every round's lists), the universal heads with their tasks, and each
-    task's scale (:func:`headloc.workflow.damage.task_scales`)."""
+    (``context_steps`` of every round's lists), the universal heads with their tasks, and each
+    task's scale (``task_scales``; both in headloc.workflow.damage)."""
 
     alone: dict
     in_context: list
