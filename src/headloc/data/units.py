@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 
 UNITS = ("points", "relative", "own")
+IN_PERCENT = ("points", "relative")  # shown in percent of the score: the score's own size is its scale
 # lm-eval's metrics that are a share of documents (a mean of 0/1 outcomes) or a proportion:
 # their values lie in [0, 1], so a change is shown in percentage points. Any other metric
 # (perplexity, bits per byte, BLEU on 0-100, a log-likelihood, a margin) is shown in its own unit.

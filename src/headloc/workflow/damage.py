@@ -10,11 +10,10 @@ from typing import NamedTuple
 
 import numpy as np
 
+from headloc.data.units import IN_PERCENT
 from headloc.heads import NO_HEADS, format_headset
 
 Z95 = 1.96
-# display units (headloc.data.units) whose unablated score is the scale a drop is a share of
-SCORE_SCALED = ("points", "relative")
 
 
 class SetScore(NamedTuple):
@@ -69,15 +68,16 @@ def context_steps(lists: Mapping[str, Sequence[str]], scores: Mapping[str, Mappi
 
 def task_scales(tasks: Mapping[str, Mapping], scores: Mapping[str, Mapping[str, SetScore]],
                 rankings: Mapping[str, Sequence[str]], k: int) -> dict[str, float]:
-    """What ``min_drop`` is a share of, per task (module docstring): the unablated score's size
-    for a task shown in percent (``unit`` points or relative), else the size of the drop of its
-    own unfiltered top ``k`` (in ``scores``: head set -> task -> SetScore; ``none`` unablated).
+    """What ``min_drop`` is a share of, per task (headloc.workflow.universal says why): the
+    unablated score's size for a task shown in percent (``unit`` in
+    :data:`headloc.data.units.IN_PERCENT`), else the size of the drop of its own unfiltered top
+    ``k`` (in ``scores``: head set -> task -> SetScore; ``none`` unablated).
 
     >>> tasks = {"acc": {"unit": "points", "baseline": 0.8}, "ll": {"unit": "own", "baseline": -0.3}}
     >>> scores = {"none": {"ll": SetScore(-0.3, None)}, "L0H1+L0H2": {"ll": SetScore(-5.3, None)}}
     >>> task_scales(tasks, scores, {"acc": ["L1H0"], "ll": ["L0H1", "L0H2", "L3H3"]}, k=2)
     {'acc': 0.8, 'll': 5.0}
     """
-    return {task: abs(facts["baseline"]) if facts["unit"] in SCORE_SCALED
+    return {task: abs(facts["baseline"]) if facts["unit"] in IN_PERCENT
             else abs(scores[NO_HEADS][task].score - scores[format_headset(rankings[task][:k])][task].score)
             for task, facts in tasks.items()}
