@@ -54,7 +54,11 @@ def fake_package(root: Path) -> Path:
     write(root, "pkg/__init__.py", "")
     write(root, "pkg/a.py", "from pkg.sub import b\n")
     write(root, "pkg/sub/__init__.py", "")
-    write(root, "pkg/sub/b.py", "def f():\n    from .c import g\n    from ..d import h\n")
+    write(root, "pkg/sub/b.py", "def f():\n    from .c import g\n    from ..d import h\n"
+          "try:\n    import pkg.t1\nexcept ImportError:\n    import pkg.t2\nelse:\n    import pkg.t3\n"
+          "finally:\n    import pkg.t4\nmatch 1:\n    case 1:\n        import pkg.t5\n")
+    for n in range(1, 6):
+        write(root, f"pkg/t{n}.py", "")
     write(root, "pkg/sub/c.py", "g = 1\n")
     write(root, "pkg/d.py", "h = 1  # mentions iter_modules in a comment only\n")
     write(root, "pkg/reg/__init__.py", "import pkgutil\nnames = list(pkgutil.iter_modules(__path__))\n")
@@ -75,7 +79,8 @@ def test_a_script_s_code_is_every_module_it_imports_at_any_depth(tmp_path):
                                                             "deep/inner/__init__.py", "deep/inner/mod.py",
                                                             "reg/__init__.py",
                                                             "reg/one.py", "reg/two.py", "sub/__init__.py",
-                                                            "sub/b.py", "sub/c.py")]
+                                                            "sub/b.py", "sub/c.py", "t1.py", "t2.py", "t3.py",
+                                                            "t4.py", "t5.py")]
 
 
 def test_a_script_s_code_digest_follows_what_it_imports_not_where_it_lives(tmp_path):

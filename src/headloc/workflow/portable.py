@@ -82,9 +82,12 @@ def _imports(path: Path, package: Path, mtime: int) -> tuple[Path, ...]:
     inside = path.is_relative_to(package)
     own = path.relative_to(package.parent).with_suffix("").parts if inside else ()
     home = own[:-1]  # the package a relative import starts from (an __init__.py's own package)
-    names, lists_folder = [], False
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        lists_folder |= isinstance(node, ast.Attribute) and node.attr == "iter_modules"
+    text = path.read_text()
+    tree = ast.parse(text, str(path))
+    names = []
+    lists_folder = "iter_modules" in text and any(  # walk every node only where it may be called
+        isinstance(node, ast.Attribute) and node.attr == "iter_modules" for node in ast.walk(tree))
+    for node in _statements(tree.body):
         if isinstance(node, ast.Import):
             names += [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -95,6 +98,15 @@ def _imports(path: Path, package: Path, mtime: int) -> tuple[Path, ...]:
     if inside and lists_folder:
         files += sorted(path.parent.glob("*.py"))
     return tuple(files)
+
+
+def _statements(body: list) -> Iterable[ast.stmt]:
+    """Every statement at any depth (an import is a statement, so no expression is visited: the
+    parse of every script's closure takes a share of each Snakefile parse)."""
+    for node in body:
+        yield node
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            yield from _statements(getattr(node, field, []))
 
 
 def _module_files(name: str, package: Path) -> list[Path]:
