@@ -11,6 +11,9 @@ saved vocabulary, and scores are the gold's log-probability among the choices.
 from __future__ import annotations
 
 import dataclasses
+import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -226,6 +229,37 @@ def test_ground_truth_is_a_workflow_of_its_own(tmp_path, target, models):
     lines = {line.split()[0]: line.split()[1] for line in run.stdout.splitlines() if line.startswith("planted_")}
     final = target[0] if target else "planted_all"
     assert lines == {"planted_model": str(models), "planted_truth": str(models), final: "1"}
+
+
+def planned(work, *target, pythonpath=None):
+    """The rules a dry run of ground_truth.smk in ``work`` would run, and the reason it gives each."""
+    env = {**os.environ, **({"PYTHONPATH": str(pythonpath)} if pythonpath else {})}
+    run = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "ground_truth.smk"), *target, "-n",
+                          "-d", str(work)], cwd=REPO, env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    rules = re.findall(r"^rule (\w+):\n(?:    .*\n)*?    reason: (.*)$", run.stdout, flags=re.M)
+    return dict(rules)
+
+
+def test_a_planted_job_is_known_by_its_code(tmp_path):
+    """Each job of ground_truth.smk re-runs when a headloc module its script imports changes, and
+    only then: a build when the builder's code changes, a truth when the truth's does."""
+    work, model = tmp_path / "work", "c32-s0"
+    target = f"results/planted/{model}/truth.json"
+    for name in ("model/config.json", "truth.json", "truth.md"):  # stand-ins, recorded as made by the rules
+        (work / "results" / "planted" / model / name).parent.mkdir(parents=True, exist_ok=True)
+        (work / "results" / "planted" / model / name).write_text("{}")
+    subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "ground_truth.smk"), target, "--touch",
+                    "--forceall", "--cores", "1", "-d", str(work)], cwd=REPO, check=True, capture_output=True)
+    assert planned(work, target) == {}
+    for module, changed, rules in (("groundtruth/truth.py", "planted_truth", {"planted_truth"}),
+                                   ("groundtruth/construct.py", "planted_model", {"planted_model", "planted_truth"})):
+        library = tmp_path / module.replace("/", "-")
+        shutil.copytree(REPO / "src" / "headloc", library / "headloc")
+        with open(library / "headloc" / module, "a") as edited:
+            edited.write("\n# an edit\n")
+        jobs = planned(work, target, pythonpath=library)
+        assert set(jobs) == rules and jobs[changed].startswith("Params have changed"), (module, jobs)
 
 
 # ------------------------------------------------------------------ interactions
