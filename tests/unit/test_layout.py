@@ -177,7 +177,6 @@ LONG_MODULES = {
     "groundtruth/construct.py": 411,
     "groundtruth/truth.py": 416,
     "data/documents.py": 417,
-    "report/frames.py": 476,
     "benchmarks/gpu_check.py": 477,
     "search/conditional.py": 508,
 }

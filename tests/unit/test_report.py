@@ -41,7 +41,7 @@ from headloc.report import (
     to_markdown,
     tuning_table,
 )
-from headloc.report import frames
+from headloc.report import capabilities, delta, frames
 
 BASELINE = {
     "llama": {"gsm8k": 80.0, "swear": 100.0, "boolq": 70.0},
@@ -536,11 +536,11 @@ def test_capability_map_config_first_then_frame_first_seen():
                           "eval_task": ["gsm8k", "boolq", "mbpp"],
                           "eval_capability": ["y", "general", "code"]})
     # task/capability pairs are read before eval_task/eval_capability; first seen wins
-    assert frames.capability_map(evals) == {"gsm8k": "math", "boolq": "general", "mbpp": "code"}
-    assert frames.capability_map(evals, {"gsm8k": "arith", "swear": "lang"}) == {
+    assert capabilities.capability_map(evals) == {"gsm8k": "math", "boolq": "general", "mbpp": "code"}
+    assert capabilities.capability_map(evals, {"gsm8k": "arith", "swear": "lang"}) == {
         "gsm8k": "arith", "boolq": "general", "mbpp": "code", "swear": "lang"}
-    assert frames.capability_map(evals[["eval_task"]]) == {}
-    assert frames.capabilities_of(["gsm8k", "other"], {"gsm8k": "math"}) == ["math", "other"]
+    assert capabilities.capability_map(evals[["eval_task"]]) == {}
+    assert capabilities.capabilities_of(["gsm8k", "other"], {"gsm8k": "math"}) == ["math", "other"]
 
 
 def test_only_method_filters_names_and_passes_empty_frames():
@@ -592,22 +592,22 @@ def test_sort_first_seen_is_stable_and_orders_by_first_appearance():
 def test_baselines_and_deltas_against_the_mean_of_k0_rows():
     rows = pd.DataFrame({"model": ["m", "m", "m", "n", "n"], "eval_task": ["a", "a", "a", "a", "a"],
                          "k": [0, 0, 1, 0, 2], "score": [70.0, 72.0, 50.0, 10.0, 4.0], "higher_is_better": True})
-    base = frames.baselines(rows)
+    base = delta.baselines(rows)
     assert base.to_dict() == {("m", "a"): 71.0, ("n", "a"): 10.0}
-    np.testing.assert_allclose(frames.with_delta(rows, base)["delta"], [-1, 1, -21, 0, -6])
+    np.testing.assert_allclose(delta.with_delta(rows, base)["delta"], [-1, 1, -21, 0, -6])
     with pytest.raises(ValueError, match=r"model 'm' eval_task 'b', model 'n' eval_task 'c'"):
-        frames.check_baselines(pd.DataFrame({"model": ["m", "n"], "eval_task": ["b", "c"]}),
-                               base)
+        delta.check_baselines(pd.DataFrame({"model": ["m", "n"], "eval_task": ["b", "c"]}),
+                              base)
 
 
 def test_deltas_every_k_hand_values(evals):
-    d = frames.deltas(evals, method="greedy")
-    assert list(d.columns) == list(frames.DELTA_COLUMNS)
+    d = delta.deltas(evals, method="greedy")
+    assert list(d.columns) == list(delta.DELTA_COLUMNS)
     assert d["k"].tolist() == [0, 1, 2, 3]
     # greedy gsm8k of llama: 60, 55, 52 against 80; gen mean(swear, boolq) deltas
     np.testing.assert_allclose(d["delta_task"], [0, -20, -25, -28])
     np.testing.assert_allclose(d["delta_gen"], [0, 0, (1 - 1) / 2, (-1 + 0.5) / 2])
-    assert frames.deltas(evals.iloc[0:0]).empty
+    assert delta.deltas(evals.iloc[0:0]).empty
 
 
 
@@ -657,7 +657,7 @@ def test_delta_gen_orients_each_task_so_that_negative_is_worse():
     assert t2.loc["ioi", "delta_gen"] == pytest.approx((20.0 + -1.18) / 2)  # 9.41
     assert t2.loc["swear", "delta_task"] == pytest.approx(-30.0)
     assert t2.loc["swear", "delta_gen"] == pytest.approx((0.0 + -1.0) / 2)
-    ioi = frames.deltas(mixed_evals()).query("task == 'ioi'")
+    ioi = delta.deltas(mixed_evals()).query("task == 'ioi'")
     np.testing.assert_allclose(ioi["delta_gen"], [0.0, (2.0 + 3.0) / 2, (20.0 - 1.18) / 2])
     expected = {(t, k): np.mean([oriented(e, s) for e, s in zip(MIXED_BASE, scores) if e != t])
                 for t, by_k in MIXED_RUNS.items() for k, scores in enumerate(by_k, 1)}
@@ -722,13 +722,13 @@ def test_a_direction_that_is_not_a_boolean_is_refused_by_the_report():
 
 
 def test_shared_heads_rows_pairs_and_baseline(pevals):
-    rows, pairs = frames.shared_heads(pevals, "universal")
+    rows, pairs = delta.shared_heads(pevals, "universal")
     assert pairs == [("m1", "L0H3"), ("m1", "L1H2")]  # sorted by (layer, head)
     mine = rows[(rows["headset"] == "L1H2")].set_index("eval_task")["delta"]
     np.testing.assert_allclose(mine[TASKS], np.subtract(UNIVERSAL["L1H2"], BASE))
-    rows, pairs = frames.shared_heads(pevals[pevals["kind"] == "task"], "knowledge")
+    rows, pairs = delta.shared_heads(pevals[pevals["kind"] == "task"], "knowledge")
     assert rows.empty and pairs == []
-    assert sorted(["L10H0", "L2H5+L0H0", "L2H1"], key=frames.headset_key) == [
+    assert sorted(["L10H0", "L2H5+L0H0", "L2H1"], key=delta.headset_key) == [
         "L2H1", "L2H5+L0H0", "L10H0"]
 
 

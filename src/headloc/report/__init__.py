@@ -2,7 +2,7 @@
 
 Tables (:mod:`headloc.report.tables`) and figures (:mod:`headloc.report.figures`) take DataFrames
 and return a DataFrame or a matplotlib Figure; both build on the shared tidy-frame helpers of
-:mod:`headloc.report.frames` (baselines, deltas, and every input check).
+:mod:`headloc.report.frames` (every input check) and :mod:`headloc.report.delta` (baselines, deltas).
 :mod:`headloc.report.formats` turns a table into Markdown, LaTeX, HTML or CSV text; the scripts in
 ``scripts/`` write the files. A legitimately empty table carries ``attrs["note"]`` saying why;
 an empty figure shows a centred "no data" note.
@@ -33,7 +33,8 @@ from headloc.report.figures import (
     no_data_figure,
 )
 from headloc.report.formats import format_cell, to_csv, to_html, to_latex, to_markdown
-from headloc.report.frames import baselines, deltas, empty_table
+from headloc.report.delta import baselines, deltas
+from headloc.report.frames import empty_table
 from headloc.report.spec import FigureSpec, ReportOptions, TableSpec
 from headloc.report.tables import (
     TABLES,

@@ -8,7 +8,7 @@ fraction becomes a percentage, and a task marked relative (swearing) becomes per
 unablated baseline, and any other metric (a perplexity) stays in its own unit
 (:meth:`headloc.workflow.plan.Plan.unit`). Each score keeps its metric's direction beside it
 (column ``higher_is_better``): the report orients every change by it, so that a negative delta is
-always damage (:func:`headloc.report.frames.with_delta`).
+always damage (:func:`headloc.report.delta.with_delta`).
 """
 
 from __future__ import annotations

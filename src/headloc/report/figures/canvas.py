@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from headloc.report.frames import NO_TASK_RUNS, capability_map, task_runs
+from headloc.report.capabilities import capability_map
+from headloc.report.frames import NO_TASK_RUNS, task_runs
 from headloc.report.spec import FigureSpec
 
 if TYPE_CHECKING:

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from headloc.report.delta import baselines, shared_heads, with_delta
 from headloc.report.frames import (
-    NO_KNOWLEDGE_HEADS, NO_KNOWLEDGE_TASKS, NO_TASK_RUNS, baselines, check_columns, check_knowledge_eval_tasks,
-    shared_heads, task_runs, with_delta
+    NO_KNOWLEDGE_HEADS, NO_KNOWLEDGE_TASKS, NO_TASK_RUNS, check_columns, check_knowledge_eval_tasks, task_runs
 )
 from headloc.report.figures.canvas import (
     CHANCE, MUTED, GEN_LABEL, add, add_footer, new_figure, no_data_figure, needs_knowledge, pick_model, plot_run

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from headloc.report.frames import NO_TASK_RUNS, baselines, check_k, deltas, with_delta
+from headloc.report.delta import baselines, deltas, with_delta
+from headloc.report.frames import NO_TASK_RUNS, check_k
 from headloc.report.figures.canvas import (
     HIGHLIGHT, MUTED, GEN_LABEL, add, add_footer, add_caption, new_figure, no_data_figure, plot_run, select_run
 )
@@ -160,7 +161,7 @@ def figure2(
         One axes per (task, search) of the capability, titled ``"model / task (method)"``.
         Each holds the change on its own task, on each other eval task of the capability
         (e.g. Arithmetic under GSM8K heads), Delta Gen, and a dashed zero line; each panel has
-        its own legend. Every change is oriented (:func:`headloc.report.frames.with_delta`):
+        its own legend. Every change is oriented (:func:`headloc.report.delta.with_delta`):
         below zero is worse. A "no data" figure when ``evals`` has no task searches.
 
     Examples

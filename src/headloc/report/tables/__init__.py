@@ -2,9 +2,9 @@
 its :class:`~headloc.report.spec.TableSpec` next to it, collected in :data:`TABLES`.
 
 Every function is pure: DataFrames in, a DataFrame out; writing files is the job of
-``scripts/render_table.py``. The input frames and the definition of Delta Task and Delta Gen
-are described in :mod:`headloc.report.frames`, whose helpers the figures share. Deltas keep
-full precision here; rounding happens only in :mod:`headloc.report.formats`.
+``scripts/render_table.py``. The input frames are described in :mod:`headloc.report.frames`
+and Delta Task and Delta Gen in :mod:`headloc.report.delta`, whose helpers the figures share. Deltas
+keep full precision here; rounding happens only in :mod:`headloc.report.formats`.
 
 Empty results. The workflow renders every table even on small runs, so a table whose input is
 legitimately empty (no universal heads found, no knowledge tasks configured, no tuning grid)

@@ -8,10 +8,9 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-from headloc.report.frames import (
-    MODELS_NEED, NO_MODELS, NO_TASK_RUNS, baselines, capabilities_of, capability_map, check_columns, check_k,
-    deltas, empty_table, task_runs, with_delta
-)
+from headloc.report.capabilities import capabilities_of, capability_map
+from headloc.report.delta import baselines, deltas, with_delta
+from headloc.report.frames import MODELS_NEED, NO_MODELS, NO_TASK_RUNS, check_columns, check_k, empty_table, task_runs
 from headloc.report.spec import TableSpec
 from headloc.report.tables.registry import add, at_k
 

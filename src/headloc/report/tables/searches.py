@@ -9,8 +9,9 @@ import numpy as np
 import pandas as pd
 
 from headloc import methods
+from headloc.report.delta import deltas
 from headloc.report.frames import (
-    NO_SEARCHES, NO_TASK_RUNS, RECOVERIES_NEED, RUN_KEYS, check_columns, check_k, deltas, empty_table, is_blank,
+    NO_SEARCHES, NO_TASK_RUNS, RECOVERIES_NEED, RUN_KEYS, check_columns, check_k, empty_table, is_blank,
     only_method, sort_first_seen
 )
 from headloc.report.spec import TableSpec

@@ -8,9 +8,10 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from headloc.report.capabilities import capabilities_of, capability_map
+from headloc.report.delta import baselines, shared_heads
 from headloc.report.frames import (
-    NO_KNOWLEDGE_HEADS, NO_UNIVERSAL_HEADS, baselines, capabilities_of, capability_map,
-    check_knowledge_eval_tasks, empty_table, kind_rows, shared_heads
+    NO_KNOWLEDGE_HEADS, NO_UNIVERSAL_HEADS, check_knowledge_eval_tasks, empty_table, kind_rows
 )
 from headloc.report.spec import TableSpec
 from headloc.report.tables.registry import BASELINE, KNOWLEDGE_AVG, OTHER_AVG, add, mean

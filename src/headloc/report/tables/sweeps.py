@@ -8,9 +8,8 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-from headloc.report.frames import (
-    NO_TASK_RUNS, NO_TUNING, TUNING_NEED, check_columns, deltas, empty_table, sort_first_seen
-)
+from headloc.report.delta import deltas
+from headloc.report.frames import NO_TASK_RUNS, NO_TUNING, TUNING_NEED, check_columns, empty_table, sort_first_seen
 from headloc.report.spec import TableSpec
 from headloc.report.tables.registry import BASELINE, add, head_list
 
