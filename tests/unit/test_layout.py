@@ -165,7 +165,6 @@ LONG_MODULES = {
     "data/paper_data.py": 318,
     "groundtruth/recipe.py": 306,
     "search/simulate.py": 322,
-    "report/heatmap.py": 334,
     "model/loading.py": 338,
     "search/chg.py": 351,
     "groundtruth/build.py": 354,

@@ -7,7 +7,8 @@ is drawn as two panels, G- (facilitation) and G+ (1 - interference), on a fixed 
 other record is one panel of ``coef`` on a diverging colormap centred at 0 (red: the score drops
 when the head is ablated). The top-k heads (``top_heads``) are outlined and numbered by rank; a
 search that confirms heads alone (``confirmed``) and left some outlined ones unconfirmed says which,
-with its ``warnings``, in the title. The title and footer fit the figure's width: a title line too wide is broken at its clauses, then at
+with its ``warnings``, in the title (:mod:`headloc.report.heatmap_title`). The title and footer fit the
+figure's width (:mod:`headloc.report.text_fit`): a title line too wide is broken at its clauses, then at
 spaces, and a word wider than the figure (a long search id, a path) is drawn smaller.
 
 Figures are built on an Agg canvas (never ``pyplot``), like :mod:`headloc.report.figures`.
@@ -34,11 +35,12 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib import colormaps
 from matplotlib.colors import Normalize, TwoSlopeNorm
 from matplotlib.figure import Figure
-from matplotlib.font_manager import FontProperties
 from matplotlib.patches import Rectangle
 
 from headloc import methods
 from headloc.heads import format_head, parse_head
+from headloc.report.heatmap_title import add_title_and_footer
+from headloc.report.text_fit import fitted
 
 #: CHG's gate panels: field, colorbar label.
 GATE_PANELS = (
@@ -48,8 +50,6 @@ GATE_PANELS = (
 REQUIRED = ("model", "task", "search", "method", "n_layers", "n_heads", "coef")
 CELL_INCHES = (0.42, 0.26)  # width, height of one head's cell
 DPI = 120
-TITLE_SIZE, FOOTER_SIZE = 9, 6  # points
-FILL = 0.96  # the share of the figure's width a line of text may take (the rest: a margin each side)
 
 
 @dataclass(frozen=True)
@@ -123,49 +123,10 @@ def figure_size(n_layers: int, n_heads: int, n_panels: int = 1) -> tuple[float, 
     return max(width, 4.5), max(height, 3.0)
 
 
-def _title(record: Mapping) -> str:
-    n_evals = record.get("n_evals")
-    evals = f"{n_evals:,} evaluations" if isinstance(n_evals, (int, np.integer)) else "evaluations: n/a"
-    return f"{record['model']} / {record['task']}: {record['method']}\nsearch {record['search']}, {evals}"
-
-
-def _stability(record: Mapping, chosen: list[str]) -> str:
-    """A title line with each outlined head's bootstrap probability of being in the top k
-    (``top_k_probability`` of a Lasso search), so the uncertainty is read where the heads are."""
-    probability = record.get("top_k_probability")
-    if not probability or not chosen:
-        return ""
-    shares = " ".join(f"{probability[name]:.2f}" if name in probability else "-" for name in chosen)
-    return f"\nbootstrap P(in top {len(chosen)}), by rank: {shares}"
-
-
-def _evidence(record: Mapping, chosen: list[str]) -> str:
-    """A title line with the search's evidence (:mod:`headloc.search.evidence`): the outlined heads
-    found above the noise, by rank, or "no head found above noise" and why."""
-    if "no_head_found" not in record:
-        return ""
-    found = record.get("found")
-    if not found:
-        prefix = "" if found is None else "no head found above noise: "
-        return f"\n{prefix}{record['no_head_found']}"
-    ranks = [str(rank) for rank, name in enumerate(chosen, 1) if name in found]
-    return (f"\nfound above noise, by rank: {', '.join(ranks) or 'none of the outlined'}; "
-            "hatched: a 95 % interval that holds 0")
-
-
 def holds_zero(record: Mapping, name: str) -> bool:
     """Whether the head's 95 % interval (``interval`` in recovery.json) holds 0."""
     interval = (record.get("interval") or {}).get(name)
     return bool(interval) and interval[0] <= 0 <= interval[1]
-
-
-def _unconfirmed(record: Mapping, chosen: list[str]) -> str:
-    """Title lines for a search that confirms heads alone (``confirmed`` in recovery.json): the
-    outlined heads it did not confirm, by rank, and its ``warnings`` (why it stopped short)."""
-    confirmed = record.get("confirmed")
-    ranks = [] if confirmed is None else [str(rank) for rank, name in enumerate(chosen, 1) if name not in confirmed]
-    lines = [f"not confirmed alone (a group's value), by rank: {', '.join(ranks)}"] if ranks else []
-    return "".join(f"\n{line}" for line in [*lines, *(f"warning: {w}" for w in record.get("warnings") or [])])
 
 
 def _norm(grid: np.ndarray, gate: bool) -> Normalize:
@@ -235,86 +196,13 @@ def heatmap_figure(record: Mapping, *, top_k: int | None = None, footer: str | N
         bar.ax.tick_params(labelsize=7)
         bars.append(bar)
     gray = any(np.isnan(grid).any() for grid in grids)
-    _add_title_and_footer(fig, record, chosen, gray, footer)
+    add_title_and_footer(fig, record, chosen, gray, footer)
     fig.draw_without_rendering()  # lays the panels out: each colorbar's length is known
     for bar in bars:  # a label longer than its colorbar (a small model's) is broken into lines along it
         length = bar.ax.get_window_extent().height
         label, size = fitted(fig, bar.ax.yaxis.label.get_text(), 8, width=length)
         bar.set_label(label, fontsize=size)
     return fig
-
-
-def _add_title_and_footer(fig: Figure, record: Mapping, chosen: list[str], gray: bool, footer: str | None) -> None:
-    """The title (what, which search, how to read it) and the footer, each fitted to the figure."""
-    top = f"; top {len(chosen)} outlined, numbered by rank" if chosen else ""
-    title, size = fitted(fig, _title(record) + top + ("; gray: no value" if gray else "") +
-                         _stability(record, chosen) + _evidence(record, chosen) + _unconfirmed(record, chosen),
-                         TITLE_SIZE)
-    shrink_to_fit(fig.suptitle(title, fontsize=size), fig.bbox.width * FILL)
-    if footer:
-        lines, size = fitted(fig, footer, FOOTER_SIZE)  # broken at its spaces: the path on a line of its own
-        text = fig.text(0.0, 0.0, lines, fontsize=size, color="0.4", ha="left", va="bottom")
-        shrink_to_fit(text, fig.bbox.width * FILL)
-        # the panels' axis labels stay above it (constrained layout leaves a figure's texts out)
-        height = text.get_window_extent(renderer_of(fig)).height / fig.bbox.height
-        fig.get_layout_engine().set(rect=(0, height, 1, 1 - height))
-
-
-def renderer_of(fig: Figure):
-    """``fig``'s renderer, measuring texts as they will be drawn; a bare ``Figure()`` (no canvas of
-    its own) gets matplotlib's raster one, the canvas ``savefig`` draws with."""
-    if not hasattr(fig.canvas, "get_renderer"):
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-        FigureCanvasAgg(fig)
-    return fig.canvas.get_renderer()
-
-
-def shrink_to_fit(text, width: float):
-    """Draw ``text`` (a Text of a figure) smaller until its drawn extent is at most ``width`` pixels
-    wide: at small sizes the drawn width strays from the width measured for the font size. Returns it."""
-    renderer = renderer_of(text.get_figure(root=True))
-    for _ in range(10):
-        drawn = text.get_window_extent(renderer).width
-        if drawn <= width:
-            break
-        text.set_fontsize(text.get_fontsize() * width / drawn * 0.98)
-    return text
-
-
-def fitted(fig: Figure, text: str, size: float, *, wrap: bool = True, width: float | None = None) -> tuple[str, float]:
-    """``text`` and a font size at which each of its lines fits the figure's width (:data:`FILL`), or
-    ``width`` pixels (a colorbar's length).
-
-    With ``wrap``, a line too wide is first broken after its clauses ("; "), then a clause still too
-    wide at its spaces; text that fits stays as it is. If a line is still too wide (one word wider
-    than the figure: a long search id or path), the size shrinks until it fits.
-    """
-    renderer = renderer_of(fig)
-    width = fig.bbox.width * FILL if width is None else width
-
-    def measure(line: str) -> float:
-        return renderer.get_text_width_height_descent(line, FontProperties(size=size), ismath=False)[0]
-
-    lines = text.split("\n")
-    if wrap:
-        lines = [piece for line in lines for clause in _packed(line.split("; "), "; ", width, measure)
-                 for piece in (_packed(clause.split(" "), " ", width, measure) if measure(clause) > width
-                               else [clause])]
-    widest = max(measure(line) for line in lines)
-    return "\n".join(lines), size if widest <= width else size * width / widest
-
-
-def _packed(pieces: list[str], joiner: str, width: float, measure) -> list[str]:
-    """``pieces`` joined by ``joiner`` into as few lines as fit ``width`` (a line breaks after the joiner)."""
-    lines, current = [], pieces[0]
-    for piece in pieces[1:]:
-        if measure(current + joiner + piece) <= width:
-            current += joiner + piece
-        else:
-            lines.append(current + joiner.rstrip())
-            current = piece
-    return [*lines, current]
 
 
 def save_heatmap(record: Mapping, path: str | Path, *, top_k: int | None = None, footer: str | None = None,
@@ -330,5 +218,4 @@ def save_heatmap(record: Mapping, path: str | Path, *, top_k: int | None = None,
     return path
 
 
-__all__ = ["GATE_PANELS", "Panel", "figure_size", "fitted", "head_grid", "shrink_to_fit", "heatmap_figure", "value_label",
-           "panels", "save_heatmap"]
+__all__ = ["GATE_PANELS", "Panel", "figure_size", "head_grid", "heatmap_figure", "value_label", "panels", "save_heatmap"]

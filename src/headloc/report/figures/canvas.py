@@ -58,7 +58,7 @@ def add_footer(fig: Figure, text: str) -> Figure:
     """
     from matplotlib.layout_engine import ConstrainedLayoutEngine, TightLayoutEngine  # matplotlib only where it draws (headloc.report.figures)
 
-    from headloc.report.heatmap import FILL, fitted, shrink_to_fit
+    from headloc.report.text_fit import FILL, fitted, shrink_to_fit
 
     shrink_to_fit(fig.text(0.5, 0.005, text, ha="center", va="bottom", fontsize=fitted(fig, text, 7, wrap=False)[1],
                            color="0.4"), fig.bbox.width * FILL)
@@ -84,13 +84,13 @@ def keep_clear(fig: Figure, *, top: float = 0.0, bottom: float = 0.0) -> None:
 
 def add_caption(fig: Figure, text: str, *, fontsize: float) -> Figure:
     """``text`` as the figure's title (a constrained-layout figure's), broken into lines that fit its
-    width (a word wider than the figure shrinks the font: :func:`headloc.report.heatmap.fitted`), at
+    width (a word wider than the figure shrinks the font: :func:`headloc.report.text_fit.fitted`), at
     the top of the figure with the panels, their titles and labels laid out below it.
 
     Constrained layout's own room for a title fell short of a wrapped one (the panel titles ran under
     its last line), so the room is measured here and kept clear.
     """
-    from headloc.report.heatmap import FILL, fitted, renderer_of, shrink_to_fit  # matplotlib only where it draws (headloc.report.figures)
+    from headloc.report.text_fit import FILL, fitted, renderer_of, shrink_to_fit  # matplotlib only where it draws (headloc.report.figures)
 
     lines, size = fitted(fig, text, fontsize)
     pad = CAPTION_PAD_IN / fig.get_figheight()
