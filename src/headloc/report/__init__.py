@@ -3,9 +3,9 @@
 Tables (:mod:`headloc.report.tables`) and figures (:mod:`headloc.report.figures`) take DataFrames
 and return a DataFrame or a matplotlib Figure; both build on the shared tidy-frame helpers of
 :mod:`headloc.report.frames` (every input check) and :mod:`headloc.report.delta` (baselines, deltas).
-:mod:`headloc.report.formats` turns a table into Markdown, LaTeX, HTML or CSV text; the scripts in
-``scripts/`` write the files. A legitimately empty table carries ``attrs["note"]`` saying why;
-an empty figure shows a centred "no data" note.
+:mod:`headloc.report.formats` and :mod:`headloc.report.latex` turn a table into Markdown, LaTeX, HTML
+or CSV text; the scripts in ``scripts/`` write the files. A legitimately empty table carries
+``attrs["note"]`` saying why; an empty figure shows a centred "no data" note.
 
 Each table and figure is described once, next to its builder (:mod:`headloc.report.spec`):
 :data:`TABLES` and :data:`FIGURES` map its name to a spec with what it shows (``about``), the
@@ -32,9 +32,10 @@ from headloc.report.figures import (
     methods_figure,
     no_data_figure,
 )
-from headloc.report.formats import format_cell, to_csv, to_html, to_latex, to_markdown
 from headloc.report.delta import baselines, deltas
+from headloc.report.formats import format_cell, to_csv, to_html, to_markdown
 from headloc.report.frames import empty_table
+from headloc.report.latex import to_latex
 from headloc.report.spec import FigureSpec, ReportOptions, TableSpec
 from headloc.report.tables import (
     TABLES,

@@ -1,9 +1,10 @@
-"""Render a table DataFrame as Markdown, LaTeX, HTML or CSV text.
+"""Render a table DataFrame as Markdown, HTML or CSV text, and a cell as every format shows it.
 
 Markdown, LaTeX and HTML (a small self-contained page, what Snakemake's HTML report shows) are for
 reading, so floats are shown to one decimal and missing values as
-``-``; CSV is for machines and keeps full precision. Every rendered table carries a footer naming
-the rule and script that made it (the caller passes the text). Nothing here writes files.
+``-``; CSV is for machines and keeps full precision. LaTeX, which shows cells as the others do but
+escapes its own special characters, is :mod:`headloc.report.latex`. Every rendered table carries a
+footer naming the rule and script that made it (the caller passes the text). Nothing here writes files.
 
 A table may carry ``df.attrs["note"]``: the report functions set it on a legitimately empty
 table to say why it is empty. Markdown, LaTeX and HTML show it in italics under the header row; CSV
@@ -31,18 +32,6 @@ MISSING = "-"
 WIDTH = 100  # columns a Markdown table's prose lines (title, note, footer) are broken at
 # what would open a list, quote, heading or table row at the start of a Markdown line
 _BLOCK_START = re.compile(r"([-+*>#|]|\d+[.)])(\s|$)")
-_LATEX_SPECIAL = {
-    "\\": r"\textbackslash{}",
-    "&": r"\&",
-    "%": r"\%",
-    "$": r"\$",
-    "#": r"\#",
-    "_": r"\_",
-    "{": r"\{",
-    "}": r"\}",
-    "~": r"\textasciitilde{}",
-    "^": r"\textasciicircum{}",
-}
 
 
 def format_cell(value, decimals: int = 1) -> str:
@@ -79,7 +68,7 @@ def format_cell(value, decimals: int = 1) -> str:
     return str(value)
 
 
-def _is_numeric(column: pd.Series) -> bool:
+def is_numeric(column: pd.Series) -> bool:
     return pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column)
 
 
@@ -151,7 +140,7 @@ def to_markdown(df: pd.DataFrame, *, title: str, footer: str) -> str:
         return "| " + " | ".join(str(cell).replace("|", r"\|") for cell in cells) + " |"
 
     df = for_reading(df)
-    align = ["---:" if _is_numeric(df[column]) else "---" for column in df.columns]
+    align = ["---:" if is_numeric(df[column]) else "---" for column in df.columns]
     body = [row(format_cell(value) for value in values) for values in df.itertuples(index=False)]
     header = [row(df.columns), "| " + " | ".join(align) + " |"]
     note = df.attrs.get("note")
@@ -159,76 +148,6 @@ def to_markdown(df: pd.DataFrame, *, title: str, footer: str) -> str:
         body.append("")
         body += wrapped(f"*{note}*")
     lines = [*wrapped(f"**{title}**"), "", *header, *body, "", *wrapped(footer)]
-    return "\n".join(lines) + "\n"
-
-
-def escape_latex(text: str) -> str:
-    r"""Escape LaTeX's special characters (``\ & % $ # _ { } ~ ^``) in plain text.
-
-    Examples
-    --------
-    >>> print(escape_latex("cs_stratified 5% & more"))
-    cs\_stratified 5\% \& more
-    """
-    return "".join(_LATEX_SPECIAL.get(char, char) for char in str(text))
-
-
-def to_latex(df: pd.DataFrame, *, caption: str, footer: str, label: str | None = None) -> str:
-    r"""A complete LaTeX ``table`` environment with booktabs rules (``\usepackage{booktabs}``).
-
-    Parameters
-    ----------
-    df : DataFrame
-        The table; its index is not shown.
-    caption : str
-        Plain-text caption, placed above the table as in the paper; special characters are
-        escaped, so it cannot carry LaTeX markup.
-    footer : str
-        Provenance note, set in ``\footnotesize`` below the tabular.
-    label : str, optional
-        ``\label`` for cross references.
-
-    Returns
-    -------
-    str
-        LaTeX text ending in a newline. Cells and headers are escaped; numeric columns are
-        right-aligned; floats show one decimal and missing values ``-``.
-
-    Examples
-    --------
-    >>> df = pd.DataFrame({"method": ["cs_stratified"], "delta_task": [-48.44]})
-    >>> print(to_latex(df, caption="Table 2", footer="made by rule r (s.py)"))
-    \begin{table}[htbp]
-    \centering
-    \caption{Table 2}
-    \begin{tabular}{lr}
-    \toprule
-    method & delta\_task \\
-    \midrule
-    cs\_stratified & -48.4 \\
-    \bottomrule
-    \end{tabular}
-    \par\smallskip{\footnotesize made by rule r (s.py)}
-    \end{table}
-    <BLANKLINE>
-    """
-
-    def row(cells) -> str:
-        return " & ".join(escape_latex(cell) for cell in cells) + r" \\"
-
-    df = for_reading(df)
-    spec = "".join("r" if _is_numeric(df[column]) else "l" for column in df.columns)
-    body = [row(format_cell(value) for value in values) for values in df.itertuples(index=False)]
-    lines = [r"\begin{table}[htbp]", r"\centering", rf"\caption{{{escape_latex(caption)}}}"]
-    if label:
-        lines.append(rf"\label{{{label}}}")
-    if df.attrs.get("note"):
-        width, text = max(len(df.columns), 1), escape_latex(df.attrs["note"])
-        body.append(rf"\multicolumn{{{width}}}{{l}}{{\emph{{{text}}}}} \\")
-    spec = spec or "l"
-    lines += [rf"\begin{{tabular}}{{{spec}}}", r"\toprule", row(df.columns), r"\midrule", *body]
-    note = rf"\par\smallskip{{\footnotesize {escape_latex(footer)}}}"
-    lines += [r"\bottomrule", r"\end{tabular}", note, r"\end{table}"]
     return "\n".join(lines) + "\n"
 
 
@@ -258,7 +177,7 @@ def to_html(df: pd.DataFrame, *, title: str, footer: str) -> str:
     (True, True, True)
     """
     df = for_reading(df)
-    numeric = [_is_numeric(df[column]) for column in df.columns]
+    numeric = [is_numeric(df[column]) for column in df.columns]
 
     def cell(tag, text, is_number):
         css = ' class="num"' if is_number else ""
