@@ -14,7 +14,9 @@ from headloc.methods import driver, get
 from headloc.methods.contract import SearchParts
 from headloc.methods.settings import SearchSettings
 from headloc.heads import HeadGeometry, head_name
-from headloc.search.conditional import ConditionalGroupTesting, Found, Probe, Stage, locate_pair
+from headloc.search.conditional import ConditionalGroupTesting
+from headloc.search.conditional_pairs import confirm_pair, locate_pair, screen_pairs
+from headloc.search.conditional_state import Found, Probe, Stage
 from headloc.search.group_testing import GroupTesting, Noise
 from headloc.search.simulate import (KINDS, compare_interactions, greedy_run, interaction_table, make_interaction_world,
                                      recall_by_kind, search_bounds)
@@ -241,7 +243,7 @@ def test_a_located_pair_is_kept_only_when_it_drops_more_than_its_heads_alone():
     for score, kept in ((additive, []), (paired, [(3, 40)])):
         probe, stage = Probe(64, 20), Stage((), [], Noise(0.01))
         found = Found(stage)
-        finish(ConditionalGroupTesting(64, 20, 0, k=2, extra_heads=0).confirm_pair(probe, stage, found, (3, 40)), score)
+        finish(confirm_pair(probe, stage, found, (3, 40)), score)
         assert [pair.heads for pair in found.pairs] == kept and found.order == [h for pair in kept for h in pair]
         assert len(probe.memory) == 4  # the unablated row, the pair and each head
 
@@ -275,8 +277,7 @@ def test_the_pair_screen_resolves_only_a_union_that_stands_out_of_the_unions_spr
     for score, pairs in ((uneven, []), (paired, [(3, 40)])):
         probe, stage = Probe(64, 200), Stage((), [], Noise(1e-6))
         found = Found(stage)
-        search = ConditionalGroupTesting(64, 200, 0, k=2, pair_screen=True, extra_heads=0)
-        finish(search.screen_pairs(probe, found, stage, groups), score)
+        finish(screen_pairs(probe, found, stage, groups, 64), score)
         assert [pair.heads for pair in found.pairs] == pairs
         if not pairs:
             assert len(probe.memory) == 1 + 8 + 28
@@ -293,8 +294,7 @@ def test_the_pair_screen_measures_a_union_from_the_unions_typical_excess_not_fro
     for score, pairs in ((together, []), (paired, [(3, 40)])):
         probe, stage = Probe(64, 200), Stage((), [], Noise(1e-6))
         found = Found(stage)
-        finish(ConditionalGroupTesting(64, 200, 0, k=2, pair_screen=True, extra_heads=0).screen_pairs(probe, found, stage, groups),
-               score)
+        finish(screen_pairs(probe, found, stage, groups, 64), score)
         assert [pair.heads for pair in found.pairs] == pairs
         if not pairs:
             assert len(probe.memory) == 1 + 8 + 28
@@ -314,7 +314,7 @@ def test_the_pair_screen_threshold_stands_above_the_unions_centre_where_their_ex
     assert centre > 0.03 and (excess - centre).max() < 4 * spread < excess.max()  # the world is as described
     probe, stage = Probe(64, 200), Stage((), [], Noise(1e-6))
     found = Found(stage)
-    finish(ConditionalGroupTesting(64, 200, 0, k=2, pair_screen=True, extra_heads=0).screen_pairs(probe, found, stage, groups), score)
+    finish(screen_pairs(probe, found, stage, groups, 64), score)
     assert found.pairs == [] and len(probe.memory) == 1 + 8 + 28  # the groups and their unions, nothing resolved
 
 

@@ -176,7 +176,6 @@ LONG_MODULES = {
     "groundtruth/truth.py": 416,
     "data/documents.py": 417,
     "benchmarks/gpu_check.py": 477,
-    "search/conditional.py": 508,
 }
 
 
