@@ -165,7 +165,6 @@ LONG_MODULES = {
     "groundtruth/recipe.py": 306,
     "search/simulate.py": 322,
     "model/loading.py": 338,
-    "search/chg.py": 351,
     "groundtruth/build.py": 354,
     "data/sandbox.py": 369,
     "data/datasets.py": 375,
