@@ -5,17 +5,17 @@ screen) and greedy on simulated worlds with a backup head and two pairs (docs/re
     .venv/bin/python benchmarks/interaction_search.py --seeds 20 --budget 300
     .venv/bin/python benchmarks/interaction_search.py --help
 
-Each world (headloc.search.simulate.make_interaction_world: 40 documents of 4 choices, a tail of
-spread tau) holds a universal head, three role heads (document shares 0.2, 0.15, 0.1), a backup of
-the first role head (0.175: its documents fall only when both are ablated), a redundant pair
-(0.175: only when both are ablated; each alone does nothing) and a synergy pair (0.125: either
-one sends them to chance). Each search is told k = the 9 planted heads and a cap of --budget
-masks; greedy runs 8 rounds with the universal head left out, as the workflow's universal filter
-does. Prints, per world size and search, the share of each kind of head found among the first 8
-of its ranking with the universal head left out (universal: the share of runs that confirmed it),
-P(all 8 found), the mean evaluations and their share of greedy's, and the two information bounds
-for 9 heads: coin-weighing (tests that say how much) / binary (tests that say yes or no).
-Numpy only; about a minute on one core.
+Each world (headloc.search.simulate_interactions.make_interaction_world: 40 documents of 4 choices,
+a tail of spread tau) holds a universal head, three role heads (document shares 0.2, 0.15, 0.1), a
+backup of the first role head (0.175: its documents fall only when both are ablated), a redundant
+pair (0.175: only when both are ablated; each alone does nothing) and a synergy pair (0.125: either
+one sends them to chance). Each search is told k = the 9 planted heads and a cap of --budget masks;
+greedy runs 8 rounds with the universal head left out, as the workflow's universal filter does.
+Prints, per world size and search, the share of each kind of head found among the first 8 of its
+ranking with the universal head left out (universal: the share of runs that confirmed it), P(all 8
+found), the mean evaluations and their share of greedy's, and the two information bounds for 9
+heads: coin-weighing (tests that say how much) / binary (tests that say yes or no). Numpy only;
+about a minute on one core.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from headloc.search.simulate import compare_interactions, interaction_table, make_interaction_world, search_bounds
+from headloc.search.simulate_interactions import (compare_interactions, interaction_table, make_interaction_world,
+                                                  search_bounds)
 
 
 def parse_args(argv=None):

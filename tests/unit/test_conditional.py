@@ -1,7 +1,7 @@
 """Conditional group testing (headloc.search.conditional) on simulated worlds whose heads act alone,
 beside others (a backup head), only together (a redundant pair) or as an AND (a synergy pair),
-against group testing and greedy; the worlds themselves (headloc.search.simulate); the method's
-declaration; resuming a killed search."""
+against group testing and greedy; the worlds themselves (headloc.search.simulate_interactions); the
+method's declaration; resuming a killed search."""
 
 import importlib.util
 import math
@@ -18,8 +18,8 @@ from headloc.search.conditional import ConditionalGroupTesting
 from headloc.search.conditional_pairs import confirm_pair, locate_pair, screen_pairs
 from headloc.search.conditional_state import Found, Probe, Stage
 from headloc.search.group_testing import GroupTesting, Noise
-from headloc.search.simulate import (KINDS, compare_interactions, greedy_run, interaction_table, make_interaction_world,
-                                     recall_by_kind, search_bounds)
+from headloc.search.simulate_interactions import (KINDS, compare_interactions, greedy_run, interaction_table,
+                                                  make_interaction_world, recall_by_kind, search_bounds)
 
 REPO = Path(__file__).resolve().parents[2]
 TAU = 0.01

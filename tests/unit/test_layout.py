@@ -163,7 +163,6 @@ LONG_MODULES = {
     "engine/throughput.py": 314,
     "data/paper_data.py": 318,
     "groundtruth/recipe.py": 306,
-    "search/simulate.py": 322,
     "model/loading.py": 338,
     "groundtruth/build.py": 354,
     "data/sandbox.py": 369,
