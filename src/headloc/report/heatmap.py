@@ -2,7 +2,7 @@
 
 Every search method writes ``coef`` (head name ``"L{layer}H{head}"`` -> effect, see
 ``scripts/recover_heads.py``); what the number means depends on the method (:func:`value_label`, from its registry entry).
-A ``chg`` record that carries its gates (``g_minus``, ``g_plus``, see :func:`headloc.search.chg.chg_search`)
+A ``chg`` record that carries its gates (``g_minus``, ``g_plus``, see :func:`headloc.search.chg.chg`)
 is drawn as two panels, G- (facilitation) and G+ (1 - interference), on a fixed 0-1 scale; every
 other record is one panel of ``coef`` on a diverging colormap centred at 0 (red: the score drops
 when the head is ablated). The top-k heads (``top_heads``) are outlined and numbered by rank; a
