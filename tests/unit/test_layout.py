@@ -168,7 +168,6 @@ LONG_MODULES = {
     "data/sandbox.py": 369,
     "data/datasets.py": 375,
     "engine/supervision.py": 384,
-    "engine/grouped.py": 392,
     "workflow/plan.py": 407,
     "groundtruth/construct.py": 411,
     "groundtruth/truth.py": 416,
