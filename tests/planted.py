@@ -93,7 +93,7 @@ def weakened(model, scale: float):
 def reference_score(model, examples, gate=None) -> float:
     """Mean gold-continuation log-likelihood, one unpadded document at a time with full logits.
 
-    Independent of headloc.engine.supervision's batching, padding and logits_to_keep.
+    Independent of headloc.engine.gold_scoring's batching, padding and logits_to_keep.
     """
     total = 0.0
     for example in examples:

@@ -12,7 +12,8 @@ from transformers import GPT2Config, GPT2LMHeadModel
 from headloc.model.ablation import ablate_heads
 from headloc.search.attribution import attribution
 from headloc.heads import head_name
-from headloc.engine.supervision import Example, recovery_fields
+from headloc.engine.gradient_result import recovery_fields
+from headloc.engine.supervision import Example
 
 
 def random_gpt2(layers=2, heads=4, vocab=50):

@@ -9,7 +9,8 @@ from planted import N_HEADS, N_LAYERS, PLANTED, flat, planted_examples, planted_
 
 from headloc.search.chg import chg, mean_pairwise_spearman, rank_by_facilitation
 from headloc.heads import head_name
-from headloc.engine.supervision import continuation_logprobs, make_batch, recovery_fields
+from headloc.engine.gold_scoring import continuation_logprobs, make_batch
+from headloc.engine.gradient_result import recovery_fields
 
 FAST = dict(init_steps=60, fit_steps=60, eval_every=10, patience=3)
 

@@ -8,7 +8,8 @@ from transformers import AutoModelForCausalLM
 
 from headloc.model.ablation import ablate_heads
 from headloc.engine.lm_eval_tasks import TaskSpec, load_task
-from headloc.engine.supervision import continuation_logprobs, make_batch, task_examples
+from headloc.engine.gold_scoring import continuation_logprobs, make_batch
+from headloc.engine.supervision import task_examples
 
 
 def lm_eval_docs(name):

@@ -167,7 +167,6 @@ LONG_MODULES = {
     "groundtruth/build.py": 354,
     "data/sandbox.py": 369,
     "data/datasets.py": 375,
-    "engine/supervision.py": 384,
     "workflow/plan.py": 407,
     "groundtruth/construct.py": 411,
     "groundtruth/truth.py": 416,

@@ -14,32 +14,18 @@ lm-eval task :class:`headloc.engine.evaluation.MaskEvaluator` scores, with lm-ev
 
 Text is split into tokens as lm-eval's ``HFLM`` does for a causal model (``_encode_pair``: trailing
 spaces of the context move to the continuation; the pair is encoded whole and the context's
-tokens split off). :func:`continuation_logprobs` scores a batch of such pairs under a head gate,
-projecting to the vocabulary only at the positions that predict gold tokens.
-
-:class:`Cost` counts what a gradient method spends and its equivalent in masked evaluations, and
-:class:`MethodResult` holds what ``recovery.json`` needs (:func:`recovery_fields`).
+tokens split off). Scoring such pairs under a head gate is :mod:`headloc.engine.gold_scoring`;
+what a gradient method spent and found, :mod:`headloc.engine.gradient_result`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import inspect
-import math
-from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
-import torch
 
-from headloc.model.ablation import ablate_heads
 from headloc.data import TASKS_DIR
 from headloc.engine.lm_eval_tasks import FEWSHOT_SEED, TaskSpec, load_task
-from headloc.heads import HeadGeometry, head_name
-
-# A fwd+bwd pass costs about three forward passes (the backward pass computes two matrix products
-# per forward one; with frozen weights it skips the weight gradients, so this overcounts a little).
-FWD_BWD_IN_FORWARDS = 3.0
 
 
 @dataclass(frozen=True)
@@ -54,9 +40,6 @@ class Example:
     def n_tokens(self) -> int:
         """Tokens a forward pass reads for this document: context and continuation but its last."""
         return len(self.context) + len(self.target) - 1
-
-
-# ---------------------------------------------------------------------------------- building
 
 
 def encode_pair(tokenizer, context: str, continuation: str) -> tuple[list[int], list[int]]:
@@ -164,221 +147,4 @@ def task_examples(tokenizer, task: TaskSpec, *, include_path=TASKS_DIR, limit: i
     return examples
 
 
-# ---------------------------------------------------------------------------------- scoring
-
-
-@dataclass
-class Batch:
-    """Examples left-padded to one width: the gold tokens sit in the last ``width`` positions.
-
-    ``targets`` and ``target_mask`` are ``[docs, width]``: gold token ids right-aligned, and which
-    of those slots hold one (a shorter continuation leaves slots on the left empty).
-    """
-
-    input_ids: torch.Tensor
-    attention_mask: torch.Tensor
-    position_ids: torch.Tensor
-    targets: torch.Tensor
-    target_mask: torch.Tensor
-    n_tokens: int  # real (unpadded) tokens read, per gate
-
-    @property
-    def width(self) -> int:
-        return self.targets.shape[1]
-
-
-def make_batch(examples: Sequence[Example], *, pad_id: int = 0, max_length: int | None = None,
-               device="cpu") -> Batch:
-    """Left-pad ``examples``; with ``max_length`` the contexts are cut on the left as lm-eval does."""
-    rows = []
-    for example in examples:
-        tokens = list(example.context) + list(example.target)
-        if max_length is not None:
-            tokens = tokens[-(max_length + 1):]
-        rows.append(tokens[:-1])
-    length = max(len(row) for row in rows)
-    width = max(len(example.target) for example in examples)
-    input_ids = torch.full((len(rows), length), pad_id, dtype=torch.long)
-    attention = torch.zeros((len(rows), length), dtype=torch.long)
-    targets = torch.zeros((len(rows), width), dtype=torch.long)
-    target_mask = torch.zeros((len(rows), width), dtype=torch.bool)
-    for i, (row, example) in enumerate(zip(rows, examples)):
-        input_ids[i, length - len(row):] = torch.tensor(row)
-        attention[i, length - len(row):] = 1
-        n = len(example.target)
-        targets[i, width - n:] = torch.tensor(example.target)
-        target_mask[i, width - n:] = True
-    positions = (attention.cumsum(-1) - 1).clamp(min=0)
-    return Batch(input_ids.to(device), attention.to(device), positions.to(device), targets.to(device),
-                 target_mask.to(device), int(sum(len(row) for row in rows)))
-
-
-def continuation_logprobs(model, batch: Batch, gate: torch.Tensor | None = None) -> torch.Tensor:
-    """Log-probabilities of the gold tokens, ``[docs, gates, width]`` (0 in empty slots).
-
-    ``gate`` is None (no ablation), ``[layers, heads]`` or ``[gates, layers, heads]``; with several
-    gates every document runs once per gate in adjacent batch rows (row ``d * gates + g``). Only the
-    last ``width`` positions are projected to the vocabulary (``logits_to_keep``), the ones that
-    predict gold tokens when the rows are left-padded; a gate that requires grad stays
-    differentiable.
-    """
-    n_gates = 1 if gate is None or gate.dim() == 2 else gate.shape[0]
-    ids, mask, positions = batch.input_ids, batch.attention_mask, batch.position_ids
-    if n_gates > 1:
-        ids, mask, positions = (t.repeat_interleave(n_gates, dim=0) for t in (ids, mask, positions))
-        row_gate = gate.repeat(batch.input_ids.shape[0], 1, 1)
-    else:
-        row_gate = gate if gate is None or gate.dim() == 2 else gate[0]
-    width = batch.width
-    keep = {"logits_to_keep": width} if _keeps_logits(model) else {}
-    ablation = contextlib.nullcontext() if row_gate is None else ablate_heads(model, row_gate)
-    with ablation:
-        logits = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=False, **keep).logits
-    logits = logits[:, -width:].float()
-    logprobs = torch.log_softmax(logits, dim=-1)
-    targets = batch.targets.repeat_interleave(n_gates, dim=0)
-    gold = logprobs.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
-    gold = gold.view(batch.input_ids.shape[0], n_gates, width)
-    return gold * batch.target_mask[:, None, :]
-
-
-def _keeps_logits(model) -> bool:
-    return "logits_to_keep" in inspect.signature(model.forward).parameters
-
-
-def batches(examples: Sequence[Example], batch_size: int) -> Iterator[list[Example]]:
-    """``examples`` in consecutive chunks of at most ``batch_size``."""
-    if not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-    for start in range(0, len(examples), batch_size):
-        yield list(examples[start:start + batch_size])
-
-
-@contextlib.contextmanager
-def frozen(model):
-    """The model's weights out of autograd while open (only the gate gets a gradient)."""
-    flags = [(p, p.requires_grad) for p in model.parameters()]
-    for p, _ in flags:
-        p.requires_grad_(False)
-    try:
-        yield model
-    finally:
-        for p, flag in flags:
-            p.requires_grad_(flag)
-
-
-def pad_id_of(tokenizer=None, model=None) -> int:
-    """A padding token id (never read: padded positions are masked and not scored)."""
-    for source in (tokenizer, getattr(model, "config", None)):
-        for name in ("pad_token_id", "eos_token_id"):
-            value = getattr(source, name, None)
-            if isinstance(value, (list, tuple)):
-                value = value[0] if value else None
-            if value is not None:
-                return int(value)
-    return 0
-
-
-# ---------------------------------------------------------------------------------- results
-
-
-@dataclass
-class Cost:
-    """What a gradient method spent, and its equivalent in masked evaluations.
-
-    ``fwd_bwd_*`` count passes with a backward pass, ``forward_*`` forward-only passes (CHG's
-    held-out checks); rows are (document, gate) pairs, tokens the real tokens those rows read.
-    ``eval_tokens`` is what one masked evaluation reads: one forward pass over the identification
-    subset, every document once (for a generation task a masked evaluation also decodes, so the
-    equivalent flatters masked evaluation a little). ``n_evals`` =
-    ``(3 * fwd_bwd_tokens + forward_tokens) / eval_tokens``, rounded up.
-    """
-
-    eval_tokens: int
-    fwd_bwd_passes: int = 0
-    fwd_bwd_rows: int = 0
-    fwd_bwd_tokens: int = 0
-    forward_passes: int = 0
-    forward_rows: int = 0
-    forward_tokens: int = 0
-    seconds: float = 0.0
-
-    def add(self, batch: Batch, n_gates: int, backward: bool) -> None:
-        rows, tokens = batch.input_ids.shape[0] * n_gates, batch.n_tokens * n_gates
-        if backward:
-            self.fwd_bwd_passes += 1
-            self.fwd_bwd_rows += rows
-            self.fwd_bwd_tokens += tokens
-        else:
-            self.forward_passes += 1
-            self.forward_rows += rows
-            self.forward_tokens += tokens
-
-    @property
-    def eval_equivalent(self) -> float:
-        return (FWD_BWD_IN_FORWARDS * self.fwd_bwd_tokens + self.forward_tokens) / self.eval_tokens
-
-    @property
-    def n_evals(self) -> int:
-        return int(math.ceil(self.eval_equivalent - 1e-9))
-
-    def as_dict(self) -> dict:
-        return {**asdict(self), "eval_equivalent": self.eval_equivalent, "n_evals": self.n_evals}
-
-
-@dataclass
-class MethodResult:
-    """A gradient method's answer, in the terms of ``recovery.json``.
-
-    ``effects`` holds one number per head (flat index), more negative = more important, the sign
-    of the Lasso's coefficients; ``ranking`` the flat head indices, most important first;
-    ``baseline`` the unablated score the effects are relative to (None where there is none);
-    ``extra`` the method's own fields (JSON-ready).
-    """
-
-    method: str
-    geometry: HeadGeometry
-    ranking: list[int]
-    effects: np.ndarray
-    cost: Cost
-    baseline: float | None = None
-    extra: dict = field(default_factory=dict)
-
-    def names(self) -> list[str]:
-        return [head_name(i, self.geometry.n_heads) for i in range(self.geometry.total)]
-
-
-def recovery_fields(result: MethodResult) -> dict:
-    """The method-dependent part of ``recovery.json``, as ``scripts/recover_heads.py`` writes it.
-
-    Keys: ``n_evals`` (masked-evaluation equivalent), ``alpha`` and ``r2`` (None: no Lasso),
-    ``intercept`` (the unablated score), ``ranking`` (head names, most important first), ``coef``
-    (head name -> effect), ``cost`` (:class:`Cost` in full) and the method's own fields.
-    """
-    names = result.names()
-    return {
-        "n_evals": result.cost.n_evals,
-        "alpha": None,
-        "r2": None,
-        "intercept": result.baseline,
-        "ranking": [names[i] for i in result.ranking],
-        "coef": {name: float(value) for name, value in zip(names, result.effects)},
-        "cost": result.cost.as_dict(),
-        **result.extra,
-    }
-
-
-def head_map(values, geometry: HeadGeometry) -> dict[str, float]:
-    """A flat per-head array as {head name: value}."""
-    values = np.asarray(values, dtype=float).reshape(-1)
-    return {head_name(i, geometry.n_heads): float(v) for i, v in enumerate(values)}
-
-
-def total_tokens(examples: Sequence[Example]) -> int:
-    """Tokens one forward pass over ``examples`` reads (a masked evaluation's size)."""
-    return int(sum(example.n_tokens for example in examples))
-
-
-__all__ = ["Batch", "Cost", "Example", "MethodResult", "batches", "continuation_logprobs", "encode_pair",
-           "frozen", "head_map", "make_batch", "pad_id_of", "recovery_fields", "task_examples",
-           "total_tokens"]
+__all__ = ["Example", "encode_pair", "task_examples"]

@@ -9,7 +9,7 @@ gate. Ablating head ``h`` moves its gate from 1 to 0, so to first order
 and the estimated effect of ablating ``h`` is ``-grad_h`` (negative = the score drops: the Lasso's
 sign). One forward and one backward pass per batch gives every head's estimate at once: the
 cheapest search there is (about 3 masked evaluations' worth of compute, see
-:class:`headloc.engine.supervision.Cost`), and only a linearisation: a head whose effect is non-linear in
+:class:`headloc.engine.gradient_result.Cost`), and only a linearisation: a head whose effect is non-linear in
 its gate (saturating softmax, heads that only matter together) is misjudged.
 """
 
@@ -22,8 +22,9 @@ import numpy as np
 import torch
 
 from headloc.heads import HeadGeometry
-from headloc.engine.supervision import (Cost, Example, MethodResult, batches, continuation_logprobs, frozen, head_map,
-                                 make_batch, pad_id_of, total_tokens)
+from headloc.engine.gold_scoring import batches, continuation_logprobs, frozen, make_batch, pad_id_of
+from headloc.engine.gradient_result import Cost, MethodResult, head_map, total_tokens
+from headloc.engine.supervision import Example
 
 
 def rank_by_effect(effects: np.ndarray) -> list[int]:

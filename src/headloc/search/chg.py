@@ -6,7 +6,7 @@ so every architecture headloc supports). The model is frozen; the gates minimise
     L(G) = NLL(gold continuations | G)  -  lambda * mean_heads clip(theta, -clip, clip)
 
 where NLL is each document's mean next-token negative log-likelihood over its gold continuation
-tokens, averaged over a minibatch (:mod:`headloc.engine.supervision`; logits only at those positions),
+tokens, averaged over a minibatch (:mod:`headloc.engine.gold_scoring`; logits only at those positions),
 and ``theta`` is the inverse sigmoid of ``G``, clipped so the regulariser's gradient vanishes past
 ``|theta| = clip``. Eq. (1) writes both terms as sums; the authors' code (``CHGTrainer.get_loss``
 in the paper's repository) averages both, as here, and ``lambda = 0.1`` is on that scale: with
@@ -43,7 +43,7 @@ ending almost binary, seeds agreeing poorly, NLL on the training prompts falling
 * **Explicit ties.** Ranking key: facilitation (mean G- over seeds, float64 from the logits, so
   gates saturated in float32 are still ordered), then higher mean G+ (lower interference), then
   the lower flat head index.
-* **Honest cost** (:class:`headloc.engine.supervision.Cost`): every fwd+bwd pass and forward pass, their
+* **Honest cost** (:class:`headloc.engine.gradient_result.Cost`): every fwd+bwd pass and forward pass, their
   rows and tokens, and the equivalent in masked evaluations (fwd+bwd = 3 forwards).
 
 Defaults are the paper's appendix 6.2 ("Training details"): Adam; the ``lambda = 0`` fit for 500
@@ -65,7 +65,9 @@ import torch
 from scipy.stats import spearmanr
 
 from headloc.heads import HeadGeometry
-from headloc.engine.supervision import Cost, Example, MethodResult, frozen, head_map, pad_id_of, total_tokens
+from headloc.engine.gold_scoring import frozen, pad_id_of
+from headloc.engine.gradient_result import Cost, MethodResult, head_map, total_tokens
+from headloc.engine.supervision import Example
 from headloc.search.chg_fit import _Fitter, _Stage
 
 TIE_RULE = ("facilitation (mean G- over seeds) descending, then mean G+ descending, "
@@ -100,7 +102,7 @@ def chg(model, examples: Sequence[Example], *, seeds: Sequence[int] = (0, 1, 2, 
     split_seed : seeds the held-out split and the minibatch order.
     rows_per_pass : cap on rows (documents x gates) in one forward pass (gradients are accumulated);
         default: a whole minibatch in one pass.
-    pad_id, max_length : as in :func:`headloc.engine.supervision.make_batch`.
+    pad_id, max_length : as in :func:`headloc.engine.gold_scoring.make_batch`.
 
     Returns
     -------

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import torch
 
-from headloc.engine.supervision import Example, continuation_logprobs, make_batch
+from headloc.engine.gold_scoring import continuation_logprobs, make_batch
+from headloc.engine.supervision import Example
 
 
 @dataclass

@@ -32,7 +32,7 @@ class GradientParams(WithOptions):
 
 class Gradient(OneJob):
     name = "gradient"
-    algorithm = "fit(model, examples, options, seed, batch_size) -> result (headloc.engine.supervision.recovery_fields)"
+    algorithm = "fit(model, examples, options, seed, batch_size) -> result (headloc.engine.gradient_result.recovery_fields)"
     gold = True
     seeded = True
     steps = {"gradient": GradientParams, "recover": RecoverParams}
@@ -47,8 +47,8 @@ def gradient(params: GradientParams, model, examples, batch_size: int, result_ou
     """Rule search_job, a gradient search: run the gradient method on the gold continuations ``examples``
     (:class:`headloc.engine.supervision.Example`), ``batch_size`` rows per forward pass (memory only:
     the result does not depend on it); write its part of recovery.json (method, documents and
-    :func:`headloc.engine.supervision.recovery_fields`) to ``result_out``."""
-    from headloc.engine.supervision import recovery_fields
+    :func:`headloc.engine.gradient_result.recovery_fields`) to ``result_out``."""
+    from headloc.engine.gradient_result import recovery_fields
 
     started = time.perf_counter()
     result = get(params.method).algorithm(model, examples, params.options, params.seed, batch_size)
