@@ -1,6 +1,6 @@
-"""The throughput benchmark (headloc.engine.throughput, benchmarks/throughput.py): the released
-procedure's ablation, the token count, the ceiling's arithmetic, the comparison of results and the
-report's ratios against hand-worked numbers; and the script on a tiny model."""
+"""The throughput benchmark (headloc.engine.throughput and .throughput_report, benchmarks/throughput.py):
+the released procedure's ablation, the token count, the ceiling's arithmetic, the comparison of
+results and the report's ratios against hand-worked numbers; and the script on a tiny model."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from conftest import tiny_llama
-from headloc.engine import throughput
+from headloc.engine import throughput, throughput_report
 from headloc.heads import HeadGeometry
 from headloc.model.ablation import ablate_heads, masks_to_gate
 
@@ -68,14 +68,14 @@ def run(score, samples):
 def test_differences_by_hand():
     loglik = [run(0.5, [{"response": [[-1.0, True], [-2.0, False]]}]), run(0.25, [{"response": [[-3.0, True]]}])]
     nearly = [run(0.5, [{"response": [[-1.0004, True], [-2.0, False]]}]), run(0.25, [{"response": [[-3.0, True]]}])]
-    got = throughput.differences(loglik, nearly)
+    got = throughput_report.differences(loglik, nearly)
     assert got["max_score_diff"] == 0 and got["max_loglik_diff"] == pytest.approx(4e-4) and got["different_texts"] == 0
-    assert throughput.same(got)
+    assert throughput_report.same(got)
     texts = [run(0.5, [{"response": "Paris"}, {"response": "Rome"}])]
     other = [run(0.0, [{"response": "Paris"}, {"response": "Roma"}])]
-    got = throughput.differences(texts, other)
-    assert (got["max_score_diff"], got["different_texts"]) == (0.5, 1) and not throughput.same(got)
-    assert not throughput.same({"max_score_diff": 0, "different_texts": 0, "max_loglik_diff": 2e-3})
+    got = throughput_report.differences(texts, other)
+    assert (got["max_score_diff"], got["different_texts"]) == (0.5, 1) and not throughput_report.same(got)
+    assert not throughput_report.same({"max_score_diff": 0, "different_texts": 0, "max_loglik_diff": 2e-3})
 
 
 def variant(label, seconds, tokens, score=0.5):
@@ -86,12 +86,12 @@ def variant(label, seconds, tokens, score=0.5):
 def test_the_report_divides_by_the_released_procedure():
     timed = {"ioi": {"a": variant("(a) released", 10.0, 400), "b": variant("(b) in turn", 2.0, 400),
                      "c": variant("(c) grouped", 1.0, 400)}}
-    assert throughput.summarise(timed, 4, {"tokens_per_s": 800.0}) is True
+    assert throughput_report.summarise(timed, 4, {"tokens_per_s": 800.0}) is True
     c = timed["ioi"]["c"]
     # 4 masks in 1 s: 0.25 s a mask, 400 tokens/s = half the ceiling, a tenth of (a)'s time
     assert (c["s_per_mask"], c["tokens_per_s"], c["of_ceiling"], c["ratio_to_a"]) == (0.25, 400.0, 0.5, 0.1)
     assert c["vs_a"] == {"max_score_diff": 0, "max_loglik_diff": 0.0, "different_texts": 0}
-    lines = throughput.report_lines(timed, True)
+    lines = throughput_report.report_lines(timed, True)
     assert "  ioi: (b)/(a) = 0.200, (c)/(a) = 0.100  ->  (c) is 10.0x faster than (a)" in lines
     assert lines[-1].startswith("results ARE the same")
     row = next(line for line in lines if line.startswith("ioi       (c) grouped"))
@@ -100,9 +100,9 @@ def test_the_report_divides_by_the_released_procedure():
 
 def test_without_the_released_procedure_b_is_the_reference_and_a_difference_is_reported():
     timed = {"capitals": {"b": variant("(b)", 2.0, 100), "c": variant("(c)", 1.0, 100, score=0.25)}}
-    assert throughput.summarise(timed, 4, {"tokens_per_s": 100.0}) is False
+    assert throughput_report.summarise(timed, 4, {"tokens_per_s": 100.0}) is False
     assert timed["capitals"]["c"]["vs_b"]["max_score_diff"] == 0.25 and np.isnan(timed["capitals"]["c"]["ratio_to_a"])
-    lines = throughput.report_lines(timed, False)
+    lines = throughput_report.report_lines(timed, False)
     assert "  capitals (c) vs (b): SCORES DIFFER (max |diff| 0.25), max |loglik diff| 0.0e+00, 0 different " \
            "generated texts" in lines
     assert lines[-1].startswith("results DIFFER") and not any("faster than (a)" in line for line in lines)
