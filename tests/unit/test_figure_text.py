@@ -172,3 +172,24 @@ def test_figure2_caption_is_the_run_note_in_full():
     fig = FIGURES["fig2"].build(paper_frames(), PAPER_OPTIONS, footer=footer("fig2"))
     assert " ".join(fig.get_suptitle().split()) == PAPER_OPTIONS.delta_note()
     assert "\n" in fig.get_suptitle()  # too wide for one 3.4 in panel on one line
+
+
+def test_a_word_wider_than_the_figure_is_drawn_smaller_until_it_fits():
+    """Where wrapping cannot help (one word: a long search id), the text shrinks until its drawn
+    width is at most the width asked for; text that fits keeps its size."""
+    import matplotlib.pyplot as plt
+
+    from headloc.report.text_fit import shrink_to_fit
+
+    fig = plt.figure(figsize=(3, 2), dpi=100)
+    renderer = fig.canvas.get_renderer()
+    try:
+        wide = fig.text(0.5, 0.5, "x" * 120, fontsize=12, ha="center")
+        assert wide.get_window_extent(renderer).width > 300  # wider than the 300-pixel figure
+        shrink_to_fit(wide, 270)
+        assert wide.get_window_extent(renderer).width <= 270 + PX and wide.get_fontsize() < 12
+        short = fig.text(0.5, 0.2, "fits", fontsize=12)
+        shrink_to_fit(short, 270)
+        assert short.get_fontsize() == 12
+    finally:
+        plt.close(fig)

@@ -234,3 +234,14 @@ def test_a_search_capped_before_confirming_its_top_k_says_so_in_the_title(tmp_pa
     assert f"warning: {warning}" in title and "cap of 20 evaluations" in warning
     complete = heatmap_figure(recovery(100)).get_suptitle()
     assert "not confirmed" not in complete and "warning" not in complete
+
+
+def test_the_title_says_which_outlined_heads_stand_above_the_noise_and_when_none_does():
+    """The record's evidence (headloc.search.evidence) in words: the ranks of the outlined heads
+    found above noise, or "no head found above noise" with the record's reason."""
+    ranking = record()["ranking"]  # outlined: its first two, L2H1 then L0H0
+    found = heatmap_figure(record(found=[ranking[1]], no_head_found="")).get_suptitle()
+    assert "found above noise, by rank: 2;" in found
+    none = heatmap_figure(record(found=[], no_head_found="every interval holds 0")).get_suptitle()
+    assert none.replace("\n", " ").endswith("no head found above noise: every interval holds 0")
+    assert "above noise" not in heatmap_figure(record()).get_suptitle()  # a record without evidence
