@@ -169,7 +169,6 @@ LONG_MODULES = {
     "workflow/plan.py": 407,
     "groundtruth/construct.py": 411,
     "groundtruth/truth.py": 416,
-    "data/documents.py": 417,
     "benchmarks/gpu_check.py": 477,
 }
 

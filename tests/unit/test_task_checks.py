@@ -15,7 +15,8 @@ import yaml
 from conftest import REPO, accuracy_demo, snakemake
 from headloc.workflow.config import check_workflow_config
 from headloc.workflow.task_checks import check_metric
-from headloc.data.documents import load_task_yaml, reported_filters, reported_metrics, template_errors
+from headloc.data.documents import load_task_yaml, template_errors
+from headloc.data.task_scoring import reported_filters, reported_metrics
 from headloc.engine.lm_eval_tasks import TaskSpec
 from headloc.search.budget import suggested_masks
 from headloc.workflow.plan import Plan
@@ -167,7 +168,7 @@ def test_a_generation_metric_outside_lm_evals_registry_passes_with_its_direction
 def test_a_metrics_direction_is_read_from_the_task_then_lm_eval(tmp_path):
     """metric_list's higher_is_better first (it may differ from lm-eval's registry), then the registry
     (a loglikelihood_rolling task's perplexities are lower-is-better); a metric neither declares is refused."""
-    from headloc.data.documents import metric_direction
+    from headloc.data.task_scoring import metric_direction
 
     assert metric_direction({"metric_list": [{"metric": "acc", "higher_is_better": False}]}, "acc,none") is False
     assert metric_direction({"output_type": "loglikelihood_rolling"}, "word_perplexity,none") is False
@@ -223,7 +224,7 @@ def test_a_direction_in_an_included_yaml_names_the_file_that_sets_it(tmp_path):
 def test_an_unquoted_yaml_boolean_is_read_as_declared(tmp_path, spelled, expected):
     """Against the refusal above: every spelling YAML reads as a boolean passes, in its direction."""
     from headloc.api.tasks import resolve_task
-    from headloc.data.documents import metric_direction
+    from headloc.data.task_scoring import metric_direction
 
     path = write_task(tmp_path / "tasks", MULTIPLE_CHOICE + f"""\
         metric_list:

@@ -96,7 +96,7 @@ def check_model(model, tokenizer, task) -> None:
 
 def check_gold(spec, task: Task) -> None:
     """A method that differentiates the gold continuations needs an lm-eval task that has them: its
-    own target, read from its YAML (:func:`headloc.data.documents.gold_problem`); a callable has none."""
+    own target, read from its YAML (:func:`headloc.data.task_scoring.gold_problem`); a callable has none."""
     if not spec.kind.gold:
         return
     from headloc.workflow.method_checks import mask_only_methods, no_gold_message
@@ -104,7 +104,8 @@ def check_gold(spec, task: Task) -> None:
     if task.callable:
         raise ValueError(f"method {spec.name!r} differentiates the gold continuations of an lm-eval task; "
                          f"a callable task has none. Use an lm-eval task, or one of {', '.join(mask_only_methods())}")
-    from headloc.data.documents import gold_problem, lm_eval_tasks_dir, load_task_yaml, task_yaml
+    from headloc.data.documents import lm_eval_tasks_dir, load_task_yaml, task_yaml
+    from headloc.data.task_scoring import gold_problem
 
     path = task_yaml(task.name, [*task.task_folders, lm_eval_tasks_dir()])
     config = load_task_yaml(path)

@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from headloc.data import TASKS_DIR
-from headloc.data.documents import (checked_direction, load_task_yaml, lm_eval_tasks_dir, metric_direction,
-                                    reported_filters, reported_metrics, task_yaml)
+from headloc.data.documents import load_task_yaml, lm_eval_tasks_dir, task_yaml
+from headloc.data.task_scoring import checked_direction, metric_direction, reported_filters, reported_metrics
 
 
 @dataclass

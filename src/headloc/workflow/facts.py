@@ -18,12 +18,12 @@ from collections.abc import Mapping
 from headloc.data.datasets import DATASETS
 from headloc.data.documents import (
     load_task_yaml,
-    metric_direction,
     reads_own_documents,
     task_files,
     task_yaml,
 )
 from headloc.data.paper_data import mirror_files
+from headloc.data.task_scoring import metric_direction
 from headloc.model.loading import resolve_source
 from headloc.workflow import paths
 from headloc.workflow.task_lookup import task_folders

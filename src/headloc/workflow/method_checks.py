@@ -5,7 +5,7 @@ budgets below the planted models' advice."""
 from __future__ import annotations
 
 
-from headloc.data.documents import GOLD_DECLARATION, gold_problem
+from headloc.data.task_scoring import GOLD_DECLARATION, gold_problem
 from headloc import methods as search_methods
 from headloc.search.budget import suggested_masks
 from headloc.workflow.configured import searched_tasks, setting_key, task_settings

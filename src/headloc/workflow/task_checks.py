@@ -8,9 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from headloc.data.documents import (
-    defining_file, metric_direction, reads_own_documents, reported_filters, reported_metrics, template_errors
-)
+from headloc.data.documents import defining_file, reads_own_documents, template_errors
+from headloc.data.task_scoring import metric_direction, reported_filters, reported_metrics
 from headloc.model.loading import read_gguf_metadata, resolve_source
 from headloc.workflow.configured import searched_tasks, task_settings
 from headloc.workflow.task_lookup import TaskLookup, TaskYaml, lm_eval_tasks
@@ -187,7 +186,7 @@ def check_metric(metric: str, task: str, path, task_config: dict, *, complete: b
     when it reports it) lists the ``metric,filter`` keys the task reports; it starts with ``subject``
     (default: ``metric`` quoted). Only what the YAML tells is checked: the filter part always
     (``filter_list`` names, ``none`` without one), the metric part unless only a run can tell
-    (:func:`headloc.data.documents.reported_metrics`: process_results, a Python metric); a Python task
+    (:func:`headloc.data.task_scoring.reported_metrics`: process_results, a Python metric); a Python task
     class passes unchecked.
     """
     metrics, filters = reported_metrics(task_config), reported_filters(task_config)
