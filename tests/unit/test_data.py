@@ -1,4 +1,5 @@
-"""headloc.data.datasets: dataset builders, JSONL I/O, identification subsets and the scoring rules."""
+"""headloc.data.datasets: dataset builders, JSONL I/O, identification subsets; and the scoring rules
+(headloc.data.scoring_rules)."""
 
 from __future__ import annotations
 
@@ -15,15 +16,17 @@ from headloc.data.datasets import (
     DATASETS,
     DEFAULT_N_DOCS,
     build_docs,
+    identification_subset,
+    read_jsonl,
+    write_jsonl,
+)
+from headloc.data.scoring_rules import (
     count_profane_words,
     first_word,
-    identification_subset,
     load_profanity,
-    read_jsonl,
     response_words,
     rhymes,
     starts_with_answer,
-    write_jsonl,
 )
 
 SHARED_DATA = (Path(__file__).resolve().parents[2] / ".." / "shared" / "data").resolve()
@@ -317,7 +320,7 @@ def test_load_profanity_local_csv_skips_phrases(tmp_path):
 def test_hub_profanity_offline_says_what_to_do(tmp_path):
     """Offline with an empty Hugging Face cache, the hub list cannot load: the error says what to pass."""
     env = {**os.environ, "HF_HOME": str(tmp_path), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    result = subprocess.run([sys.executable, "-c", "from headloc.data.datasets import load_profanity; load_profanity()"],
+    result = subprocess.run([sys.executable, "-c", "from headloc.data.scoring_rules import load_profanity; load_profanity()"],
                             env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 1
     assert "\nRuntimeError: could not load the profanity list 'mmathys/profanity' from the Hugging Face Hub" in result.stderr

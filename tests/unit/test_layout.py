@@ -165,7 +165,6 @@ LONG_MODULES = {
     "model/loading.py": 338,
     "groundtruth/build.py": 354,
     "data/sandbox.py": 369,
-    "data/datasets.py": 375,
     "workflow/plan.py": 407,
     "groundtruth/construct.py": 411,
     "groundtruth/truth.py": 416,

@@ -8,7 +8,7 @@ lm-eval 0.4.13 calls a task's ``custom_dataset`` as ``custom_dataset(**metadata,
   subset), passed as TaskManager metadata (``headloc.engine.lm_eval_tasks.load_task``);
 * otherwise ``n_docs`` and ``seed`` build the documents with :func:`headloc.data.datasets.build_docs`.
 
-The scoring rules themselves live in :mod:`headloc.data.datasets`.
+The scoring rules themselves live in :mod:`headloc.data.scoring_rules`.
 """
 
 from __future__ import annotations
@@ -19,14 +19,13 @@ from pathlib import Path
 
 import datasets
 
-from headloc.data.datasets import (
+from headloc.data.datasets import build_docs, read_jsonl
+from headloc.data.scoring_rules import (
     PROFANITY_HUB_ID,
-    build_docs,
     count_profane_words,
     first_word,
     first_words,
     load_profanity,
-    read_jsonl,
     rhymes,
     starts_with_answer,
 )
