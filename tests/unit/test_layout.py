@@ -164,7 +164,6 @@ LONG_MODULES = {
     "groundtruth/recipe.py": 306,
     "model/loading.py": 338,
     "groundtruth/build.py": 354,
-    "data/sandbox.py": 369,
     "workflow/plan.py": 407,
     "groundtruth/construct.py": 411,
     "groundtruth/truth.py": 416,

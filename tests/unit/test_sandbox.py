@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from headloc.data.sandbox import BLOCKED_EXIT, OUTPUT_CHARS, ProgramResult, run_program
+from headloc.data.sandbox import OUTPUT_CHARS, ProgramResult, run_program
+from headloc.data.sandbox_child import BLOCKED_EXIT
 
 
 def failed(result: ProgramResult) -> ProgramResult:
@@ -29,7 +30,7 @@ def test_a_failing_assert_fails_with_its_traceback():
     assert result.returncode == 1 and not result.timed_out and result.blocked is None
     assert 'File "program.py", line 1' in result.stderr
     assert "AssertionError: unsorted" in result.stderr
-    assert "sandbox.py" not in result.stderr  # the program's traceback, not the wrapper's
+    assert "sandbox_child.py" not in result.stderr  # the program's traceback, not the wrapper's
 
 
 def test_a_syntax_error_fails():
