@@ -160,7 +160,6 @@ LONG_MODULES = {
     "report/spec.py": 264,
     "search/evidence.py": 269,
     "search/group_testing.py": 275,
-    "data/paper_data.py": 318,
     "groundtruth/recipe.py": 306,
     "model/loading.py": 338,
     "groundtruth/build.py": 354,

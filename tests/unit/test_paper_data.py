@@ -1,4 +1,5 @@
-"""headloc.data.paper_data: the paper's datasets from the offline mirror (../shared/data)."""
+"""headloc.data.paper_data and headloc.data.paper_normalizers: the paper's datasets from the offline
+mirror (../shared/data)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,11 @@ import pytest
 
 from headloc.data.paper_data import (
     ARITHMETIC_SUBSETS,
-    FIELDS,
     PAPER_DATASETS,
     SPLITS,
-    hellaswag_preprocess,
     load_docs,
 )
+from headloc.data.paper_normalizers import FIELDS, hellaswag_preprocess
 
 SHARED_DATA = (Path(__file__).resolve().parents[2] / ".." / "shared" / "data").resolve()
 pytestmark = pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="offline data mirror not available")
