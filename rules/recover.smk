@@ -34,6 +34,7 @@ rule single_head_damage:
         "results/benchmarks/single_head_damage/{model}.tsv"
     conda:
         "../envs/headloc.yaml"
+    threads: local_cores
     resources:
         **EVALUATING,
     params:

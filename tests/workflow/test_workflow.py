@@ -438,6 +438,29 @@ def test_single_heads_are_measured_again_only_for_what_decides_them(tiny_run, tm
     assert ("single_head_damage" in result.stdout) == measured_again, result.stdout[-2000:]
 
 
+def threads_by_job(dry_run: str) -> list[tuple[str, int]]:
+    """(rule, threads) of every job a dry run prints (a job of 1 thread prints no threads line)."""
+    found = []
+    for line in dry_run.splitlines():
+        if rule := re.match(r"(?:local)?rule (\w+):$", line.strip()):
+            found.append((rule[1], 1))
+        elif found and (threads := re.match(r"threads: (\d+)$", line.strip())):
+            found[-1] = (found[-1][0], int(threads[1]))
+    return found
+
+
+@pytest.mark.slow
+def test_the_job_that_runs_alone_takes_every_core_of_a_local_run(tiny_run):
+    """single_head_damage (one per model, after all its searches) gets every core --cores gives; the
+    jobs that run side by side (each search's scoring jobs) one each."""
+    work = tiny_run.parent
+    result = snakemake("-n", "--forcerun", "single_head_damage", "score_masks", "--cores", "3",
+                       "--directory", str(work), "--configfile", str(work / "config.yaml"))
+    jobs = threads_by_job(result.stdout)
+    assert {threads for rule, threads in jobs if rule == "single_head_damage"} == {3}, result.stdout[-3000:]
+    assert {threads for rule, threads in jobs if rule == "score_masks"} == {1}, jobs
+
+
 @pytest.mark.slow
 def test_an_edited_library_module_reruns_the_jobs_whose_code_it_is(tiny_run, tmp_path, monkeypatch):
     """The library, copied elsewhere with the universal-heads module edited: rule single_head_damage
