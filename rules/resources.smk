@@ -35,9 +35,9 @@ EVALUATING = dict(
 def local_cores(wildcards):
     """Every core of a local run (--cores; Snakemake gives a job no more than that), for a job
     that runs by itself: single_head_damage, one per model, waits for every search of the model
-    and every validation waits for it. torch then uses them all (on SmolLM2 on 2 cores a pass takes
-    0.6x the time of one thread's, with the same scores). 1 on a cluster, where --cores is not one
-    machine's and a GPU job's CPUs are cpus_per_gpu (profiles/slurm)."""
+    and every validation waits for it. torch then uses them all (docs/performance.md). 1 on a
+    cluster, where --cores is not one machine's and a GPU job's CPUs are cpus_per_gpu
+    (profiles/slurm); the Slurm job step's executor is not local either."""
     return workflow.cores if workflow.local_exec else 1
 
 
