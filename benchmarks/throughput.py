@@ -43,12 +43,12 @@ def main(argv=None) -> int:
     import torch
     from headloc.methods import make_masks
     from headloc.benchmarks.vs_greedy import demo_checkpoint
-    from headloc.model.loading import check_checkpoint_dir, head_geometry
+    from headloc.model import geometry, loading
     torch.set_num_threads(args.threads or torch.get_num_threads())
     location = args.model_dir or demo_checkpoint(REPO)
-    check_checkpoint_dir(location)  # a folder named by --model-dir must hold a checkpoint
-    masks = make_masks(head_geometry(str(location)).total, args.masks, method="cs_stratified", sparsity=args.sparsity,
-                       random_state=args.seed)
+    loading.check_checkpoint_dir(location)  # a folder named by --model-dir must hold a checkpoint
+    masks = make_masks(geometry.head_geometry(str(location)).total, args.masks, method="cs_stratified",
+                       sparsity=args.sparsity, random_state=args.seed)
     report, all_same = throughput.run(location, masks, settings, log=functools.partial(print, flush=True))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

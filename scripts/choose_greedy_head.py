@@ -2,7 +2,7 @@
 
 from headloc.io import log_to_file
 from headloc.methods.kinds import rounds
-from headloc.model.loading import head_geometry
+from headloc.model.geometry import head_geometry
 
 log = log_to_file(snakemake.log[0])
 rounds.choose_head(int(snakemake.wildcards.round), head_geometry(snakemake.params.location), snakemake.input.masks,

@@ -1,7 +1,7 @@
 """The evaluations behind one group of tables, as tidy rows (rule collect_evals)."""
 
 from headloc.io import log_to_file, read_json, write_table
-from headloc.workflow.plan import collection_selections
+from headloc.workflow.plan_tables import collection_selections
 from headloc.workflow.selection import with_universal
 from headloc.workflow.results import evals_frame
 

@@ -1,7 +1,7 @@
 """Every search's reported heads in one table (rule collect_recoveries)."""
 
 from headloc.io import log_to_file, read_json, write_table
-from headloc.workflow.plan import collection_selections
+from headloc.workflow.plan_tables import collection_selections
 from headloc.workflow.selection import with_universal
 from headloc.workflow.results import recoveries_frame
 

@@ -1,7 +1,7 @@
 """Write a model's head geometry (rule model_geometry, paper Table 1)."""
 
 from headloc.io import log_to_file, write_json
-from headloc.model.loading import geometry_record
+from headloc.model.geometry import geometry_record
 
 log = log_to_file(snakemake.log[0])
 geometry = geometry_record(snakemake.params.location)

@@ -1,6 +1,7 @@
 """Measure a planted model's truth and write truth.json beside it (rule planted_truth)."""
 
-from headloc.groundtruth.truth import measure, summary_table
+from headloc.groundtruth.truth import measure
+from headloc.groundtruth.truth_table import summary_table
 from headloc.io import log_to_file, write_json, write_text
 
 log = log_to_file(snakemake.log[0])

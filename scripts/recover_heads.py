@@ -4,7 +4,7 @@ or a draw), with the search's identity added."""
 
 from headloc.io import log_to_file, write_json
 from headloc.methods import steps
-from headloc.model.loading import head_geometry
+from headloc.model.geometry import head_geometry
 
 log = log_to_file(snakemake.log[0])
 found = steps.recover(steps.RecoverParams(**snakemake.params.recover), steps.RecoverInputs.of(snakemake.input),

@@ -3,7 +3,7 @@ masks over the uncertain candidates (headloc.methods.kinds.masks.refine)."""
 
 from headloc.io import log_to_file
 from headloc.methods.kinds import masks
-from headloc.model.loading import head_geometry
+from headloc.model.geometry import head_geometry
 
 log = log_to_file(snakemake.log[0])
 masks.refine(masks.RefineParams(**snakemake.params.refine), head_geometry(snakemake.params.location),

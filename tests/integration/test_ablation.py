@@ -7,8 +7,9 @@ import pytest
 import torch
 import transformers as tf
 
-from headloc.model.ablation import HeadGeometry, ablate_heads, masks_to_gate, output_projections
+from headloc.model.ablation import HeadGeometry, ablate_heads, masks_to_gate
 from headloc.model.architectures import SUPPORTED_MODEL_TYPES
+from headloc.model.projections import output_projections
 
 VOCAB = 101
 SMALL = dict(vocab_size=VOCAB, num_hidden_layers=3, num_attention_heads=4, max_position_embeddings=128)

@@ -1,6 +1,6 @@
 """Every architecture headloc accepts (SUPPORTED_MODEL_TYPES), built tiny and random from its
 model_type alone, ablated through the gate on the output projection that
-headloc.model.ablation.output_projections finds, against two references computed without the gate:
+headloc.model.projections.output_projections finds, against two references computed without the gate:
 
 * the heads of a random mask removed by zeroing their input columns of that projection's weight;
 * every head of layer 0 removed by making the whole attention module return what its projection
@@ -17,9 +17,10 @@ import torch
 from architectures import VOCAB, attention_replaced_by_bias, tiny_decoder, zeroed_columns
 from conftest import REPO, accuracy_demo
 
-from headloc.model.ablation import HeadGeometry, ablate_heads, masks_to_gate, output_projections
+from headloc.model.ablation import HeadGeometry, ablate_heads, masks_to_gate
 from headloc.model.architectures import REFUSED, SUPPORTED_MODEL_TYPES
 from headloc.model.loading import load_model
+from headloc.model.projections import output_projections
 from headloc.workflow.config import check_workflow_config
 
 # BLOOM's attention module adds the residual stream itself (dropout_add inside BloomAttention), so

@@ -21,11 +21,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from headloc.groundtruth import construct as C
+from headloc.groundtruth import construct_layout as C
 from headloc.groundtruth import tasks as T
 from headloc.groundtruth.build import build
-from headloc.groundtruth.recipe import Design, load_config, recipe_from_config
-from headloc.groundtruth.truth import certificate, interaction_certificate, measure, planted_sets
+from headloc.groundtruth.certificates import certificate, interaction_certificate
+from headloc.groundtruth.design import Design
+from headloc.groundtruth.recipe import load_config, recipe_from_config
+from headloc.groundtruth.truth import measure, planted_sets
 
 from checkpoint_checks import documents, gold_logprobs, load, parse, read_docs, without
 

@@ -132,18 +132,19 @@ def test_frozen_phase_moves_only_the_planted_heads(monkeypatch):
     """Scheme frozen: from the end of phase 1 on, the only weights that change are the planted heads'
     own q/k/v rows (and biases) and o_proj columns."""
     from headloc.groundtruth import build as builder
+    from headloc.groundtruth import frozen
 
     recipe = recipe_from_config(load_config(CONFIG), "tiny")
     assert recipe.training["scheme"] == "frozen"
     short = dataclasses.replace(recipe, size=dataclasses.replace(recipe.size, steps=20))
     after_text = {}
-    freeze = builder.freeze_all_but
+    freeze = frozen.freeze_all_but
 
     def snapshot_then_freeze(model, heads):
         after_text.update({k: v.detach().clone() for k, v in model.state_dict().items()})
         return freeze(model, heads)
 
-    monkeypatch.setattr(builder, "freeze_all_but", snapshot_then_freeze)
+    monkeypatch.setattr(frozen, "freeze_all_but", snapshot_then_freeze)
     model, _ = builder.train(short, threads=1, log=lambda *a: None)
     d = model.config.head_dim
     planted = [parse(h) for hs in short.placement().values() for h in hs]

@@ -17,7 +17,8 @@ from headloc.heads import HeadGeometry, head_name
 from headloc.search.conditional import ConditionalGroupTesting
 from headloc.search.conditional_pairs import confirm_pair, locate_pair, screen_pairs
 from headloc.search.conditional_state import Found, Probe, Stage
-from headloc.search.group_testing import GroupTesting, Noise
+from headloc.search.group_leads import Noise
+from headloc.search.group_testing import GroupTesting
 from headloc.search.simulate_interactions import (KINDS, compare_interactions, greedy_run, interaction_table,
                                                   make_interaction_world, recall_by_kind, search_bounds)
 

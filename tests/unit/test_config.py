@@ -11,7 +11,9 @@ from headloc.workflow.config import check_config, model_geometries
 from headloc.workflow.schema import expected, validate_config
 from headloc.workflow.task_lookup import lm_eval_tasks
 from headloc.heads import HeadGeometry as Geometry
-from headloc.model.loading import read_gguf_metadata, resolve_source, source_geometry
+from headloc.model.geometry import source_geometry
+from headloc.model.gguf_header import read_gguf_metadata
+from headloc.model.loading import resolve_source
 
 SCHEMA = REPO / "config/schema.yaml"
 DEMO = accuracy_demo()  # the demo's own config is checked in test_config_docs

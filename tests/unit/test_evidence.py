@@ -1,5 +1,5 @@
-"""headloc.search.evidence: each head's interval and P(top k) from resampled documents, checked against
-normal theory computed here; "nothing found" for scores that do not move, a model at the floor and
+"""headloc.search.evidence (and evidence_record): each head's interval and P(top k) from resampled documents,
+checked against normal theory computed here; "nothing found" for scores that do not move, a model at the floor and
 heads that do nothing; the multiple-comparison correction; and the checks that keep a value from
 being called measured when it is not the difference it claims to be."""
 
@@ -11,13 +11,11 @@ import pytest
 from headloc.search.evidence import (
     assess,
     contrast,
-    extend_per_doc,
     in_top_k,
-    measured_pairs,
     not_assessed,
-    of_record,
     threshold,
 )
+from headloc.search.evidence_record import extend_per_doc, measured_pairs, of_record
 
 
 def paired_world(effects, n_docs=60, noise=0.3, seed=0):

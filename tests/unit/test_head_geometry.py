@@ -1,4 +1,4 @@
-"""headloc.model.loading.head_geometry: the jobs' head geometry without torch, the same as transformers'."""
+"""headloc.model.geometry.head_geometry: the jobs' head geometry without torch, the same as transformers'."""
 
 import json
 import subprocess
@@ -6,9 +6,10 @@ import sys
 
 import pytest
 
-from headloc.model import loading as models
+from headloc.model import geometry
 from headloc.heads import HeadGeometry
-from headloc.model.loading import head_geometry, load_config
+from headloc.model.geometry import head_geometry
+from headloc.model.loading import load_config
 
 
 def tiny_configs():
@@ -45,9 +46,9 @@ def test_same_geometry_as_transformers(saved_configs, name):
 @pytest.mark.parametrize("name", ["llama", "gpt2"])
 def test_a_plain_folder_is_read_without_transformers(saved_configs, name, monkeypatch):
     expected = HeadGeometry.of(load_config(str(saved_configs[name])))
-    monkeypatch.setattr(models, "load_config", lambda *a, **k: pytest.fail("went through AutoConfig"))
+    monkeypatch.setattr(geometry, "load_config", lambda *a, **k: pytest.fail("went through AutoConfig"))
     assert head_geometry(str(saved_configs[name])) == expected
-    code = ("import sys; from headloc.model.loading import head_geometry; "
+    code = ("import sys; from headloc.model.geometry import head_geometry; "
             f"print(head_geometry({str(saved_configs[name])!r})); print('torch' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split("\n")[1] == "False"
@@ -55,7 +56,7 @@ def test_a_plain_folder_is_read_without_transformers(saved_configs, name, monkey
 
 def test_composite_or_silent_configs_go_through_autoconfig(saved_configs, tmp_path, monkeypatch):
     calls = []
-    monkeypatch.setattr(models, "load_config", lambda location: calls.append(location) or
+    monkeypatch.setattr(geometry, "load_config", lambda location: calls.append(location) or
                         type("Config", (), {"num_hidden_layers": 7, "num_attention_heads": 3})())
     assert head_geometry(str(saved_configs["llava"])) == HeadGeometry(7, 3)  # composite: text config inside
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama", "num_hidden_layers": 2}))
@@ -70,7 +71,7 @@ def test_geometry_record_is_what_transformers_reads(saved_configs, name):
     config = load_config(str(saved_configs[name]))
     text = config.get_text_config()
     expected_kv = getattr(text, "num_key_value_heads", None) or text.num_attention_heads
-    assert models.geometry_record(str(saved_configs[name])) == {
+    assert geometry.geometry_record(str(saved_configs[name])) == {
         "model_type": config.model_type, "n_layers": text.num_hidden_layers,
         "n_heads": text.num_attention_heads, "n_kv_heads": expected_kv,
         "total": text.num_hidden_layers * text.num_attention_heads}
@@ -78,7 +79,7 @@ def test_geometry_record_is_what_transformers_reads(saved_configs, name):
 
 @pytest.mark.parametrize("name", ["llama", "qwen2"])
 def test_a_plain_folder_naming_its_kv_heads_records_without_torch(saved_configs, name):
-    code = ("import sys; from headloc.model.loading import geometry_record; "
+    code = ("import sys; from headloc.model.geometry import geometry_record; "
             f"print(geometry_record({str(saved_configs[name])!r})['n_kv_heads']); print('torch' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split("\n")[:2] == ["2", "False"]

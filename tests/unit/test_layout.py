@@ -152,30 +152,12 @@ def test_no_stand_in_objects():
 
 
 MODULE_LINES = 250
-# The modules over MODULE_LINES lines when the bar was set (2026-12-02), each capped at that
-# length: none may grow, one split below the bar leaves this list, and no new module joins it.
-LONG_MODULES = {
-    "model/ablation.py": 252,
-    "groundtruth/tasks.py": 255,
-    "report/spec.py": 264,
-    "search/evidence.py": 269,
-    "search/group_testing.py": 275,
-    "groundtruth/recipe.py": 306,
-    "model/loading.py": 338,
-    "groundtruth/build.py": 354,
-    "workflow/plan.py": 407,
-    "groundtruth/construct.py": 411,
-    "groundtruth/truth.py": 416,
-    "benchmarks/gpu_check.py": 477,
-}
 
 
 def test_modules_stay_short():
-    """A module holds one thing a reader can take in whole: at most MODULE_LINES lines, or, for
-    a module of LONG_MODULES, no more than when the bar was set."""
+    """A module holds one thing a reader can take in whole: at most MODULE_LINES lines (the task
+    folders' data files aside)."""
     lengths = {str(path.relative_to(SRC / "headloc")): len(path.read_text().splitlines())
                for path in (SRC / "headloc").rglob("*.py") if "tasks/data" not in str(path)}
-    too_long = {name: n for name, n in lengths.items() if n > LONG_MODULES.get(name, MODULE_LINES)}
-    assert too_long == {}, f"modules longer than their bar ({MODULE_LINES} lines or LONG_MODULES): {too_long}"
-    split = sorted(name for name in LONG_MODULES if lengths.get(name, 0) <= MODULE_LINES)
-    assert split == [], f"now at most {MODULE_LINES} lines (or gone): take them off LONG_MODULES: {split}"
+    too_long = {name: n for name, n in lengths.items() if n > MODULE_LINES}
+    assert too_long == {}, f"modules longer than {MODULE_LINES} lines: {too_long}"

@@ -49,7 +49,8 @@ def test_converted_gguf_is_an_ordinary_checkpoint(smollm2_dir):
 
 def test_a_truncated_gguf_is_named_before_any_job(tmp_path):
     from headloc.workflow.config import model_geometries
-    from headloc.model.loading import check_gguf, resolve_source
+    from headloc.model.gguf_header import check_gguf
+    from headloc.model.loading import resolve_source
 
     whole = resolve_source("smollm2-135m-instruct").location
     check_gguf(whole)  # the shipped file is complete

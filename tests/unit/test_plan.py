@@ -16,7 +16,8 @@ from headloc.data.datasets import build_docs, read_jsonl_numbered
 from headloc.data.documents import check_documents, load_task_yaml, required_fields, task_files, task_yaml
 from headloc.report import target_table
 from headloc.collected import COLLECTIONS
-from headloc.workflow.plan import Plan, choose_tuning_point, config_digest, in_collection
+from headloc.workflow.plan import Plan, choose_tuning_point, config_digest
+from headloc.workflow.plan_tables import in_collection
 
 
 def validated(path_or_config):

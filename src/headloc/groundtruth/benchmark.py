@@ -4,7 +4,7 @@ Input: planted model folders as ground_truth.smk builds them (``<name>/model/`` 
 ``<name>/truth.json``); placements of one size share the part of the name before ``-s``. Each
 task's documents are the first ``stratify`` ones of its design (every kind in its share: the
 documents truth.json's certificate is measured on), scored by the searches' score, the gold
-answer's mean log-probability among the choices (:func:`headloc.groundtruth.truth.score_masks`).
+answer's mean log-probability among the choices (:func:`headloc.groundtruth.mask_scores.score_masks`).
 
 Each method runs as the workflow runs it: by its kind through :func:`headloc.methods.driver.drive`
 (a mask design, cs_adaptive's refinement, greedy's rounds, a gradient run, a draw) with the
@@ -64,13 +64,13 @@ class Scorer:
     """One task's searched documents on one model: masks -> gold log-probabilities."""
 
     def __init__(self, model, tokenizer, folder, task: str, docs: int | None):
-        from headloc.groundtruth.truth import encode, read_documents
+        from headloc.groundtruth.mask_scores import encode, read_documents
 
         self.model = model
         self.data = encode(tokenizer, read_documents(folder, task)[:docs])
 
     def __call__(self, masks) -> np.ndarray:
-        from headloc.groundtruth.truth import score_masks
+        from headloc.groundtruth.mask_scores import score_masks
 
         return score_masks(self.model, *self.data, masks)[1]
 
@@ -113,8 +113,8 @@ def benchmark(folder: Path, wanted: list[str], budgets, seeds, *, sparsity: floa
               device: str = "cpu", partial: Path | None = None) -> pd.DataFrame:
     """One planted model's rows (one per task x method x budget x seed); each finished row is also
     written to ``partial`` at once, so that a run cut short keeps what it measured."""
-    from headloc.groundtruth.recipe import Design
-    from headloc.groundtruth.truth import load_planted
+    from headloc.groundtruth.design import Design
+    from headloc.groundtruth.mask_scores import load_planted
 
     truth = json.loads((folder / "truth.json").read_text())
     unknown = sorted(set(tasks or ()) - set(truth["tasks"]))

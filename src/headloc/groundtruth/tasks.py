@@ -1,4 +1,4 @@
-"""The planted family's vocabulary, general text, task documents and lm-eval task folder.
+"""The planted family's vocabulary, task documents and lm-eval task folder.
 
 Every task document has one layout::
 
@@ -6,15 +6,13 @@ Every task document has one layout::
 
 ``x_i`` is a word of position i's own part of the words (:func:`pools`), ``?q`` a query token, and
 the answer is the item at the source position ``s`` of the role that the (task, query) pair names
-(recipe: a task is a mix of kinds, a kind = a query token and a role). Scoring is lm-eval
+(the design: a task is a mix of kinds, a kind = a query token and a role). Scoring is lm-eval
 ``multiple_choice``, one token per choice: the gold item against the items of the roles the same
 query names in other tasks (told apart only by the task marker) and other words of the gold's part
 (told apart only by reading the document).
 
-The general text that every head is trained on is a 4th-order Markov chain whose next-word logits
-are a sum of one random table per lag, so predicting it needs heads that look 1-3 positions back.
-
-Documents and text depend only on the design (not on the size), so every size shares its tasks.
+Documents depend only on the design (not on the size), so every size shares its tasks; the general
+text the heads are trained on is :mod:`headloc.groundtruth.general_text`'s.
 """
 
 from __future__ import annotations
@@ -25,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from headloc.groundtruth.recipe import Design
+from headloc.groundtruth.design import Design
 
 SPECIALS = ["<pad>", "<unk>", "<s>", "</s>"]
 FILLER = "."
@@ -150,55 +148,6 @@ def encode_documents(design: Design, docs: list[dict]):
     choices = np.array([[ids[c] for c in d["choices"]] for d in docs], dtype=np.int64)
     labels = np.array([d["label"] for d in docs], dtype=np.int64)
     return contexts, choices, labels
-
-
-# ------------------------------------------------------------------ general text
-
-
-def markov_tables(design: Design) -> np.ndarray:
-    """[order, words, words] logit tables: lag j's table maps the word j-1 positions back to logits."""
-    rng = np.random.default_rng([design.seed, 77])
-    order, scale = int(design.text["order"]), float(design.text["scale"])
-    return rng.normal(0.0, scale, size=(order, design.words, design.words))
-
-
-def sample_text(design: Design, tables: np.ndarray, rows: int, rng: np.random.Generator) -> np.ndarray:
-    """[rows, length] word indices (0-based among the content words) from the Markov chain."""
-    order, length = tables.shape[0], int(design.text["length"])
-    out = np.empty((rows, length), dtype=np.int64)
-    out[:, :order] = rng.integers(0, design.words, size=(rows, order))
-    for t in range(order, length):
-        logits = sum(tables[j][out[:, t - 1 - j]] for j in range(order))
-        gumbel = -np.log(-np.log(rng.random(logits.shape)))
-        out[:, t] = np.argmax(logits + gumbel, axis=1)
-    return out
-
-
-def text_token_ids(design: Design, word_indices: np.ndarray) -> np.ndarray:
-    """Token ids of text rows (word indices), after "<s>" when the design starts every row with it."""
-    ids = token_ids(design)
-    out = word_indices + ids[words(design)[0]]
-    if design.bos:
-        out = np.concatenate([np.full((len(out), 1), ids["<s>"], dtype=out.dtype), out], axis=1)
-    return out
-
-
-def text_entropy(design: Design, tables: np.ndarray, rows: np.ndarray) -> float:
-    """Mean true next-word entropy (nats) over the predicted positions of ``rows`` (word indices)."""
-    order = tables.shape[0]
-    total, count = 0.0, 0
-    for t in range(order, rows.shape[1]):
-        logits = sum(tables[j][rows[:, t - 1 - j]] for j in range(order))
-        logp = logits - np.logaddexp.reduce(logits, axis=1, keepdims=True)
-        total += float(-(np.exp(logp) * logp).sum(axis=1).sum())
-        count += rows.shape[0]
-    return total / count
-
-
-def eval_text(design: Design, rows: int = 64) -> np.ndarray:
-    """A fixed held-out set of text rows (token ids) for the truth's text loss."""
-    rng = np.random.default_rng([design.seed, 99])
-    return text_token_ids(design, sample_text(design, markov_tables(design), rows, rng))
 
 
 # ------------------------------------------------------------------ the lm-eval task folder

@@ -1,7 +1,7 @@
 """What both schemes of planted models share: the tokenizer, the Llama config and the text training.
 
-Its own module so that :mod:`headloc.groundtruth.build` (which dispatches on the scheme) and
-:mod:`headloc.groundtruth.construct` both import it, neither the other.
+Its own module so that the two schemes, :mod:`headloc.groundtruth.frozen` and
+:mod:`headloc.groundtruth.construct`, both import it, neither the other.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import math
 import torch
 
 from headloc.groundtruth import tasks as T
+from headloc.groundtruth.general_text import sample_text, text_token_ids
 from headloc.groundtruth.recipe import Recipe
 
 
@@ -56,7 +57,7 @@ def cosine(warmup: int, steps: int):
 
 
 def text_batch_loss(model, design, tables, rows: int, rng) -> torch.Tensor:
-    text = torch.from_numpy(T.text_token_ids(design, T.sample_text(design, tables, rows, rng)))
+    text = torch.from_numpy(text_token_ids(design, sample_text(design, tables, rows, rng)))
     logits = model(text[:, :-1]).logits
     return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), text[:, 1:].reshape(-1))
 

@@ -178,7 +178,7 @@ def fit_masks(inputs, names, params, log, *, estimator, stability: bool) -> dict
     ``stability`` adds the bootstrap probability of each head being in the top k."""
     import pandas as pd
 
-    from headloc.search.evidence import extend_per_doc
+    from headloc.search.evidence_record import extend_per_doc
     from headloc.search.recovery import top_k_probability  # sklearn (~1 s): only here
 
     masks, scores = scored_masks(inputs.masks, inputs.scores)
@@ -223,7 +223,8 @@ def fit_evidence(estimator, fit, masks, per_doc, names, params, log) -> dict:
     greedy's single-head differences) gives measured heads, a Lasso estimated ones."""
     from sklearn.base import clone
 
-    from headloc.search.evidence import assess, baseline_row, log_evidence
+    from headloc.search.evidence import assess, log_evidence
+    from headloc.search.evidence_record import baseline_row
 
     again = clone(estimator)
     if "alpha" in again.get_params():

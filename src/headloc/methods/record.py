@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from headloc.io import atomic_path, oriented
-from headloc.search.evidence import extend_per_doc, of_record
+from headloc.search.evidence_record import extend_per_doc, of_record
 
 GRADIENT_PARTS = ("backgrounds", "estimates", "costs")
 
@@ -112,7 +112,7 @@ class Record:
         self.costs = np.append(self.costs, cost)
 
     def evidence(self, coef, measured, *, top_k: int, seed: int, higher_is_better: bool):
-        """Each head's evidence (:func:`headloc.search.evidence.of_record`) from every head set
+        """Each head's evidence (:func:`headloc.search.evidence_record.of_record`) from every head set
         scored, its scores made higher-is-better; ``measured``: head -> (the heads ablated with it,
         without it) where its value ``coef`` is that difference."""
         per_doc = None if self.per_doc is None else oriented(self.per_doc, higher_is_better)

@@ -2,7 +2,7 @@
 it before any job (:func:`headloc.workflow.config.check_config`).
 
 headloc gates each layer's attention output projection, found in the model's modules
-(:func:`headloc.model.ablation.output_projections`), whose input must hold num_attention_heads heads
+(:func:`headloc.model.projections.output_projections`), whose input must hold num_attention_heads heads
 in every layer (checked layer by layer when a model is loaded). ``SUPPORTED_MODEL_TYPES`` are the
 ``model_type`` values for which that was checked against an independent computation on a tiny
 random model (tests/integration/test_architectures.py builds every one of them): 89 with

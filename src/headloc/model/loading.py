@@ -13,15 +13,13 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import math
 import re
 import shutil
-import struct
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from headloc.heads import HeadGeometry
+from headloc.model.gguf_header import check_gguf
 
 # name -> (package, file inside the package)
 EMBEDDED = {
@@ -150,12 +148,12 @@ def load_model(location: str, *, dtype: str = "float32", device: str = "cpu", de
     ``device_map`` (e.g. ``"auto"``) hands the placement to accelerate, which spreads a model too
     large for one GPU over every visible GPU (and the CPU); ``device`` is then not used. Head
     ablation follows each layer to its device (:mod:`headloc.model.ablation`). Raises ValueError for a
-    model whose heads headloc cannot gate exactly (:func:`headloc.model.ablation.output_projections`).
+    model whose heads headloc cannot gate exactly (:func:`headloc.model.projections.output_projections`).
     """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from headloc.model.ablation import checked_projections
+    from headloc.model.projections import checked_projections
 
     torch_dtype = getattr(torch, dtype)
     tokenizer = AutoTokenizer.from_pretrained(location)
@@ -174,165 +172,3 @@ def load_config(location: str, gguf_file: str | None = None):
     if gguf_file is None and str(location).endswith(".gguf"):
         location, gguf_file = str(Path(location).parent), Path(location).name
     return AutoConfig.from_pretrained(location, gguf_file=gguf_file)
-
-
-# ------------------------------------------------------------------ geometry without torch
-
-LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers")
-HEAD_KEYS = ("num_attention_heads", "n_head", "num_heads")
-
-
-def geometry_of(config: dict) -> tuple[int, int] | None:
-    """(layers, query heads per layer) from a config.json dict; None if it does not say."""
-    config = config.get("text_config") or config
-    layers = next((config[k] for k in LAYER_KEYS if isinstance(config.get(k), int)), None)
-    heads = next((config[k] for k in HEAD_KEYS if isinstance(config.get(k), int)), None)
-    return (layers, heads) if layers and heads else None
-
-
-def head_geometry(location: str) -> HeadGeometry:
-    """The head geometry of a model: ``HeadGeometry.of(load_config(location))``, without torch
-    where it can.
-
-    A local checkpoint folder whose config.json is plain (no sub-config: no dict with its own
-    ``model_type``) and names both numbers is read directly; a hub id, a GGUF file or a composite
-    config (e.g. a vision-language model's, whose text config transformers may fill in from its
-    class defaults) goes through transformers' AutoConfig, which imports torch (~4 s CPU per job).
-    """
-    found = geometry_of(_plain_config(location))
-    return HeadGeometry(*found) if found else HeadGeometry.of(load_config(location))
-
-
-def _plain_config(location: str) -> dict:
-    """The config.json of a local checkpoint folder when it is plain (no sub-config: no dict with
-    its own ``model_type``); {} for a hub id, a GGUF file or a composite config."""
-    config_file = Path(location) / "config.json"
-    if not config_file.is_file():
-        return {}
-    config = json.loads(config_file.read_text())
-    composite = any(isinstance(value, dict) and "model_type" in value for value in config.values())
-    return {} if composite else config
-
-
-def geometry_record(location: str) -> dict:
-    """What rule model_geometry records of a model (paper Table 1): its ``model_type``, layers,
-    query heads per layer, key/value heads per layer and heads in all.
-
-    Read from a plain config.json (as :func:`head_geometry`) when it names the model type and the
-    key/value heads too, so the job needs no torch; otherwise from transformers' AutoConfig, whose
-    class defaults fill in what the file leaves out.
-    """
-    config = _plain_config(location)
-    found = geometry_of(config)
-    kv_heads, model_type = config.get("num_key_value_heads"), config.get("model_type")
-    if found and isinstance(kv_heads, int) and isinstance(model_type, str):
-        return _record(model_type, HeadGeometry(*found), kv_heads)
-    config = load_config(location)
-    geometry = HeadGeometry.of(config)
-    text = getattr(config, "get_text_config", lambda: config)()
-    return _record(config.model_type, geometry, getattr(text, "num_key_value_heads", None) or geometry.n_heads)
-
-
-def _record(model_type: str, geometry: HeadGeometry, kv_heads: int) -> dict:
-    return {"model_type": model_type, "n_layers": geometry.n_layers, "n_heads": geometry.n_heads,
-            "n_kv_heads": int(kv_heads), "total": geometry.total}
-
-
-def source_geometry(source: ModelSource) -> tuple[int, int] | None:
-    """(layers, heads per layer) of a model, read offline and cheaply (no torch, no weights).
-
-    A checkpoint folder's config.json, a GGUF file's metadata, or a hub model's config.json
-    when it is in the local Hugging Face cache; None when it cannot be known offline.
-    """
-    if source.form == "gguf":
-        check_gguf(source.location)
-        meta = read_gguf_metadata(source.location)
-        arch = meta.get("general.architecture")
-        layers, heads = meta.get(f"{arch}.block_count"), meta.get(f"{arch}.attention.head_count")
-        return (int(layers), int(heads)) if isinstance(layers, int) and isinstance(heads, int) else None
-    from headloc.model.memory import offline_config
-
-    config = offline_config(source)  # a folder's config.json, or a hub model's in the local cache
-    return geometry_of(config) if config is not None else None
-
-
-# GGUF value types: https://github.com/ggml-org/ggml/blob/master/docs/gguf.md
-_GGUF_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?",
-                 10: "<Q", 11: "<q", 12: "<d"}
-_GGUF_STRING, _GGUF_ARRAY = 8, 9
-
-
-def read_gguf_metadata(path) -> dict:
-    """The key-value header of a GGUF file (array values are skipped: None). Reads only the header.
-
-    Raises ValueError naming the file when it is not a GGUF file or is cut short.
-    """
-    return _read_gguf_header(path)[0]
-
-
-def check_gguf(path) -> None:
-    """Raise ValueError naming ``path`` unless it is a complete GGUF file: its header parses and
-    the file is long enough to hold every tensor its header declares (reads the header only)."""
-    _, end = _read_gguf_header(path, tensors=True)
-    size = Path(path).stat().st_size
-    if size < end:
-        raise ValueError(f"{path} is not a complete GGUF file: its tensors need {end} bytes, the file has "
-                         f"{size} (an interrupted download or copy?); expected the whole file")
-
-
-def _read_gguf_header(path, tensors=False) -> tuple[dict, int]:
-    """(metadata, bytes the file needs) where the byte count is only computed with ``tensors``."""
-    try:
-        with open(path, "rb") as handle:
-            return _parse_gguf(path, handle, tensors)
-    except struct.error:
-        raise ValueError(f"{path} is not a complete GGUF file: it ends inside its header; expected the "
-                         "whole file") from None
-
-
-def _parse_gguf(path, handle, tensors) -> tuple[dict, int]:
-    if handle.read(4) != b"GGUF":
-        raise ValueError(f"{path} is not a GGUF file (no GGUF magic number)")
-    version, n_tensors, n_kv = struct.unpack("<IQQ", handle.read(20))
-    if version < 2:
-        raise ValueError(f"{path}: GGUF version {version} is not supported (expected 2 or 3)")
-
-    def read(fmt):
-        return struct.unpack(fmt, handle.read(struct.calcsize(fmt)))[0]
-
-    def string():
-        return handle.read(read("<Q")).decode("utf-8", errors="replace")
-
-    def value(kind):
-        if kind in _GGUF_SCALARS:
-            return read(_GGUF_SCALARS[kind])
-        if kind == _GGUF_STRING:
-            return string()
-        if kind == _GGUF_ARRAY:
-            item_kind, count = read("<I"), read("<Q")
-            if item_kind in _GGUF_SCALARS:
-                handle.seek(count * struct.calcsize(_GGUF_SCALARS[item_kind]), 1)
-            else:
-                for _ in range(count):
-                    value(item_kind)
-            return None
-        raise ValueError(f"{path}: unknown GGUF value type {kind}")
-
-    metadata = {}
-    for _ in range(n_kv):
-        key = string()
-        metadata[key] = value(read("<I"))
-    if not tensors:
-        return metadata, 0
-    from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
-
-    end = 0
-    for _ in range(n_tensors):  # name, dims, type, offset from the start of the data section
-        string()
-        dims = [read("<Q") for _ in range(read("<I"))]
-        block, type_size = GGML_QUANT_SIZES[GGMLQuantizationType(read("<I"))]
-        offset = read("<Q")
-        end = max(end, offset + math.prod(dims) // block * type_size)
-    alignment = metadata.get("general.alignment") or 32
-    data_start = -(-handle.tell() // alignment) * alignment
-    return metadata, data_start + end

@@ -10,7 +10,7 @@ or CSV text; the scripts in ``scripts/`` write the files. A legitimately empty t
 Each table and figure is described once, next to its builder (:mod:`headloc.report.spec`):
 :data:`TABLES` and :data:`FIGURES` map its name to a spec with what it shows (``about``), the
 collected tables it reads (``inputs``), its columns, its empty-case note, its title for a run's
-:class:`ReportOptions` and ``build(frames, options)``.
+:class:`ReportOptions` (:mod:`headloc.report.options`) and ``build(frames, options)``.
 
 Examples
 --------
@@ -36,7 +36,8 @@ from headloc.report.delta import baselines, deltas
 from headloc.report.formats import format_cell, to_csv, to_html, to_markdown
 from headloc.report.frames import empty_table
 from headloc.report.latex import to_latex
-from headloc.report.spec import FigureSpec, ReportOptions, TableSpec
+from headloc.report.options import ReportOptions
+from headloc.report.spec import FigureSpec, TableSpec
 from headloc.report.tables import (
     TABLES,
     table1,

@@ -39,7 +39,7 @@ def attribution(model, examples: Sequence[Example], *, batch_size: int = 16, pad
 
     Parameters
     ----------
-    model : a transformers causal LM headloc can gate (see ``headloc.model.ablation.output_projections``).
+    model : a transformers causal LM headloc can gate (see ``headloc.model.projections.output_projections``).
     examples : the identification documents' (context, gold continuation) pairs.
     batch_size : documents per forward+backward pass (memory only: the result does not depend on it).
     pad_id : padding token id (never scored); default: the model config's pad or EOS id.

@@ -61,7 +61,8 @@ import numpy as np
 from headloc.search.conditional_pairs import resolve, screen_pairs, track
 from headloc.search.conditional_record import recovery
 from headloc.search.conditional_state import Found, Probe, Spent, Stage, take
-from headloc.search.group_testing import EXPLAINED, MEASURED, GroupTesting, Lead, Noise, follow, next_steps
+from headloc.search.group_leads import MEASURED, Lead, Noise, follow, next_steps
+from headloc.search.group_testing import EXPLAINED, GroupTesting
 from headloc.search.sequential import Proposals, SequentialSearch, check_positive_int
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ Additive halving meets a pair that acts only together as a contradiction: a grou
 drops, the split separates them, neither half's measured drop holds the group's, so the inferred
 rest keeps a drop no head of it has; confirming that last head alone measures almost nothing. The
 group's drop less its measured parts (the residual) is the pair's. When it stands out of the noise
-(:class:`~headloc.search.group_testing.Noise`, at the group's size), :func:`locate_pair` finds the
+(:class:`~headloc.search.group_leads.Noise`, at the group's size), :func:`locate_pair` finds the
 pair: the split that separated it (one mask per level), then each head by halving one side with the
 other side ablated (one mask per level each, two at the first), and the pair and each head measured
 (three masks). A pair is **redundant** when neither head's drop alone stands out, a **backup** pair
@@ -28,7 +28,7 @@ import math
 import numpy as np
 
 from headloc.search.conditional_state import Found, Pair, Probe, Stage
-from headloc.search.group_testing import INFERRED, MEASURED, Lead
+from headloc.search.group_leads import INFERRED, MEASURED, Lead
 
 PAIR_KINDS = ("redundant", "backup", "more than the sum")  # by how many of its heads stand out alone
 PAIR_RESERVE = 4  # masks per bit of N kept to locate and check a pair the screen flags

@@ -10,7 +10,8 @@ from dataclasses import replace
 import numpy as np
 
 from headloc.search.conditional_state import Found, Probe
-from headloc.search.group_testing import MEASURED, Lead, group_recovery
+from headloc.search.group_leads import MEASURED, Lead
+from headloc.search.group_testing import group_recovery
 from headloc.search.sequential import Recovery
 
 KEPT_OUT = " (kept out of the background: the next lead drops no more beside it)"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from headloc.search.group_testing import MEASURED, Lead, Noise, accept
+from headloc.search.group_leads import MEASURED, Lead, Noise, accept
 from headloc.search.sequential import Memory
 
 

@@ -10,10 +10,10 @@ The search, round by round (a :class:`~headloc.search.sequential.SequentialSearc
    half's: additivity) or *unknown* (a set that must be measured; it carries the drop of the head
    that hid it, see 4).
 3. **Split the lead that moved the score most** (the largest drop; among the leads whose drop
-   stands out of the noise, :class:`Noise`, while any does): ablate its first half. The other
-   half's drop is inferred as the difference. An inferred single head is ablated alone
-   (**confirmation**); a measured single head at the top of the leads is **accepted**: no other
-   lead can hold a larger effect, by additivity.
+   stands out of the noise, :class:`~headloc.search.group_leads.Noise`, while any does): ablate its
+   first half. The other half's drop is inferred as the difference. An inferred single head is
+   ablated alone (**confirmation**); a measured single head at the top of the leads is
+   **accepted**: no other lead can hold a larger effect, by additivity.
 4. **Saturation.** When the measured half already explains the group's drop (its drop is at
    least ``explained`` = 0.9 of the group's), additivity says the other half holds nothing, but
    the score has a floor (chance, accuracy 0): a group whose score sits at the floor hides
@@ -71,11 +71,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from headloc.search.group_leads import MEASURED, Lead, Noise, accept, follow, next_steps
 from headloc.search.sequential import Memory, Proposals, Recovery, SequentialSearch, check_positive_int
 
-MEASURED, INFERRED, UNKNOWN = "measured", "inferred", "unknown"
 EXPLAINED = 0.9  # a measured half "explains" its group when it holds 90 % of the group's drop
-NOISE_Z = 2.0  # a lead stands out of the noise when its drop exceeds twice the spread of its size
 
 
 def default_group_size(n_heads: int, k: int) -> int:
@@ -95,19 +94,6 @@ def partition_budget(n_heads: int, group_size: int) -> int:
     (18, 17)
     """
     return 1 + -(-n_heads // group_size)
-
-
-@dataclass(frozen=True)
-class Lead:
-    """A set of heads that may hold capability heads, and how much ablating it lowers the score."""
-
-    heads: tuple[int, ...]
-    drop: float
-    status: str
-    hidden: tuple[int, ...] = ()  # halves this lead explained away (saturation): ablated once it is accepted
-
-    def order(self):  # the largest drop first; then smaller sets, then the lower head
-        return -self.drop, len(self.heads), min(self.heads)
 
 
 @dataclass(frozen=True)
@@ -186,72 +172,6 @@ class GroupTesting(SequentialSearch):
         explains = half_drop >= self.explained * lead.drop
         at_floor = max(lead.drop, half_drop) >= self.explained * deepest
         return self.saturation and lead.drop > 0 and explains and at_floor
-
-
-def accept(leads: list[Lead], accepted: dict[int, float], k: int) -> None:
-    """Accept every measured single head at the top of the leads (up to k in all); the halves an
-    accepted head explained away become one lead to measure next (saturation)."""
-    leads.sort(key=Lead.order)
-    while leads and len(accepted) < k:
-        top = leads[0]
-        if top.status != MEASURED or len(top.heads) > 1 or top.drop <= 0:
-            return
-        leads.pop(0)
-        accepted[top.heads[0]] = top.drop
-        if top.hidden:
-            leads.insert(0, Lead(top.hidden, top.drop, UNKNOWN))
-
-
-@dataclass(frozen=True)
-class Noise:
-    """How far a lead's drop must stand out to be worth a mask before the others: ``z`` times the
-    spread of a set of its size. Every head adds its small effect to a set's drop, so the spread
-    grows as the square root of the set's size; the partition's drops estimate it (their median
-    absolute deviation: robust to the few groups that hold capability heads)."""
-
-    per_head: float
-    z: float = NOISE_Z
-
-    @classmethod
-    def of(cls, group_drops, group_size: int) -> "Noise":
-        drops = np.asarray(group_drops, dtype=float)
-        spread = 1.4826 * np.median(np.abs(drops - np.median(drops))) if len(drops) else 0.0
-        return cls(spread / math.sqrt(group_size))
-
-    def stands_out(self, lead: Lead) -> bool:
-        return lead.drop > self.z * self.per_head * math.sqrt(len(lead.heads))
-
-
-def next_steps(leads: list[Lead], room: int, noise: Noise) -> list[tuple[Lead, tuple[int, ...]]]:
-    """The next masks (at most ``room``) of the best leads (sorted) whose drop stands out of the
-    noise, or of the best lead alone when none does: a lead's first half (a split), or the lead
-    itself (an inferred single head to confirm, an unknown set). Leads that do not lower the score,
-    and measured single heads not yet at the top, wait. Without the noise rule a round of R masks
-    would spend most of them splitting groups that hold nothing."""
-    steps = []
-    for lead in leads:
-        if lead.drop <= 0:
-            break
-        if lead.status == MEASURED and len(lead.heads) == 1:
-            continue
-        whole = lead.status == UNKNOWN or len(lead.heads) == 1
-        steps.append((lead, lead.heads if whole else lead.heads[: len(lead.heads) // 2]))
-    clear = [step for step in steps if noise.stands_out(step[0])]
-    return (clear or steps[:1])[:room]
-
-
-def follow(lead: Lead, heads: tuple[int, ...], drop: float, saturated: bool) -> list[Lead]:
-    """The leads that replace ``lead`` once ``heads`` (it, or its first half) has been measured;
-    ``saturated``: the half explains the lead's drop at the floor, so the rest is hidden, not cleared."""
-    if heads == lead.heads:
-        return [Lead(heads, drop, MEASURED, lead.hidden)]
-    rest = lead.heads[len(heads):]
-    if saturated:
-        return [Lead(heads, drop, MEASURED, lead.hidden + rest)]
-    inferred = lead.drop - drop
-    if drop >= inferred:  # the earlier hidden halves go with the half that holds the larger drop
-        return [Lead(heads, drop, MEASURED, lead.hidden), Lead(rest, inferred, INFERRED)]
-    return [Lead(heads, drop, MEASURED), Lead(rest, inferred, INFERRED, lead.hidden)]
 
 
 def group_recovery(memory: Memory, baseline: float, accepted: dict[int, float], stop: str,

@@ -26,7 +26,8 @@ import sys
 from pathlib import Path
 
 from headloc.heads import HeadGeometry
-from headloc.model.loading import resolve_source, source_geometry
+from headloc.model.geometry import source_geometry
+from headloc.model.loading import resolve_source
 from headloc.model.architectures import ablation_problem
 from headloc.workflow.schema import validate_config
 from headloc.workflow.task_lookup import TaskLookup

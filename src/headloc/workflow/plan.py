@@ -3,7 +3,9 @@
 A :class:`Plan` answers every "which" question of the workflow without Snakemake: which searches
 run on which task (and under which directory name), which searches and head sets each collected
 table (:data:`headloc.collected.COLLECTIONS`) needs, and under which digest the collected tables of
-this config live. ``rules/common.smk`` turns these answers into input
+this config live. The searches are named here; what their jobs are told is
+:mod:`headloc.workflow.plan_steps`, what the collected tables need :mod:`headloc.workflow.plan_tables`,
+both mixed into :class:`Plan`. ``rules/common.smk`` turns these answers into input
 functions; the tests ask them directly.
 
 Staleness. Per-search files are named by everything that changes them (:meth:`Plan.search_id`),
@@ -27,17 +29,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from headloc import methods
-from headloc.collected import COLLECTIONS
-from headloc.heads import format_headset
-from headloc.methods.kinds import SearchFiles
-from headloc.methods.settings import SearchSpec
-from headloc.workflow import paths
 from headloc.workflow.configured import searched_tasks, task_settings
-from headloc.workflow.selection import select_heads, with_universal
+from headloc.workflow.plan_steps import PlanSteps
+from headloc.workflow.plan_tables import PlanTables
 
 DIGEST_LENGTH = 12
 
@@ -81,8 +79,10 @@ def config_digest(config: Mapping) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:DIGEST_LENGTH]
 
 
-class Plan:
-    """Everything a validated config (defaults filled in) asks for; pure, no file access."""
+class Plan(PlanSteps, PlanTables):
+    """Everything a validated config (defaults filled in) asks for; pure, no file access. What each
+    search's jobs are told is :class:`~headloc.workflow.plan_steps.PlanSteps`'s, what the collected
+    tables and the report need :class:`~headloc.workflow.plan_tables.PlanTables`'s."""
 
     def __init__(self, config: Mapping):
         self.config = config
@@ -195,6 +195,10 @@ class Plan:
         """The search of the main method (validation.method) on a task: its full design, repeat 0."""
         return self.method_search(task, self.main_method, key="validation.method")
 
+    def main_searches(self) -> list[tuple[str, str]]:
+        """(task, search id) of the main method's search on every searched task."""
+        return [(task, self.main_search(task)) for task in self.localized]
+
     def method_search(self, task: str, method: str, *, key: str) -> str:
         """The search of ``method`` on a task: its full design, repeat 0; ``key`` is the config key
         that asked for it (named in the error when the method does not run on the task)."""
@@ -213,180 +217,6 @@ class Plan:
         """(task, search id) of the MIB submission: the export method's search on every searched task."""
         key = "export.mib.method" if self.export_method != self.main_method else "validation.method"
         return [(task, self.method_search(task, self.export_method, key=key)) for task in self.localized]
-
-    def searches_run_by(self, rule: str) -> set[str]:
-        """The ids of every search whose kind runs its job in ``rule`` (:attr:`headloc.methods.kinds.Kind.rule`)."""
-        return {s.id for searches in self.searches.values() for s in searches.values()
-                if methods.get(s.method).kind.rule == rule}
-
-    def chunk_files(self, pattern: str, **fields) -> list[str]:
-        """A per-chunk pattern for each of the ``search.chunks`` scoring jobs of a design."""
-        return [pattern.format(chunk=chunk, **fields) for chunk in range(self.settings.chunks)]
-
-    def recovery_inputs(self, model: str, task: str, search_id: str, model_input: Sequence[str] = ()) -> dict:
-        """The files rule recover_heads reads for one search, as its method's kind names them (in the
-        search's folder, or in the folder of the search whose rows it reuses), as named inputs."""
-        search = self.search(task, search_id)
-        folder = paths.SEARCH.format(model=model, task=task, search=search.rows_of or search.id)
-        files = SearchFiles(folder, self.settings.chunks)
-        kind = methods.get(search.method).kind
-        return kind.recovery_inputs(files, self.search_spec(task, search_id), model_input).named()
-
-    # ------------------------------------------------------------ each step's parameters (headloc.methods.kinds)
-
-    def search_spec(self, task: str, search_id: str, *, higher_is_better: bool = True) -> SearchSpec:
-        """One search as its steps see it: its method and settings (its own n_masks, seed and
-        sparsity), the scored metric's direction and, for a nested budget, the rows it fits."""
-        search = self.search(task, search_id)
-        settings = replace(self.task_settings.get(task, self.settings), n_masks=search.n_masks, seed=search.seed,
-                           sparsity=search.sparsity)
-        return SearchSpec(methods.get(search.method), settings, higher_is_better,
-                          nested_rows=search.n_masks if search.of else None)
-
-    def step_params(self, task: str, search_id: str, step: str, *, higher_is_better: bool = True):
-        """What ``step`` of the search's kind is told (its parameters' dataclass); ``higher_is_better``,
-        the scored metric's direction, is a fact of the task's YAML
-        (:class:`headloc.workflow.facts.TaskFacts`), recorded in recovery.json."""
-        search = self.search_spec(task, search_id, higher_is_better=higher_is_better)
-        return search.method.kind.params(step, search)
-
-    def searches_of(self, collection: str) -> list[tuple[str, str]]:
-        """(task, search id) of every search a collected table needs (none for models and tuning).
-
-        The main method's searches of every task are always among them: universal heads, which every
-        table filters, are detected on them.
-        """
-        wanted = COLLECTIONS[collection]
-        if not wanted.needs_searches:
-            return []
-        if wanted.methods == "main":
-            return self.main_searches()
-        return [(task, search) for task in self.localized for search in self.searches[task]]
-
-    def main_searches(self) -> list[tuple[str, str]]:
-        """(task, search id) of the main method's search on every searched task."""
-        return [(task, self.main_search(task)) for task in self.localized]
-
-    # ------------------------------------------------------------ head selections
-
-    def selection_options(self) -> dict:
-        """What :func:`headloc.workflow.results.selections` needs to pick the reported heads."""
-        config = self.config
-        return {
-            "main": {task: self.main_search(task) for task in self.localized},
-            "capabilities": self.capabilities,
-            "k": self.top_k,
-            "universal": config["universal"],
-            "knowledge": {key: config["knowledge"][key] for key in ("tasks", "top_n", "min_tasks")},
-            "extra": config["validation"]["headsets"],
-        }
-
-    def headsets(self, collection: str, rankings: Mapping[tuple[str, str], Sequence[str]],
-                 model: str | None = None, universal: Sequence[str] | None = None) -> list[str]:
-        """Head sets of one model a collected evals table needs: the baseline ("none"), then per the
-        collection's head selections the cumulative top 1..k of each main-method search and the top k of
-        every other search (and its unfiltered top k when the universal filter is on), each
-        universal and knowledge head alone, and the extra head sets. ``rankings`` maps (task,
-        search id) to the recovered ranking of every search in :meth:`searches_of` of ``model``;
-        ``universal``: its universal heads as rule universal_heads found them (None: as the
-        rankings and ``universal.heads`` say)."""
-        wanted = COLLECTIONS[collection].heads
-        options = self.selection_options()
-        if universal is not None:
-            options = with_universal(options, {model: universal})
-        selected = select_heads(rankings, options["main"], self.capabilities, k=self.top_k,
-                                universal=options["universal"], knowledge=options["knowledge"], model=model)
-        sets = {"none"}
-        if "task" in wanted:
-            for (task, search), heads in selected["task"].items():
-                cumulative = options["main"].get(task) == search
-                sets.update(format_headset(heads[:k]) for k in (range(1, len(heads) + 1) if cumulative
-                                                                 else [len(heads)]) if k)
-        if "unfiltered" in wanted and options["universal"]["filter"]:
-            sets.update(format_headset(heads) for heads in selected["unfiltered"].values() if heads)
-        for alone in ("universal", "knowledge"):
-            if alone in wanted:
-                sets.update(selected[alone])
-        if "extra" in wanted:
-            sets.update(format_headset(spelling.split("+")) for spelling in options["extra"])
-        return sorted(sets)
-
-    # ------------------------------------------------------------ collected tables and targets
-
-    def collected_path(self, collection: str) -> str:
-        """Where this config's collected table lives (under its digest)."""
-        if collection not in COLLECTIONS:
-            raise KeyError(f"unknown collected table {collection!r}; known: {', '.join(COLLECTIONS)}")
-        return paths.COLLECTED.format(digest=self.digest, collection=collection)
-
-    def relative_tasks(self) -> list[str]:
-        return [task for task in self.tasks if self.config["tasks"][task]["relative"]]
-
-    def unit(self, task: str, *, scoring: bool = False) -> str:
-        """How the task's scores are shown (:func:`headloc.data.units.display_score`): percent of
-        the unablated score for a relative task, percent (changes in percentage points) for a metric
-        that is a fraction in [0, 1] (:data:`headloc.data.units.FRACTION_METRICS`), else the
-        metric's own unit. ``scoring``: of the metric the searches score (id_metric)."""
-        from headloc.data.units import display_unit
-
-        metric = self.id_scoring(task)[1] if scoring else self.config["tasks"][task]["metric"]
-        return display_unit(metric, relative=self.config["tasks"][task]["relative"])
-
-    def units(self) -> dict[str, str]:
-        """Every task's display unit (:meth:`unit`)."""
-        return {task: self.unit(task) for task in self.tasks}
-
-    def report_options(self, directions: Mapping[str, bool] | None = None) -> dict:
-        """The fields of :class:`headloc.report.ReportOptions` for this run; ``directions`` (task ->
-        higher_is_better, :meth:`headloc.workflow.facts.TaskFacts.directions`, read from the task
-        YAMLs, which this plan does not read) let the captions say which changes are sign-flipped."""
-        report, knowledge = self.config["report"], self.config["knowledge"]
-        searched = [self.capabilities[task] for task in self.localized]
-        gen_tasks = self.config["validation"]["gen_tasks"]
-        if gen_tasks is None and any(self.unit(task) == "own" for task in self.tasks):
-            # Delta Gen averages changes in percent: a task in its own unit (a perplexity) stays out
-            gen_tasks = [task for task in self.tasks if self.unit(task) != "own"]
-        return {
-            "top_k": self.top_k,
-            "gen_tasks": gen_tasks,
-            "method": self.main_method,
-            "capabilities": self.capabilities,
-            "knowledge_tasks": knowledge["tasks"],
-            "knowledge_eval_tasks": knowledge["eval_tasks"],
-            "figure_model": report["model"] or self.models[0],
-            "figure_capability": report["capability"] or (searched[0] if searched else None),
-            "units": {task: [self.unit(task), self.config["tasks"][task]["metric"]] for task in self.tasks},
-            "directions": dict(directions or {}),
-            "methods": list(dict.fromkeys(s.method for task in self.localized for s in self.searches[task].values())),
-        }
-
-
-def in_collection(collection: str, selection: Mapping, main_method: str) -> bool:
-    """Whether a selection (a row of :func:`headloc.workflow.results.selections`) belongs in a collected
-    evals or recoveries table. (A selection's ``"kind"``, the column of that name in the collected
-    tables, is its head selection: one of :data:`headloc.collected.HEAD_SELECTIONS`.)
-
-    >>> in_collection("evals_main", {"kind": "task", "method": "greedy"}, "cs_stratified")
-    False
-    >>> in_collection("evals_all", {"kind": "universal", "method": ""}, "cs_stratified")
-    True
-    """
-    wanted = COLLECTIONS[collection]
-    if wanted.holds == "evals" and selection["kind"] not in wanted.heads:
-        return False
-    if wanted.holds == "recoveries" and selection["kind"] == "unfiltered":
-        return False  # a recoveries row holds the task heads (and the ranking itself)
-    if selection["kind"] not in ("task", "unfiltered") or wanted.methods == "all":
-        return True
-    return selection["method"] == main_method
-
-
-def collection_selections(collection: str, recoveries: Sequence[dict], options: Mapping,
-                          main_method: str) -> list[dict]:
-    """The selections (:func:`headloc.workflow.results.selections` with ``options``) a collected table keeps."""
-    from headloc.workflow.results import selections  # pandas (~0.3 s): only the collect jobs call this
-
-    return [s for s in selections(recoveries, **options) if in_collection(collection, s, main_method)]
 
 
 def choose_tuning_point(points: Iterable[Mapping]) -> Mapping:

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from headloc.data.documents import defining_file, reads_own_documents, template_errors
 from headloc.data.task_scoring import metric_direction, reported_filters, reported_metrics
-from headloc.model.loading import read_gguf_metadata, resolve_source
+from headloc.model.gguf_header import read_gguf_metadata
+from headloc.model.loading import resolve_source
 from headloc.workflow.configured import searched_tasks, task_settings
 from headloc.workflow.task_lookup import TaskLookup, TaskYaml, lm_eval_tasks
 from headloc.workflow.method_checks import check_budgets, check_method_options, check_methods
