@@ -88,10 +88,12 @@ def assert_same(got, expected, atol):
         assert [x["acc"] for x in g.samples] == [x["acc"] for x in s.samples]
 
 
-def count_rows(model):
-    """Rows of every forward pass (prefill and decoding steps) through the embedding layer."""
+def count_rows(model, module=None):
+    """Rows of every forward pass (prefill and decoding steps) through ``module`` (the embedding
+    layer by default)."""
     rows = []
-    handle = model.get_input_embeddings().register_forward_pre_hook(lambda m, args: rows.append(args[0].shape[0]))
+    module = module or model.get_input_embeddings()
+    handle = module.register_forward_pre_hook(lambda m, args: rows.append(args[0].shape[0]))
     return rows, handle
 
 
@@ -112,7 +114,11 @@ def test_loglikelihood_results_equal_zeroed_heads(model, tokenizer, data, refere
     masks = tiny_masks(model)
     evaluator = MaskEvaluator(model, tokenizer, spec("ioi", data), batch_size=6, masks_per_pass=masks_per_pass)
     assert isinstance(evaluator.lm, engine.GroupedLM) == (masks_per_pass > 1)
-    results, rows = score(evaluator, masks)
+    head_rows, handle = count_rows(model, model.get_output_embeddings())
+    try:
+        results, rows = score(evaluator, masks)
+    finally:
+        handle.remove()
     assert_same(results, reference["ioi"], atol=1e-5)
     # the masks really act, each on its own rows: every ablated mask differs from the unablated one
     for index in (0, 1, 3, 4):
@@ -121,8 +127,11 @@ def test_loglikelihood_results_equal_zeroed_heads(model, tokenizer, data, refere
     group_sizes = [len(masks[i:i + masks_per_pass]) for i in range(0, len(masks), masks_per_pass)]
     assert max(rows) <= 6
     assert all(any(r % g == 0 for g in group_sizes) for r in rows)
-    # one pass per document group of each mask group (IOI's two one-token answers share a pass)
-    assert len(rows) == sum(-(-7 // (6 // g)) for g in group_sizes)
+    # through the output layer, one pass per document group of each mask group (IOI's two one-token
+    # answers share a pass), and the check of the first group that shared its agreed layers
+    checked = getattr(evaluator.lm, "shared", None) is not None and evaluator.lm.shared.checked
+    assert len(head_rows) == sum(-(-7 // (6 // g)) for g in group_sizes) + checked
+    assert checked == (masks_per_pass == 2)  # only its groups hold masks that agree on layer 0
     assert evaluator.lm.gate is None and getattr(evaluator.lm, "group", None) is None
 
 
@@ -376,3 +385,25 @@ def test_smollm2_groups_equal_one_mask_at_a_time(smollm2, data, task):
     got = grouped.evaluate_masks(masks, progress=False)
     assert all(len(r.samples) == docs for r in got)
     assert_same(got, expected, atol=1e-4)
+
+
+@pytest.mark.slow
+def test_smollm2_masks_that_share_layers_equal_one_mask_at_a_time(smollm2, data):
+    """Greedy's kind of group on the real model: a head chosen before (L20H0) and a candidate of a
+    later layer beside it in each mask, so that a group shares its first 22 layers or more."""
+    single = MaskEvaluator(*smollm2, spec("ioi", data), batch_size=8)
+    grouped = MaskEvaluator(*smollm2, spec("ioi", data), batch_size=8, masks_per_pass=3)
+    n_heads = single.geometry.n_heads
+    masks = np.zeros((4, single.geometry.total), dtype=np.int8)
+    masks[:, 20 * n_heads] = 1
+    for row, layer in enumerate((27, 22, 25, 29)):
+        masks[row, layer * n_heads + 1] = 1
+    expected = single.evaluate_masks(masks, progress=False)
+    rows, handle = count_rows(grouped.model, grouped.model.model.layers[0])
+    try:
+        got = grouped.evaluate_masks(masks, progress=False)
+    finally:
+        handle.remove()
+    assert grouped.lm.shared.checked and grouped.lm.shared.layers is not None
+    assert_same(got, expected, atol=1e-4)
+    assert min(rows) < max(rows)  # layer 0 ran on the documents alone in the shared passes

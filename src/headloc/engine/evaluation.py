@@ -31,6 +31,7 @@ from tqdm.auto import tqdm
 from headloc.engine.backoff import RowBudget
 from headloc.engine.lm import AblatedLM
 from headloc.engine.lm_eval_tasks import FEWSHOT_SEED, TaskSpec, load_task, require_chat_template
+from headloc.engine.shared_layers import shared_order
 from headloc.heads import BATCH_SIZE
 from headloc.model.ablation import HeadGeometry, masks_to_gate
 from headloc.model.loading import load_model
@@ -205,17 +206,19 @@ class MaskEvaluator:
         a tqdm bar of the caller's to advance (one bar over many calls) instead of a bar of its own."""
         masks = np.atleast_2d(masks)
         results: list[MaskResult] = []
+        # masks that agree on the most leading layers side by side: a group shares those layers' passes
+        order = shared_order(masks) if self.masks_per_pass > 1 else np.arange(len(masks))
         own = tqdm(total=len(masks), desc=desc, disable=not progress) if bar is None else contextlib.nullcontext(bar)
         with own as bar:
             for start in range(0, len(masks), self.masks_per_pass):
-                group = masks[start:start + self.masks_per_pass]
+                group = masks[order[start:start + self.masks_per_pass]]
                 if self.masks_per_pass == 1:
                     results.append(self.evaluate_mask(group[0]))
                 else:  # one lm-eval evaluation per mask, sharing the group's forward passes; the
                     # whole group again after an out-of-memory error (its answers are computed afresh)
                     results.extend(self.budget.run(lambda rows, group=group: self._score_group(group, rows)))
                 bar.update(len(group))
-        return results
+        return [results[i] for i in np.argsort(order)]
 
 
 def compact_sample(sample: dict, metric: str) -> dict:

@@ -19,18 +19,28 @@ from lm_eval.models.utils import Collator
 from lm_eval.models.utils_hf import pad_and_concat, stop_sequences_criteria
 from transformers import DynamicLayer, EosTokenCriteria, MaxLengthCriteria
 
+from headloc.engine.shared_layers import SharedLayers, first_difference
 from headloc.model.ablation import ablate_heads
 
 
 class GroupPasses:
     """The passes that compute a mask group's answers, mixed into ``GroupedLM`` (see the module)."""
 
+    shared: SharedLayers | None = None
+
+    def _shared_layers(self) -> SharedLayers:
+        """The layers a group's masks agree on, run once per document (one check per model)."""
+        if self.shared is None:
+            self.shared = SharedLayers(self.model)
+        return self.shared
+
     def _grouped_loglikelihood_tokens(self, requests) -> list[tuple]:
         """``HFLM._loglikelihood_tokens`` for a mask group: one tuple of answers per request.
 
         The same Collator sorts, batches and shares one-token continuations (``logits_cache``) as
-        in lm-eval; each document row is repeated once per mask, and logits are computed only
-        for the positions lm-eval scores (``logits_to_keep``), not for the whole context.
+        in lm-eval; each document row is repeated once per mask (from the group's first differing
+        layer on: :mod:`headloc.engine.shared_layers`), and logits are computed only for the
+        positions lm-eval scores (``logits_to_keep``), not for the whole context.
         """
         if self.backend != "causal":
             raise ValueError(f"mask groups need a causal LM; this model's backend is {self.backend!r}")
@@ -42,6 +52,7 @@ class GroupPasses:
             group_fn=lambda req: req[-2] + req[-1][:-1],
         )
         keep_arg = "logits_to_keep" in inspect.signature(self.model.forward).parameters
+        agreed = first_difference(self.gate)
         results = []
         for chunk in re_ord.get_batched(n=max(1, int(self.batch_size) // masks)):
             inputs = [
@@ -53,15 +64,19 @@ class GroupPasses:
             width = max(lengths)
             # the first position any row scores; logits before it are never looked at
             first = max(0, min(n - len(cont) for n, (_, _, cont) in zip(lengths, chunk)))
-            rows = pad_and_concat(width, inputs, padding_side="right").repeat_interleave(masks, dim=0)
+            docs = pad_and_concat(width, inputs, padding_side="right")
+
+            def forward(rows, keep=width - first, first=first):
+                if keep_arg:
+                    return self.model(rows, logits_to_keep=keep, use_cache=False).logits
+                return self.model(rows, use_cache=False).logits[:, first:]
+
             with torch.no_grad(), torch.autocast(
                 device_type=self.device.type, dtype=self.mixed_precision_dtype,
                 enabled=self.mixed_precision_dtype is not None,
-            ), self.ablation(rows):
-                if keep_arg:
-                    logits = self.model(rows, logits_to_keep=width - first, use_cache=False).logits
-                else:
-                    logits = self.model(rows, use_cache=False).logits[:, first:]
+            ):  # each document's copies agree below the group's first differing layer: run it once there
+                logits = self._shared_layers().logits(docs, masks, agreed, forward,
+                                                      lambda: ablate_heads(self.model, self.gate[0]), self.ablation)
             logprobs = F.log_softmax(logits, dim=-1, dtype=self.softmax_dtype)
             logprobs = logprobs.view(len(chunk), masks, *logprobs.shape[1:])
             for (request_str, context, continuation), length, doc_logprobs in zip(chunk, lengths, logprobs):
