@@ -135,6 +135,18 @@ def test_loglikelihood_results_equal_zeroed_heads(model, tokenizer, data, refere
     assert evaluator.lm.gate is None and getattr(evaluator.lm, "group", None) is None
 
 
+def test_masks_that_agree_longest_share_a_group(model, tokenizer, data):
+    """evaluate_masks groups masks that agree on the most leading layers: the two that ablate a
+    head of layer 1 alone share layer 0, although the caller put a layer-0 mask between them; the
+    results come back in the caller's order."""
+    masks = np.zeros((4, HeadGeometry.of(model.config).total), dtype=np.int8)
+    masks[[0, 1, 2, 3], [0, 4, 1, 5]] = 1  # layer 0, layer 1, layer 0, layer 1 (4 heads a layer)
+    expected = MaskEvaluator(model, tokenizer, spec("ioi", data), batch_size=4).evaluate_masks(masks, progress=False)
+    grouped = MaskEvaluator(model, tokenizer, spec("ioi", data), batch_size=4, masks_per_pass=2)
+    assert_same(grouped.evaluate_masks(masks, progress=False), expected, atol=1e-5)
+    assert grouped.lm.shared.checked and grouped.lm.shared.layers is not None
+
+
 @pytest.mark.parametrize("masks_per_pass", [PLAIN, 2, 4])
 def test_generated_texts_equal_zeroed_heads(model, tokenizer, data, reference, masks_per_pass):
     masks = tiny_masks(model)
@@ -407,3 +419,13 @@ def test_smollm2_masks_that_share_layers_equal_one_mask_at_a_time(smollm2, data)
     assert grouped.lm.shared.checked and grouped.lm.shared.layers is not None
     assert_same(got, expected, atol=1e-4)
     assert min(rows) < max(rows)  # layer 0 ran on the documents alone in the shared passes
+
+
+def test_the_shared_layers_benchmark_times_both_ways_on_the_same_scores(model, tokenizer, data):
+    from headloc.benchmarks.shared_layers import greedy_round, measure
+
+    evaluator = MaskEvaluator(model, tokenizer, spec("ioi", data), batch_size=4, masks_per_pass=2)
+    found = measure(evaluator, greedy_round(2, 4, 0, 1), turns=1)
+    assert found["masks"] == 7 and found["shares"] and found["same"]
+    assert len(found["seconds"]["shared"]) == len(found["seconds"]["full"]) == 1
+    assert evaluator.lm.shared.layers is not None  # sharing is back on after the full turns

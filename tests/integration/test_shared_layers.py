@@ -93,6 +93,25 @@ def test_a_group_that_agrees_on_no_layer_runs_one_full_pass():
     assert seen == [DOCS * MASKS] and not shared.checked
 
 
+def test_a_lone_mask_runs_one_full_pass():
+    """A group of one mask has nothing to share: one pass, no check."""
+    model = tiny_decoder("llama")
+    docs = torch.randint(3, VOCAB, (DOCS, 9), generator=torch.Generator().manual_seed(3))
+    gate = group_gate(model)[1:2]
+    shared = SharedLayers(model)
+    seen, handle = rows_through(shared.layers[0])
+    try:
+        with torch.no_grad():
+            got = shared.logits(docs, 1, first_difference(gate), lambda rows: model(rows, use_cache=False).logits,
+                                lambda: ablate_heads(model, gate[0]), lambda rows: ablate_heads(model, gate[0]))
+        with torch.no_grad(), ablate_heads(model, gate[0]):
+            expected = model(docs, use_cache=False).logits
+    finally:
+        handle.remove()
+    torch.testing.assert_close(got, expected)
+    assert seen == [DOCS, DOCS] and not shared.checked  # its pass, then the reference's
+
+
 def test_running_out_of_memory_on_the_first_shared_pass_is_left_to_the_back_off():
     """An out-of-memory error is the caller's to retry with fewer rows (headloc.engine.backoff): it
     is raised, and the model is checked on the next try rather than set to never share."""
