@@ -12,12 +12,15 @@ import sys
 import tempfile
 from pathlib import Path
 
+import yaml
+
 REPO = Path(__file__).resolve().parents[1]
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--task", default="ioi", choices=["ioi", "capitals", "induction"])
+    demo = yaml.safe_load((REPO / "config" / "demo.yaml").read_text())["tasks"]
+    parser.add_argument("--task", default="ioi", choices=sorted(demo), help="a demo task, scored as its id_task")
     parser.add_argument("--docs", type=int, default=32, help="documents (default 32)")
     parser.add_argument("--sets", type=Path, help="a JSON file with the head sets to score (its 'sets')")
     parser.add_argument("--step", type=int, default=4, help="a greedy round's every step-th head (default 4)")
@@ -31,12 +34,12 @@ def main(argv=None) -> int:
     from headloc.benchmarks.vs_greedy import demo_checkpoint
     from headloc.engine.evaluation import load_evaluator
     from headloc.engine.lm_eval_tasks import TaskSpec
-    from headloc.engine.throughput import TASKS, write_docs
+    from headloc.engine.throughput import write_docs
 
     torch.set_num_threads(args.threads)
     docs = write_docs(args.task, args.docs, 0, Path(tempfile.mkdtemp()))
-    scoring = {"ioi": ("headloc_ioi_margin", "margin")}.get(args.task, (f"{TASKS[args.task]}_loglik", "loglik"))
-    evaluator = load_evaluator(str(demo_checkpoint(REPO)), TaskSpec(*scoring).with_data_file(docs),
+    scoring = TaskSpec(demo[args.task]["id_task"], demo[args.task]["id_metric"])
+    evaluator = load_evaluator(str(demo_checkpoint(REPO)), scoring.with_data_file(docs),
                                batch_size=128, masks_per_pass=8)
     geometry = evaluator.geometry
     masks = (shared_layers.head_sets(json.loads(args.sets.read_text())["sets"], geometry.n_layers, geometry.n_heads)

@@ -12,6 +12,7 @@ import time
 
 import numpy as np
 
+from headloc.engine.shared_layers import shared_order
 from headloc.heads import NO_HEADS, headset_mask, parse_headset
 
 
@@ -36,8 +37,9 @@ def head_sets(names, n_layers: int, n_heads: int) -> np.ndarray:
 
 def measure(evaluator, masks: np.ndarray, turns: int = 2) -> dict:
     """Seconds of ``evaluator.evaluate_masks(masks)`` shared and not, ``turns`` times each in turn
-    (after one group that runs the model's check), and whether every score was the same."""
-    evaluator.evaluate_masks(masks[: evaluator.masks_per_pass], progress=False)
+    (after the first group evaluate_masks forms, which runs the model's check untimed), and whether
+    every score was the same."""
+    evaluator.evaluate_masks(masks[shared_order(masks)[: evaluator.masks_per_pass]], progress=False)
     layers = evaluator.lm._shared_layers().layers
     seconds, scores = {"shared": [], "full": []}, {}
     for _ in range(turns):

@@ -66,22 +66,13 @@ class _Stop(Exception):
         self.hidden = hidden
 
 
-def _hidden_of(args, kwargs):
-    return args[0] if args else kwargs["hidden_states"]
-
-
-def _with_hidden(args, kwargs, hidden):
-    if args:
-        return (hidden, *args[1:]), kwargs
-    return args, {**kwargs, "hidden_states": hidden}
-
-
 class _PassOn(torch.nn.Module):
-    """A skipped layer: its output is its input (a layer that returns its hidden states alone, as
-    transformers' decoder layers do; a model whose layers return more fails the first check)."""
+    """A skipped layer: its output is its input. Every layer of the 89 architectures headloc ablates
+    takes its hidden states first, by position; a model whose layers take them otherwise, or return
+    more than them, fails the first check."""
 
-    def forward(self, *args, **kwargs):
-        return _hidden_of(args, kwargs)
+    def forward(self, hidden, *args, **kwargs):
+        return hidden
 
 
 class SharedLayers:
@@ -137,10 +128,10 @@ class SharedLayers:
 
     def _prefix(self, docs, start, common_ablation):
         """The input of layer ``start`` for each document (pass 1)."""
-        def stop(module, args, kwargs):
-            raise _Stop(_hidden_of(args, kwargs))
+        def stop(module, args):
+            raise _Stop(args[0])
 
-        handle = self.layers[start].register_forward_pre_hook(stop, with_kwargs=True)
+        handle = self.layers[start].register_forward_pre_hook(stop)
         try:
             with common_ablation():
                 self.model(docs, use_cache=False)
@@ -158,11 +149,11 @@ class SharedLayers:
         finds each layer's own."""
         layers = self.layers
 
-        def put_in(module, args, kwargs):
-            return _with_hidden(args, kwargs, hidden.to(_hidden_of(args, kwargs).dtype))
+        def put_in(module, args):
+            return (hidden.to(args[0].dtype), *args[1:])
 
         kept = list(layers)
-        handle = layers[start].register_forward_pre_hook(put_in, with_kwargs=True)
+        handle = layers[start].register_forward_pre_hook(put_in)
         for index in range(start):
             layers[index] = _PassOn()
         try:
