@@ -1,5 +1,9 @@
 """Build one planted-head model folder (rule planted_model; docs/ground-truth.md)."""
 
+from headloc.workflow.warm import run_warm
+
+run_warm()  # HEADLOC_WARM_JOBS=1: a warm interpreter runs the job (docs/performance.md)
+
 import json
 import time
 

@@ -1,5 +1,9 @@
 """Choose the grid point whose top heads degrade the task most (rule choose_hyperparameters)."""
 
+from headloc.workflow.warm import run_warm
+
+run_warm()  # HEADLOC_WARM_JOBS=1: a warm interpreter runs the job (docs/performance.md)
+
 from headloc.io import log_to_file, read_json, write_json
 from headloc.workflow.plan import choose_tuning_point
 

@@ -1,5 +1,9 @@
 """Every search's reported heads in one table (rule collect_recoveries)."""
 
+from headloc.workflow.warm import run_warm
+
+run_warm()  # HEADLOC_WARM_JOBS=1: a warm interpreter runs the job (docs/performance.md)
+
 from headloc.io import log_to_file, read_json, write_table
 from headloc.workflow.plan_tables import collection_selections
 from headloc.workflow.selection import with_universal

@@ -1,5 +1,9 @@
 """Every tuning grid point in one table (rule collect_tuning)."""
 
+from headloc.workflow.warm import run_warm
+
+run_warm()  # HEADLOC_WARM_JOBS=1: a warm interpreter runs the job (docs/performance.md)
+
 import pandas as pd
 
 from headloc.io import log_to_file, read_json, write_table

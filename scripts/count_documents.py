@@ -5,6 +5,10 @@ documents it evaluates, and writes the indices the full-data validation scores (
 ``n_docs``, or all).
 """
 
+from headloc.workflow.warm import run_warm
+
+run_warm()  # HEADLOC_WARM_JOBS=1: a warm interpreter runs the job (docs/performance.md)
+
 from headloc.engine.lm_eval_tasks import TaskSpec, count_documents
 from headloc.io import log_to_file, write_json
 from headloc.workflow.task_lookup import task_folders

@@ -2,6 +2,10 @@
 submission (rule export). Snakemake removes the submission folder (a directory output) before the
 job, so a search that left the config leaves no stale folder behind."""
 
+from headloc.workflow.warm import run_warm
+
+run_warm()  # HEADLOC_WARM_JOBS=1: a warm interpreter runs the job (docs/performance.md)
+
 from headloc.io import log_to_file, read_json
 from headloc.model.loading import load_config
 from headloc.report.export import MIB_FORMAT, mib_cfg, write_submission, write_tidy

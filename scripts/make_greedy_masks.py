@@ -1,5 +1,9 @@
 """The masks of one greedy round (rule make_greedy_masks): headloc.methods.kinds.rounds.round_masks."""
 
+from headloc.workflow.warm import run_warm
+
+run_warm()  # HEADLOC_WARM_JOBS=1: a warm interpreter runs the job (docs/performance.md)
+
 from headloc.io import log_to_file
 from headloc.methods.kinds import rounds
 from headloc.model.geometry import head_geometry

@@ -1,5 +1,9 @@
 """Build the measurement matrix of one search (rule make_masks): headloc.methods.kinds.masks.design."""
 
+from headloc.workflow.warm import run_warm
+
+run_warm()  # HEADLOC_WARM_JOBS=1: a warm interpreter runs the job (docs/performance.md)
+
 from headloc.io import log_to_file
 from headloc.methods.kinds import masks
 from headloc.model.geometry import head_geometry

@@ -4,6 +4,10 @@ Every kept document is checked for the fields its task's templates read before a
 written, so a bad file fails here, naming the file, the line and the field, and leaves no copy.
 """
 
+from headloc.workflow.warm import run_warm
+
+run_warm()  # HEADLOC_WARM_JOBS=1: a warm interpreter runs the job (docs/performance.md)
+
 from headloc.data.datasets import build_docs, read_jsonl_numbered, write_jsonl
 from headloc.data.documents import check_documents, load_task_yaml, required_fields, task_yaml
 from headloc.io import log_to_file

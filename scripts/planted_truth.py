@@ -1,5 +1,9 @@
 """Measure a planted model's truth and write truth.json beside it (rule planted_truth)."""
 
+from headloc.workflow.warm import run_warm
+
+run_warm()  # HEADLOC_WARM_JOBS=1: a warm interpreter runs the job (docs/performance.md)
+
 from headloc.groundtruth.truth import measure
 from headloc.groundtruth.truth_table import summary_table
 from headloc.io import log_to_file, write_json, write_text

@@ -4,6 +4,10 @@ Reads the search's ``recovery.json`` (checkpoint recover_heads) and hands it to
 ``headloc.report.heatmap.save_heatmap``: its ``coef`` (CHG: its G- and G+ gates), top heads outlined.
 """
 
+from headloc.workflow.warm import run_warm
+
+run_warm()  # HEADLOC_WARM_JOBS=1: a warm interpreter runs the job (docs/performance.md)
+
 from headloc.io import atomic_path, log_to_file, read_json
 from headloc.report.heatmap import panels, save_heatmap
 

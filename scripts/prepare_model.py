@@ -1,5 +1,9 @@
 """Convert a GGUF model into a checkpoint folder (rule prepare_model)."""
 
+from headloc.workflow.warm import run_warm
+
+run_warm()  # HEADLOC_WARM_JOBS=1: a warm interpreter runs the job (docs/performance.md)
+
 from headloc.io import log_to_file
 from headloc.model.loading import convert_gguf
 from headloc.workflow.portable import gguf_location

@@ -5,6 +5,10 @@ tables the spec reads (``evals_main``, ...) and ``params.options`` holds the fie
 ``headloc.report.ReportOptions``.
 """
 
+from headloc.workflow.warm import run_warm
+
+run_warm()  # HEADLOC_WARM_JOBS=1: a warm interpreter runs the job (docs/performance.md)
+
 import pandas as pd
 
 from headloc import report

@@ -1,5 +1,9 @@
 """Write the config a run folder was collected with (rule run_config)."""
 
+from headloc.workflow.warm import run_warm
+
+run_warm()  # HEADLOC_WARM_JOBS=1: a warm interpreter runs the job (docs/performance.md)
+
 import yaml
 
 from headloc.io import log_to_file, write_text

@@ -1,5 +1,9 @@
 """Score one chunk of masks on the identification subset (rule score_masks)."""
 
+from headloc.workflow.warm import run_warm
+
+run_warm()  # HEADLOC_WARM_JOBS=1: a warm interpreter runs the job (docs/performance.md)
+
 import numpy as np
 
 from headloc.engine.evaluation import scored

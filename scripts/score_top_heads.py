@@ -1,5 +1,9 @@
 """Score a search's top-k heads on the identification subset (rule score_top_heads, appendix A.1)."""
 
+from headloc.workflow.warm import run_warm
+
+run_warm()  # HEADLOC_WARM_JOBS=1: a warm interpreter runs the job (docs/performance.md)
+
 import numpy as np
 
 from headloc.heads import HeadGeometry, headset_mask

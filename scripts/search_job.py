@@ -3,6 +3,10 @@ guided searches): the model loaded once (headloc.workflow.jobs.one_job), then th
 (headloc.methods.one_job.OneJob.run), which writes <kind>.json and, for a search that scores masks,
 resumes from the record a killed run of the same job left."""
 
+from headloc.workflow.warm import run_warm
+
+run_warm()  # HEADLOC_WARM_JOBS=1: a warm interpreter runs the job (docs/performance.md)
+
 from headloc import methods
 from headloc.workflow import paths
 from headloc.workflow.jobs import one_job, start_evaluating_job

@@ -4,6 +4,10 @@ task's filtered top k and its cumulative sets are measured (headloc.workflow.uni
 the universal heads among them. Every evaluation's record (the unablated model's, each head set's)
 goes to a second file, which rule validate_headset copies instead of evaluating those head sets again."""
 
+from headloc.workflow.warm import run_warm
+
+run_warm()  # HEADLOC_WARM_JOBS=1: a warm interpreter runs the job (docs/performance.md)
+
 import numpy as np
 
 from headloc.engine.evaluation import MaskEvaluator, check_grouping

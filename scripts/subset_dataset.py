@@ -1,5 +1,9 @@
 """Draw the seeded identification subset (rule subset_dataset)."""
 
+from headloc.workflow.warm import run_warm
+
+run_warm()  # HEADLOC_WARM_JOBS=1: a warm interpreter runs the job (docs/performance.md)
+
 from headloc.data.datasets import identification_subset, read_jsonl, write_jsonl
 from headloc.io import log_to_file
 

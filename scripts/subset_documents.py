@@ -1,5 +1,9 @@
 """Draw the seeded identification subset of a task's own documents, as indices (rule subset_documents)."""
 
+from headloc.workflow.warm import run_warm
+
+run_warm()  # HEADLOC_WARM_JOBS=1: a warm interpreter runs the job (docs/performance.md)
+
 from headloc.data.datasets import identification_subset
 from headloc.io import log_to_file, read_json, write_json
 

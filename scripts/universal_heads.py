@@ -3,6 +3,10 @@ from measured damage (universal.detect: damage, rule single_head_damage's file) 
 rankings' overlap (universal.detect: ranking); see headloc.workflow.universal and
 headloc.workflow.selection."""
 
+from headloc.workflow.warm import run_warm
+
+run_warm()  # HEADLOC_WARM_JOBS=1: a warm interpreter runs the job (docs/performance.md)
+
 from headloc.io import log_to_file, read_json, write_json
 from headloc.workflow.selection import model_universal_heads
 

@@ -3,6 +3,10 @@ set that rule single_head_damage already evaluated on every task (the unablated 
 alone, a step of a filtered top k) is copied from its records instead: the same tasks, documents,
 model and placement."""
 
+from headloc.workflow.warm import run_warm
+
+run_warm()  # HEADLOC_WARM_JOBS=1: a warm interpreter runs the job (docs/performance.md)
+
 from headloc.heads import parse_headset
 from headloc.io import log_to_file, read_json, write_json
 

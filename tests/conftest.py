@@ -31,6 +31,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # with one thread); with one core busy a SmolLM2 test 13.9 s (7.1 s passive). Passive threads sleep instead
 # of spinning. Set before anything imports torch.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# The suite's Snakemake jobs are many and small: each forks from a warm interpreter
+# (headloc.workflow.warm) instead of importing torch, transformers and lm-eval itself.
+os.environ.setdefault("HEADLOC_WARM_JOBS", "1")
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = (REPO / ".." / "shared" / "data").resolve()
@@ -44,9 +47,9 @@ CORES = str(max(1, (os.cpu_count() or 1) // WORKERS))
 # Modules that run workflows, longest first (measured with --durations); the rest follow in
 # collection order.
 LONGEST_FIRST = (
-    "tests/workflow/test_methods.py", "tests/workflow/test_workflow.py", "tests/workflow/test_reliability.py",
-    "tests/workflow/test_staleness.py", "tests/workflow/test_portable.py", "tests/workflow/test_own_task.py",
-    "tests/workflow/test_lower_is_better.py", "tests/workflow/test_smollm2.py",
+    "tests/workflow/test_reliability.py", "tests/workflow/test_staleness.py", "tests/workflow/test_methods.py",
+    "tests/workflow/test_workflow.py", "tests/workflow/test_own_task.py", "tests/workflow/test_portable.py",
+    "tests/workflow/test_smollm2.py", "tests/workflow/test_lower_is_better.py",
 )
 
 

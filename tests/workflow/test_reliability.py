@@ -77,7 +77,9 @@ def incomplete_marker(work, path):
 
 def start(work):
     command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), *args(work)]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    # cold jobs (headloc.workflow.warm): a chunk's job then takes seconds, not a fraction of one, so
+    # that the kill lands while it runs
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HEADLOC_WARM_JOBS": "0"}
     # SIGINT as a terminal's Ctrl-C delivers it: a shell that starts tests in the background may
     # leave SIGINT ignored, and an ignored signal stays ignored in children
     return subprocess.Popen(command, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

@@ -1,0 +1,166 @@
+"""Jobs forked from a warm interpreter (headloc.workflow.warm): a script that calls run_warm(), as
+every workflow script does, run as a process the way Snakemake runs a job. Its output, exit status,
+directory, environment and signals must be a cold run's; a child whose launcher is killed must
+stop; headloc's modules come from disk, not from the server."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from headloc.workflow.warm import address
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+SCRIPT = '''\
+import os, sys, time
+from headloc.workflow.warm import run_warm
+
+run_warm()
+import headloc.workflow
+print("pid", os.getpid(), "parent", os.getppid(), "cwd", os.getcwd(), "colour", os.environ.get("COLOUR"),
+      "args", *sys.argv[1:], "stamp", getattr(headloc.workflow, "STAMP", None), flush=True)
+print("on stderr", file=sys.stderr)
+if sys.argv[1:] == ["fail"]:
+    raise RuntimeError("the job failed")
+if sys.argv[1:] == ["exit"]:
+    sys.exit(3)
+if sys.argv[1:] == ["sleep"]:
+    time.sleep(20)
+    open("woke", "w").write("the child outlived its launcher")
+'''
+
+
+def environment(tmp_path, **extra):
+    # a package copy of its own, first on the path: the test can change headloc's code on disk
+    return {**os.environ, "HEADLOC_WARM_JOBS": "1", "PYTHONPATH": str(tmp_path / "src"), "COLOUR": "teal",
+            "TMPDIR": str(tmp_path), **extra}
+
+
+def job(tmp_path, *args, env, cwd=None, background=False):
+    command = [sys.executable, str(tmp_path / "job.py"), *args]
+    if background:
+        return subprocess.Popen(command, env=env, cwd=cwd or tmp_path, stdout=subprocess.PIPE, text=True)
+    return subprocess.run(command, env=env, cwd=cwd or tmp_path, capture_output=True, text=True, timeout=120)
+
+
+def served(tmp_path, env) -> str:
+    """The server's socket once it serves (the first job starts it and runs cold)."""
+    path = subprocess.run([sys.executable, "-c", "from headloc.workflow.warm import address; print(address())"],
+                          env=env, capture_output=True, text=True, check=True).stdout.strip()
+    deadline = time.monotonic() + 120
+    while not os.path.exists(path):
+        assert time.monotonic() < deadline, "no warm server after 120 s"
+        time.sleep(0.2)
+    return path
+
+
+def fields(output: str) -> dict:
+    words = output.split("\n")[0].split()
+    return dict(zip(words[::2], words[1::2]))
+
+
+@pytest.fixture(scope="module")
+def warm(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("warm")
+    shutil.copytree(SRC / "headloc", tmp_path / "src" / "headloc", ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "job.py").write_text(SCRIPT)
+    env = environment(tmp_path)
+    first = job(tmp_path, "ok", env=env)
+    assert first.returncode == 0, first.stderr
+    assert fields(first.stdout)["parent"] == str(os.getpid())  # no server yet: it ran cold, in its launcher
+    served(tmp_path, env)
+    return tmp_path, env, first
+
+
+def test_a_warm_job_prints_and_exits_as_a_cold_one(warm):
+    tmp_path, env, _ = warm
+    again = job(tmp_path, "ok", env=env)
+    assert again.returncode == 0
+    seen = fields(again.stdout)
+    assert seen["parent"] != str(os.getpid())  # the server forked it
+    assert seen["colour"] == "teal" and seen["args"] == "ok" and seen["cwd"] == str(tmp_path)
+    assert again.stderr == "on stderr\n"
+    failed = job(tmp_path, "fail", env=env)
+    assert failed.returncode == 1
+    assert failed.stderr.splitlines()[-1] == "RuntimeError: the job failed"
+    assert "warm_server" not in failed.stderr  # the traceback starts at the script, as a cold one
+    assert 'job.py", line 10' in failed.stderr
+    assert job(tmp_path, "exit", env=env).returncode == 3
+
+
+def test_the_job_runs_in_its_own_directory_with_its_environment(warm, tmp_path):
+    root, env, _ = warm
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    seen = fields(job(root, "x", env=env, cwd=elsewhere).stdout)
+    assert seen["cwd"] == str(elsewhere)
+
+
+def test_headloc_modules_come_from_disk(warm):
+    tmp_path, env, _ = warm
+    package = tmp_path / "src" / "headloc" / "workflow" / "__init__.py"
+    original = package.read_text()
+    try:
+        package.write_text(original + "\nSTAMP = 'edited'\n")
+        assert fields(job(tmp_path, "ok", env=env).stdout)["stamp"] == "edited"
+    finally:
+        package.write_text(original)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_to_the_launcher_ends_the_job_the_same_way(warm, sig):
+    tmp_path, env, _ = warm
+    launcher = job(tmp_path, "sleep", env=env, background=True)
+    child = int(fields(launcher.stdout.readline() + "\n")["pid"])
+    launcher.send_signal(sig)
+    assert launcher.wait(timeout=30) == -sig
+    time.sleep(0.5)
+    assert not Path(f"/proc/{child}").exists() or "Z" in Path(f"/proc/{child}/stat").read_text().split()[2]
+
+
+def test_a_killed_launcher_takes_its_child_with_it(warm):
+    tmp_path, env, _ = warm
+    launcher = job(tmp_path, "sleep", env=env, background=True)
+    child = int(fields(launcher.stdout.readline() + "\n")["pid"])
+    launcher.kill()
+    launcher.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{child}").exists() and "Z" not in Path(f"/proc/{child}/stat").read_text().split()[2]:
+        assert time.monotonic() < deadline, "the child outlived its launcher"
+        time.sleep(0.1)
+    assert not (tmp_path / "woke").exists()
+
+
+@pytest.mark.parametrize("extra", [{"HEADLOC_WARM_JOBS": "0"}, {"SLURM_JOB_ID": "7"}])
+def test_off_or_under_slurm_the_job_runs_in_its_launcher(warm, extra):
+    tmp_path, env, _ = warm
+    launcher = job(tmp_path, "sleep", env={**env, **extra}, background=True)
+    seen = fields(launcher.stdout.readline() + "\n")
+    launcher.kill()
+    launcher.wait(timeout=30)
+    assert seen["pid"] == str(launcher.pid)
+
+
+def test_another_environment_gets_another_server(warm):
+    tmp_path, env, _ = warm
+    path = subprocess.run([sys.executable, "-c", "from headloc.workflow.warm import address; print(address())"],
+                          env={**env, "COLOUR": "red"}, capture_output=True, text=True, check=True).stdout.strip()
+    assert path != served(tmp_path, env)
+    assert path != address()  # nor this process's
+
+
+def test_the_benchmark_times_a_job_both_ways(tiny_model_dir, tmp_path):
+    """benchmarks/warm_jobs.py's measure on the tiny model: every launch timed, the warm ones (a fork,
+    no imports) at most half the cold ones (each imports torch, transformers and lm-eval)."""
+    from headloc.benchmarks.warm_jobs import compare
+
+    found = compare(str(tiny_model_dir), 2, tmp_path)
+    assert [len(found[way]["seconds"]) for way in ("cold", "warm")] == [2, 2]
+    assert found["warm"]["mean"] < found["cold"]["mean"] / 2
+    assert found["ratio"] == pytest.approx(found["warm"]["mean"] / found["cold"]["mean"])
