@@ -18,13 +18,15 @@ from headloc.workflow.warm import address
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 SCRIPT = '''\
-import os, sys, time
+import os, random, sys, time
 from headloc.workflow.warm import run_warm
 
 run_warm()
-import headloc.workflow
+import headloc.workflow, numpy, torch
 print("pid", os.getpid(), "parent", os.getppid(), "cwd", os.getcwd(), "colour", os.environ.get("COLOUR"),
-      "args", *sys.argv[1:], "stamp", getattr(headloc.workflow, "STAMP", None), flush=True)
+      "oldpwd", os.environ.get("OLDPWD"), "stamp", getattr(headloc.workflow, "STAMP", None),
+      "draws", f"{random.getrandbits(32)},{numpy.random.randint(2**31)}", "torch", torch.initial_seed(),
+      "args", *sys.argv[1:], flush=True)
 print("on stderr", file=sys.stderr)
 if sys.argv[1:] == ["fail"]:
     raise RuntimeError("the job failed")
@@ -49,10 +51,15 @@ def job(tmp_path, *args, env, cwd=None, background=False):
     return subprocess.run(command, env=env, cwd=cwd or tmp_path, capture_output=True, text=True, timeout=120)
 
 
+def socket_of(env) -> str:
+    """Where the server of a job with environment ``env`` listens."""
+    return subprocess.run([sys.executable, "-c", "from headloc.workflow.warm import address; print(address())"],
+                          env=env, capture_output=True, text=True, check=True).stdout.strip()
+
+
 def served(tmp_path, env) -> str:
     """The server's socket once it serves (the first job starts it and runs cold)."""
-    path = subprocess.run([sys.executable, "-c", "from headloc.workflow.warm import address; print(address())"],
-                          env=env, capture_output=True, text=True, check=True).stdout.strip()
+    path = socket_of(env)
     deadline = time.monotonic() + 120
     while not os.path.exists(path):
         assert time.monotonic() < deadline, "no warm server after 120 s"
@@ -90,7 +97,7 @@ def test_a_warm_job_prints_and_exits_as_a_cold_one(warm):
     assert failed.returncode == 1
     assert failed.stderr.splitlines()[-1] == "RuntimeError: the job failed"
     assert "warm_server" not in failed.stderr  # the traceback starts at the script, as a cold one
-    assert 'job.py", line 10' in failed.stderr
+    assert 'job.py", line 12' in failed.stderr
     assert job(tmp_path, "exit", env=env).returncode == 3
 
 
@@ -98,8 +105,16 @@ def test_the_job_runs_in_its_own_directory_with_its_environment(warm, tmp_path):
     root, env, _ = warm
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    seen = fields(job(root, "x", env=env, cwd=elsewhere).stdout)
-    assert seen["cwd"] == str(elsewhere)
+    seen = fields(job(root, "x", env={**env, "OLDPWD": str(root)}, cwd=elsewhere).stdout)  # OLDPWD: same server
+    assert seen["cwd"] == str(elsewhere) and seen["oldpwd"] == str(root) and seen["parent"] != str(os.getpid())
+
+
+def test_each_job_draws_as_a_fresh_process(warm):
+    """Python's, NumPy's and torch's generators seeded anew in each child, as in a new process (not
+    from the server's state, which all children would share)."""
+    tmp_path, env, cold = warm
+    runs = [fields(job(tmp_path, "ok", env=env).stdout) for _ in range(2)] + [fields(cold.stdout)]
+    assert len({run["draws"] for run in runs}) == 3 and len({run["torch"] for run in runs}) == 3
 
 
 def test_headloc_modules_come_from_disk(warm):
@@ -140,17 +155,18 @@ def test_a_killed_launcher_takes_its_child_with_it(warm):
 @pytest.mark.parametrize("extra", [{"HEADLOC_WARM_JOBS": "0"}, {"SLURM_JOB_ID": "7"}])
 def test_off_or_under_slurm_the_job_runs_in_its_launcher(warm, extra):
     tmp_path, env, _ = warm
-    launcher = job(tmp_path, "sleep", env={**env, **extra}, background=True)
+    env = {**env, **extra}
+    launcher = job(tmp_path, "sleep", env=env, background=True)
     seen = fields(launcher.stdout.readline() + "\n")
     launcher.kill()
     launcher.wait(timeout=30)
     assert seen["pid"] == str(launcher.pid)
+    assert not os.path.exists(socket_of(env) + ".log")  # nor did it start a server
 
 
 def test_another_environment_gets_another_server(warm):
     tmp_path, env, _ = warm
-    path = subprocess.run([sys.executable, "-c", "from headloc.workflow.warm import address; print(address())"],
-                          env={**env, "COLOUR": "red"}, capture_output=True, text=True, check=True).stdout.strip()
+    path = socket_of({**env, "COLOUR": "red"})
     assert path != served(tmp_path, env)
     assert path != address()  # nor this process's
 

@@ -122,15 +122,15 @@ def _child(conn: socket.socket, request: dict, fds: list) -> None:
 
 
 def _fresh_generators() -> None:
-    """Random generators as a fresh process has them: Python's and NumPy's global ones seeded from
-    the system, torch's at its fixed default seed."""
+    """Random generators as a fresh process has them: Python's, NumPy's and torch's global ones
+    seeded from the system, not the server's state, which every child would share."""
     import random
 
     random.seed()
     if "numpy" in sys.modules:
         sys.modules["numpy"].random.seed()
     if "torch" in sys.modules:
-        sys.modules["torch"].manual_seed(67280421310721)  # torch.initial_seed() of a new process
+        sys.modules["torch"].seed()
 
 
 def _die_with(launcher: int) -> None:
