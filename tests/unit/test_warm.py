@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from headloc.workflow.warm import address
+from headloc.workflow.warm import address, address_of, wait_for_server
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -51,22 +51,6 @@ def job(tmp_path, *args, env, cwd=None, background=False):
     return subprocess.run(command, env=env, cwd=cwd or tmp_path, capture_output=True, text=True, timeout=120)
 
 
-def socket_of(env) -> str:
-    """Where the server of a job with environment ``env`` listens."""
-    return subprocess.run([sys.executable, "-c", "from headloc.workflow.warm import address; print(address())"],
-                          env=env, capture_output=True, text=True, check=True).stdout.strip()
-
-
-def served(tmp_path, env) -> str:
-    """The server's socket once it serves (the first job starts it and runs cold)."""
-    path = socket_of(env)
-    deadline = time.monotonic() + 120
-    while not os.path.exists(path):
-        assert time.monotonic() < deadline, "no warm server after 120 s"
-        time.sleep(0.2)
-    return path
-
-
 def fields(output: str) -> dict:
     words = output.split("\n")[0].split()
     return dict(zip(words[::2], words[1::2]))
@@ -81,7 +65,7 @@ def warm(tmp_path_factory):
     first = job(tmp_path, "ok", env=env)
     assert first.returncode == 0, first.stderr
     assert fields(first.stdout)["parent"] == str(os.getpid())  # no server yet: it ran cold, in its launcher
-    served(tmp_path, env)
+    wait_for_server(env, 120)
     return tmp_path, env, first
 
 
@@ -161,13 +145,13 @@ def test_off_or_under_slurm_the_job_runs_in_its_launcher(warm, extra):
     launcher.kill()
     launcher.wait(timeout=30)
     assert seen["pid"] == str(launcher.pid)
-    assert not os.path.exists(socket_of(env) + ".log")  # nor did it start a server
+    assert not os.path.exists(address_of(env) + ".log")  # nor did it start a server
 
 
 def test_another_environment_gets_another_server(warm):
     tmp_path, env, _ = warm
-    path = socket_of({**env, "COLOUR": "red"})
-    assert path != served(tmp_path, env)
+    path = address_of({**env, "COLOUR": "red"})
+    assert path != wait_for_server(env, 120)
     assert path != address()  # nor this process's
 
 

@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from headloc.workflow.warm import SWITCH
+from headloc.workflow.warm import SWITCH, wait_for_server
 
 JOB = '''\
 import sys
@@ -38,13 +38,7 @@ def launches(model: str, n: int, warm: bool, folder: Path) -> list[float]:
     run = [sys.executable, str(folder / "job.py"), model]
     if warm:
         subprocess.run(run, env=env, check=True, capture_output=True)  # starts the server
-        where = [sys.executable, "-c", "from headloc.workflow.warm import address; print(address())"]
-        socket = subprocess.run(where, env=env, check=True, capture_output=True, text=True).stdout.strip()
-        deadline = time.monotonic() + 300
-        while not os.path.exists(socket):
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"no warm server at {socket} after 300 s")
-            time.sleep(0.2)
+        wait_for_server(env, 300)
     seconds = []
     for _ in range(n):
         start = time.perf_counter()

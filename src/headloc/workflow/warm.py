@@ -63,6 +63,24 @@ def address() -> str:
     return path
 
 
+def address_of(env: dict) -> str:
+    """The socket a job with environment ``env`` (this interpreter) would use, worked out in a process
+    of its own: the key holds ``sys.path``, which ``PYTHONPATH`` in ``env`` changes."""
+    where = [sys.executable, "-c", "from headloc.workflow.warm import address; print(address())"]
+    return subprocess.run(where, env=env, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def wait_for_server(env: dict, timeout: float) -> str:
+    """The socket of ``env``'s server once it serves; TimeoutError after ``timeout`` seconds."""
+    path = address_of(env)
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(path):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no warm server at {path} after {timeout:g} s (its log: {path}.log)")
+        time.sleep(0.2)
+    return path
+
+
 def run_warm() -> None:
     """Run this process's script in a child of the warm server and exit as the child did; return
     (and let the script run here) when warm jobs are off, or no server is ready (one is started)."""

@@ -49,19 +49,28 @@ def serve(path: str) -> None:
                 conn, _ = listener.accept()
                 last = time.monotonic()
                 _fork(conn, listener, lock, jobs)
-            for pid in list(jobs):
-                done, status = os.waitpid(pid, os.WNOHANG)
-                if done:
-                    conn = jobs.pop(pid)
-                    try:
-                        conn.sendall(f"{os.waitstatus_to_exitcode(status)}\n".encode())
-                    except OSError:
-                        pass
-                    conn.close()
-                    last = time.monotonic()
+            if _reap(jobs):
+                last = time.monotonic()
     finally:
         if os.path.exists(path) and os.stat(path).st_ino == mine:
             os.unlink(path)
+
+
+def _reap(jobs: dict) -> bool:
+    """Tell each ended child's launcher its exit status (negative: the signal); whether any ended."""
+    ended = False
+    for pid in list(jobs):
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if not done:
+            continue
+        ended = True
+        conn = jobs.pop(pid)
+        try:
+            conn.sendall(f"{os.waitstatus_to_exitcode(status)}\n".encode())
+        except OSError:
+            pass  # the launcher is gone: its child was killed with it
+        conn.close()
+    return ended
 
 
 def _fork(conn: socket.socket, listener: socket.socket, lock: int, jobs: dict) -> None:
