@@ -3,9 +3,11 @@ every workflow script does, run as a process the way Snakemake runs a job. Its o
 directory, environment and signals must be a cold run's; a child whose launcher is killed must
 stop; headloc's modules come from disk, not from the server."""
 
+import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -153,6 +155,38 @@ def test_another_environment_gets_another_server(warm):
     path = address_of({**env, "COLOUR": "red"})
     assert path != wait_for_server(env, 120)
     assert path != address()  # nor this process's
+
+
+def handed_over(path, script, cwd, *, go: bool) -> int:
+    """Hand ``script`` to the server at ``path`` as run_warm() does, then send the go-ahead or (a
+    launcher that gave up waiting and runs the job cold itself) close the connection instead; the
+    child's pid."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn, open(os.devnull, "r+") as null:
+        conn.connect(path)
+        request = json.dumps({"argv": [str(script)], "cwd": str(cwd), "env": dict(os.environ), "path": sys.path,
+                              "launcher": os.getpid()}).encode()
+        socket.send_fds(conn, [len(request).to_bytes(8, "big") + request], [null.fileno()] * 3)
+        pid = int(conn.makefile().readline())
+        if go:
+            conn.sendall(b"g")
+            assert conn.makefile().readline() == "0\n"  # its exit status, once it ended
+    return pid
+
+
+def test_a_launcher_that_gave_up_never_runs_beside_its_child(warm, tmp_path):
+    """The child runs the script only after its launcher's go-ahead: a launcher that gave up (and
+    runs the job cold) and the child never both run it."""
+    root, env, _ = warm
+    (tmp_path / "touch.py").write_text("open('ran', 'a').write('once')\n")
+    handed_over(wait_for_server(env, 120), tmp_path / "touch.py", tmp_path, go=True)
+    assert (tmp_path / "ran").read_text() == "once"
+    (tmp_path / "ran").unlink()
+    child = handed_over(wait_for_server(env, 120), tmp_path / "touch.py", tmp_path, go=False)
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{child}").exists() and "Z" not in Path(f"/proc/{child}/stat").read_text().split()[2]:
+        assert time.monotonic() < deadline, "the child went on without its launcher's go-ahead"
+        time.sleep(0.1)
+    assert not (tmp_path / "ran").exists()
 
 
 def test_the_benchmark_times_a_job_both_ways(tiny_model_dir, tmp_path):
