@@ -3,7 +3,6 @@ every workflow script does, run as a process the way Snakemake runs a job. Its o
 directory, environment and signals must be a cold run's; a child whose launcher is killed must
 stop; headloc's modules come from disk, not from the server."""
 
-import json
 import os
 import shutil
 import signal
@@ -15,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from headloc.workflow.warm import address, address_of, wait_for_server
+from headloc.workflow.warm import address, address_of, send_job, wait_for_server
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -131,10 +130,7 @@ def test_a_killed_launcher_takes_its_child_with_it(warm):
     child = int(fields(launcher.stdout.readline() + "\n")["pid"])
     launcher.kill()
     launcher.wait(timeout=30)
-    deadline = time.monotonic() + 10
-    while Path(f"/proc/{child}").exists() and "Z" not in Path(f"/proc/{child}/stat").read_text().split()[2]:
-        assert time.monotonic() < deadline, "the child outlived its launcher"
-        time.sleep(0.1)
+    wait_until_gone(child, "the child outlived its launcher")
     assert not (tmp_path / "woke").exists()
 
 
@@ -157,15 +153,13 @@ def test_another_environment_gets_another_server(warm):
     assert path != address()  # nor this process's
 
 
-def handed_over(path, script, cwd, *, go: bool) -> int:
+def handed_over(path, script, *, go: bool) -> int:
     """Hand ``script`` to the server at ``path`` as run_warm() does, then send the go-ahead or (a
     launcher that gave up waiting and runs the job cold itself) close the connection instead; the
     child's pid."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn, open(os.devnull, "r+") as null:
         conn.connect(path)
-        request = json.dumps({"argv": [str(script)], "cwd": str(cwd), "env": dict(os.environ), "path": sys.path,
-                              "launcher": os.getpid()}).encode()
-        socket.send_fds(conn, [len(request).to_bytes(8, "big") + request], [null.fileno()] * 3)
+        send_job(conn, [str(script)], [null.fileno()] * 3)
         pid = int(conn.makefile().readline())
         if go:
             conn.sendall(b"g")
@@ -173,19 +167,25 @@ def handed_over(path, script, cwd, *, go: bool) -> int:
     return pid
 
 
-def test_a_launcher_that_gave_up_never_runs_beside_its_child(warm, tmp_path):
+def wait_until_gone(pid: int, why: str) -> None:
+    """Until process ``pid`` has ended (or is a zombie), at most 10 s."""
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{pid}").exists() and "Z" not in Path(f"/proc/{pid}/stat").read_text().split()[2]:
+        assert time.monotonic() < deadline, why
+        time.sleep(0.1)
+
+
+def test_a_launcher_that_gave_up_never_runs_beside_its_child(warm, tmp_path, monkeypatch):
     """The child runs the script only after its launcher's go-ahead: a launcher that gave up (and
     runs the job cold) and the child never both run it."""
-    root, env, _ = warm
+    _, env, _ = warm
+    monkeypatch.chdir(tmp_path)  # the child's directory, where the script writes
     (tmp_path / "touch.py").write_text("open('ran', 'a').write('once')\n")
-    handed_over(wait_for_server(env, 120), tmp_path / "touch.py", tmp_path, go=True)
+    handed_over(wait_for_server(env, 120), tmp_path / "touch.py", go=True)
     assert (tmp_path / "ran").read_text() == "once"
     (tmp_path / "ran").unlink()
-    child = handed_over(wait_for_server(env, 120), tmp_path / "touch.py", tmp_path, go=False)
-    deadline = time.monotonic() + 10
-    while Path(f"/proc/{child}").exists() and "Z" not in Path(f"/proc/{child}/stat").read_text().split()[2]:
-        assert time.monotonic() < deadline, "the child went on without its launcher's go-ahead"
-        time.sleep(0.1)
+    child = handed_over(wait_for_server(env, 120), tmp_path / "touch.py", go=False)
+    wait_until_gone(child, "the child went on without its launcher's go-ahead")
     assert not (tmp_path / "ran").exists()
 
 

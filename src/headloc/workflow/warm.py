@@ -91,9 +91,7 @@ def run_warm() -> None:
     try:
         conn.settimeout(2)
         conn.connect(path)
-        request = json.dumps({"argv": sys.argv, "cwd": os.getcwd(), "env": dict(os.environ), "path": sys.path,
-                              "launcher": os.getpid()}).encode()
-        socket.send_fds(conn, [len(request).to_bytes(8, "big") + request], [0, 1, 2])
+        send_job(conn, sys.argv, [0, 1, 2])
         conn.settimeout(30)
         pid = int(_line(conn))
         conn.sendall(b"g")  # the child runs only once told to: until then a cold run cannot overlap it
@@ -116,6 +114,14 @@ def run_warm() -> None:
         os.kill(os.getpid(), -code)
         time.sleep(5)
     os._exit(code if code >= 0 else 128 - code)
+
+
+def send_job(conn: socket.socket, argv: list, streams: list) -> None:
+    """Ask the server on ``conn`` for a child that runs ``argv`` in this process's directory,
+    environment and ``sys.path``, with ``streams`` (three file descriptors) as its 0, 1 and 2."""
+    request = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "path": sys.path,
+                          "launcher": os.getpid()}).encode()
+    socket.send_fds(conn, [len(request).to_bytes(8, "big") + request], streams)
 
 
 def _send(pid: int, number: int) -> None:
