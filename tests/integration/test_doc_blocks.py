@@ -8,7 +8,7 @@ printing is what it prints.
   in a section or on a page that another test runs as written (RUN_ELSEWHERE).
 - A shell block runs with bash in the checkout, the checkout's .venv/bin first on PATH, as written,
   except that ``make`` prints its recipes (``make -n``), ``snakemake`` is a dry run (``-n``, in a
-  temporary ``--directory``), and ``python -m headloc locate`` gets the documented switch
+  temporary ``--directory``; one that succeeded is replayed for the same command and environment), and ``python -m headloc locate`` gets the documented switch
   ``HEADLOC_LOCATE_ARGS`` (2 documents, top 1, its output and converted models in temporary folders).
 - A Python block runs in a fresh namespace, in a temporary folder.
 - A ```text block right after a block that runs is its output: each of its lines is a line of what
@@ -160,11 +160,29 @@ def compare(block: Block, printed: str) -> None:
         at += 1
 
 
+# A dry run the pages show twice (the README repeats docs/paper-grid.md's) runs once per session:
+# the same arguments and environment in the same checkout, from an empty --directory, print the
+# same plan; a paper-grid dry run takes about 15 s. Only a run that succeeded is replayed.
 SHELL = """
 set -euo pipefail
 make() { command make -n "$@"; }
-snakemake() { command snakemake "$@" -n --directory "$HEADLOC_DRY_RUN"; }
+snakemake() {
+  local key seen
+  key=$({ printf '%s\\0' "$@"; env | grep -v -e '^HEADLOC_DRY_RUN=' -e '^HEADLOC_LOCATE_ARGS=' \\
+        -e '^PYTEST_CURRENT_TEST=' -e '^_=' -e '^SHLVL=' | sort; } | sha256sum | cut -c1-32)
+  seen="$HEADLOC_DRY_RUNS_SEEN/$key"
+  if [[ -f "$seen.ok" ]]; then cat "$seen.out"; cat "$seen.err" >&2; return 0; fi
+  command snakemake "$@" -n --directory "$HEADLOC_DRY_RUN" > "$seen.out" 2> "$seen.err" || {
+    cat "$seen.out"; cat "$seen.err" >&2; return 1; }
+  touch "$seen.ok"; cat "$seen.out"; cat "$seen.err" >&2
+}
 """
+
+
+@pytest.fixture(scope="module")
+def dry_runs_seen(tmp_path_factory):
+    """Where SHELL's snakemake() keeps the dry runs that succeeded, for the module's blocks."""
+    return tmp_path_factory.mktemp("dry-runs-seen")
 
 
 @pytest.fixture(scope="module")
@@ -176,7 +194,7 @@ def models_dir(tmp_path_factory, smollm2_dir):
 
 
 @pytest.mark.parametrize("block", RUN_HERE, ids=lambda b: b.id)
-def test_the_block_runs_as_written(block, tmp_path, models_dir, monkeypatch):
+def test_the_block_runs_as_written(block, tmp_path, models_dir, dry_runs_seen, monkeypatch):
     if block.language == "python":
         monkeypatch.chdir(tmp_path)
         printed = io.StringIO()
@@ -186,9 +204,37 @@ def test_the_block_runs_as_written(block, tmp_path, models_dir, monkeypatch):
         return
     (tmp_path / "dry-run").mkdir()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HEADLOC_DRY_RUN": str(tmp_path / "dry-run"),
+           "HEADLOC_DRY_RUNS_SEEN": str(dry_runs_seen),
            "PATH": f"{REPO / '.venv' / 'bin'}{os.pathsep}{os.environ['PATH']}",
            "HEADLOC_LOCATE_ARGS": f"{QUICK} --out {tmp_path / 'out'} --models-dir {models_dir} --quiet"}
     result = subprocess.run(["bash", "-c", SHELL + block.body], cwd=REPO, env=env, capture_output=True, text=True,
                             timeout=900)
     assert result.returncode == 0, f"{block.id} failed:\n{block.body}\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
     compare(block, result.stdout)
+
+
+def test_a_dry_run_is_replayed_only_for_the_same_command_and_environment(tmp_path):
+    """SHELL's snakemake() runs the real command again for other arguments or another environment,
+    and for a command that failed; it replays only a success seen with both the same."""
+    bin_dir, seen, calls = tmp_path / "bin", tmp_path / "seen", tmp_path / "calls"
+    bin_dir.mkdir(), seen.mkdir()
+    stand_in = bin_dir / "snakemake"  # prints its arguments and GPUs; fails for target "broken"
+    stand_in.write_text(f'#!/bin/bash\necho "$*" >> {calls}\necho "plan: $1 ${{CUDA_VISIBLE_DEVICES:-all}}"\n'
+                        '[[ "$1" != broken ]]\n')
+    stand_in.chmod(0o755)
+    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "HEADLOC_DRY_RUNS_SEEN": str(seen),
+           "HEADLOC_DRY_RUN": str(tmp_path / "one-dir")}
+
+    def run(line, **more):
+        done = subprocess.run(["bash", "-c", SHELL + line], env={**env, **more}, capture_output=True, text=True)
+        return done.returncode, done.stdout
+
+    assert run("snakemake all --cores 1") == (0, "plan: all all\n")
+    assert run("snakemake all --cores 1", HEADLOC_DRY_RUN=str(tmp_path / "another")) == (0, "plan: all all\n")
+    assert run("snakemake table4 --cores 1") == (0, "plan: table4 all\n")
+    assert run("CUDA_VISIBLE_DEVICES=2,3 snakemake all --cores 1") == (0, "plan: all 2,3\n")
+    assert run("snakemake broken")[0] == 1 and run("snakemake broken")[0] == 1
+    assert calls.read_text().splitlines() == [
+        f"all --cores 1 -n --directory {tmp_path / 'one-dir'}", f"table4 --cores 1 -n --directory {tmp_path / 'one-dir'}",
+        f"all --cores 1 -n --directory {tmp_path / 'one-dir'}",
+        f"broken -n --directory {tmp_path / 'one-dir'}", f"broken -n --directory {tmp_path / 'one-dir'}"]
