@@ -8,8 +8,9 @@ printing is what it prints.
   in a section or on a page that another test runs as written (RUN_ELSEWHERE).
 - A shell block runs with bash in the checkout, the checkout's .venv/bin first on PATH, as written,
   except that ``make`` prints its recipes (``make -n``), ``snakemake`` is a dry run (``-n``, in a
-  temporary ``--directory``; one that succeeded is replayed for the same command and environment), and ``python -m headloc locate`` gets the documented switch
-  ``HEADLOC_LOCATE_ARGS`` (2 documents, top 1, its output and converted models in temporary folders).
+  temporary ``--directory``; one that succeeded is replayed for the same command and environment),
+  and ``python -m headloc locate`` gets the documented switch ``HEADLOC_LOCATE_ARGS`` (2 documents,
+  top 1, its output and converted models in temporary folders).
 - A Python block runs in a fresh namespace, in a temporary folder.
 - A ```text block right after a block that runs is its output: each of its lines is a line of what
   the block printed, in order, unless the line above it says ``<!-- output not compared: REASON -->``.
