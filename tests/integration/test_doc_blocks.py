@@ -235,7 +235,5 @@ def test_a_dry_run_is_replayed_only_for_the_same_command_and_environment(tmp_pat
     assert run("snakemake table4 --cores 1") == (0, "plan: table4 all\n")
     assert run("CUDA_VISIBLE_DEVICES=2,3 snakemake all --cores 1") == (0, "plan: all 2,3\n")
     assert run("snakemake broken")[0] == 1 and run("snakemake broken")[0] == 1
-    assert calls.read_text().splitlines() == [
-        f"all --cores 1 -n --directory {tmp_path / 'one-dir'}", f"table4 --cores 1 -n --directory {tmp_path / 'one-dir'}",
-        f"all --cores 1 -n --directory {tmp_path / 'one-dir'}",
-        f"broken -n --directory {tmp_path / 'one-dir'}", f"broken -n --directory {tmp_path / 'one-dir'}"]
+    real = ["all --cores 1", "table4 --cores 1", "all --cores 1", "broken", "broken"]  # the GPUs' run third
+    assert calls.read_text().splitlines() == [f"{args} -n --directory {tmp_path / 'one-dir'}" for args in real]
