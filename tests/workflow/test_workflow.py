@@ -481,15 +481,18 @@ def test_an_edited_library_module_reruns_the_jobs_whose_code_it_is(tiny_run, tmp
 
 
 @pytest.mark.parametrize("args", [
-    ["all", "--cores", "1", "--resources", "gpu=1"],
-    ["--cores", "1", "--resources", "gpu=1", "--", "all"],
+    ["--cores", "1", "--resources", "gpu=1", "--configfile", str(REPO / "config/demo.yaml"), "--", "all"],
     ["results/tables/table2.md", "--cores", "1", "--resources", "gpu=1"],
     ["table2", "--cores", "1", "--resources", "gpu=1"],
 ])
 def test_documented_spellings_dry_run(args, tmp_path):
-    """As users type them, with the default config/config.yaml (--configfile would also swallow targets)."""
+    """As users type them, with the default config/config.yaml or after options that take several
+    values (--resources, --configfile), ended by ``--``. ``snakemake all --cores 1 --resources gpu=1``
+    runs as written in tests/integration/test_doc_blocks.py (README.md, docs/paper-grid.md), and what
+    ``all`` schedules on the paper grid in tests/workflow/test_paper_grid.py."""
     result = snakemake("-n", "--directory", str(tmp_path), *args)
-    assert "score_masks" in result.stdout
+    jobs = {line.split()[0] for line in result.stdout.splitlines() if re.match(r"\w+\s+\d+$", line.strip())}
+    assert "render_table" in jobs and jobs & {"score_masks", "search_job"}, jobs  # the tables, from searches
 
 
 def test_resources_swallows_a_trailing_target(tmp_path):
