@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -185,4 +186,11 @@ def snakemake(*args, cwd=REPO, check=True, timeout=1200):
             f"snakemake {' '.join(args)} failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
         )
     return result
+
+
+def job_counts(output: str) -> dict[str, int]:
+    """The 'Job stats' table of a dry run: rule -> jobs, and its ``total``."""
+    table = output[output.index("Job stats:"):].split("\n\n")[0]
+    return {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.MULTILINE)}
+
 

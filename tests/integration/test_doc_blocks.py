@@ -161,9 +161,10 @@ def compare(block: Block, printed: str) -> None:
         at += 1
 
 
-# A dry run the pages show twice (the README repeats docs/paper-grid.md's) runs once per session:
+# A dry run the pages show twice (the README repeats docs/paper-grid.md's) runs once per module:
 # the same arguments and environment in the same checkout, from an empty --directory, print the
-# same plan; a paper-grid dry run takes about 15 s. Only a run that succeeded is replayed.
+# same plan (no block writes into the checkout: make and snakemake are dry runs, locate writes to
+# temporary folders); a paper-grid dry run takes about 15 s. Only a run that succeeded is replayed.
 SHELL = """
 set -euo pipefail
 make() { command make -n "$@"; }

@@ -15,16 +15,10 @@ from collections import Counter, defaultdict
 import pytest
 import yaml
 
-from conftest import REPO, snakemake
+from conftest import REPO, job_counts, snakemake
 
 CONFIG = REPO / "config/config.yaml"
 PAPER = yaml.safe_load(CONFIG.read_text())
-
-
-def job_counts(output: str) -> dict[str, int]:
-    """The 'Job stats' table of a dry run."""
-    table = output[output.index("Job stats:"):].split("\n\n")[0]
-    return {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.MULTILINE)}
 
 
 def scheduled(dot: str, targets) -> dict[str, Counter]:

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, tiny_llama
+from conftest import REPO, job_counts, tiny_llama
 from headloc.data.datasets import build_docs
 
 pytestmark = pytest.mark.slow
@@ -59,9 +59,7 @@ def planned(result) -> dict[str, int]:
     text = result.stdout + result.stderr
     if "Nothing to be done" in text:
         return {}
-    stats = text.split("Job stats:")[1].split("total")[0]
-    rows = [line.split() for line in stats.splitlines()[3:]]
-    return {row[0]: int(row[1]) for row in rows if len(row) == 2}
+    return {rule: jobs for rule, jobs in job_counts(text).items() if rule != "total"}
 
 
 def setup_checkout(work: Path, tokenizer):

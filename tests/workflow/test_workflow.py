@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import CORES, PROFANITY_CSV, REPO, SHARED_DATA, snakemake, tiny_llama
+from conftest import CORES, PROFANITY_CSV, REPO, SHARED_DATA, job_counts, snakemake, tiny_llama
 
 TOP_K = 2
 # One model: a second model in a run (its own rows in every table) is test_staleness.py's second step
@@ -438,12 +438,6 @@ def test_single_heads_are_measured_again_only_for_what_decides_them(tiny_run, tm
     assert ("single_head_damage" in result.stdout) == measured_again, result.stdout[-2000:]
 
 
-def rules_planned(dry_run: str) -> set[str]:
-    """The rules of the jobs a dry run plans (the rows of its "Job stats" table)."""
-    return {line.split()[0] for line in dry_run.splitlines()
-            if re.match(r"\w+\s+\d+$", line.strip()) and not line.startswith("total")}
-
-
 def threads_by_job(dry_run: str) -> list[tuple[str, int]]:
     """(rule, threads) of every job a dry run prints (a job of 1 thread prints no threads line)."""
     found = []
@@ -481,9 +475,9 @@ def test_an_edited_library_module_reruns_the_jobs_whose_code_it_is(tiny_run, tmp
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
     work = tiny_run.parent
     result = snakemake("-n", "--directory", str(work), "--configfile", str(work / "config.yaml"))
-    jobs = rules_planned(result.stdout)
+    jobs = set(job_counts(result.stdout))
     assert "single_head_damage" in jobs and "Params have changed" in result.stdout, result.stdout[-3000:]
-    assert not {"score_masks", "search_job", "subset_dataset"} & set(jobs), jobs
+    assert not {"score_masks", "search_job", "subset_dataset"} & jobs, jobs
 
 
 @pytest.mark.parametrize("args", [
@@ -497,7 +491,7 @@ def test_documented_spellings_dry_run(args, tmp_path):
     runs as written in tests/integration/test_doc_blocks.py (README.md, docs/paper-grid.md), and what
     ``all`` schedules on the paper grid in tests/workflow/test_paper_grid.py."""
     result = snakemake("-n", "--directory", str(tmp_path), *args)
-    jobs = rules_planned(result.stdout)
+    jobs = set(job_counts(result.stdout))
     assert "render_table" in jobs and jobs & {"score_masks", "search_job"}, jobs  # the tables, from searches
 
 
