@@ -153,6 +153,46 @@ def test_another_environment_gets_another_server(warm):
     assert path != address()  # nor this process's
 
 
+# A job as Snakemake starts one: its preamble puts a folder on sys.path (Snakemake's copy of the
+# workflow's sources, a new folder every run) before the script asks for a server.
+RUN_SCRIPT = '''\
+import os, sys
+sys.path.append(sys.argv[1])
+from headloc.workflow.warm import CHILD, address, run_warm
+
+if CHILD not in os.environ:
+    print("address", address(), flush=True)
+run_warm()
+print("parent", os.getppid(), flush=True)
+'''
+
+
+def test_every_run_of_a_workflow_is_served_by_one_server(warm):
+    """Each Snakemake run's copy of the sources lies in a folder of its own; the jobs of the next run
+    fork from the server the first run started, and another folder on the path is another server."""
+    tmp_path, env, _ = warm
+    (tmp_path / "run_job.py").write_text(RUN_SCRIPT)
+
+    def run(folder):
+        done = subprocess.run([sys.executable, str(tmp_path / "run_job.py"), str(tmp_path / folder)], env=env,
+                              cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return fields(done.stdout.replace("\n", " "))
+
+    cache = "snakemake-runtime-cache/{}/file/work/rules/../scripts"
+    first = run(cache.format("tmpa1b2c3d4"))
+    assert first["parent"] == str(os.getpid())  # the run's first job: no server for it yet
+    deadline = time.monotonic() + 120
+    while not os.path.exists(first["address"]):
+        assert time.monotonic() < deadline, "the first job started no server"
+        time.sleep(0.2)
+    second = run(cache.format("tmpe5f6g7h8"))  # the next run of the same workflow
+    assert second["address"] == first["address"]
+    assert second["parent"] != str(os.getpid())  # served
+    other = run("another-workflow/scripts")
+    assert other["address"] != first["address"]
+
+
 def handed_over(path, script, *, go: bool) -> int:
     """Hand ``script`` to the server at ``path`` as run_warm() does, then send the go-ahead or (a
     launcher that gave up waiting and runs the job cold itself) close the connection instead; the

@@ -23,6 +23,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -50,10 +51,22 @@ def wanted() -> bool:
             and hasattr(os, "pidfd_open") and hasattr(socket, "send_fds"))
 
 
+# Snakemake puts a copy of the workflow's sources on a job's sys.path in a folder new to every run
+# (.../snakemake-runtime-cache/tmpXXXXXXXX/...): keyed as it is, every run of a workflow would start
+# a server of its own (one cold job and one import, about 12 CPU s on 2 cores). The child takes
+# the job's own sys.path, so the folder's name changes nothing it imports.
+_RUNTIME_CACHE = re.compile(r"(snakemake-runtime-cache)/tmp[^/]+")
+
+
+def _run_free(entry: str) -> str:
+    """A sys.path entry without the name of a Snakemake run's source-cache folder."""
+    return _RUNTIME_CACHE.sub(r"\1/<run>", entry)
+
+
 def address() -> str:
     """The socket of the server for this interpreter, path and environment."""
     site = sysconfig.get_paths()["purelib"]
-    parts = [sys.executable, *sys.path[1:], str(os.stat(site).st_mtime_ns)]
+    parts = [sys.executable, *map(_run_free, sys.path[1:]), str(os.stat(site).st_mtime_ns)]
     parts += sorted(f"{key}={value}" for key, value in os.environ.items() if key not in _UNKEYED)
     name = f"headloc-warm-{os.getuid()}/{hashlib.sha256(chr(0).join(parts).encode()).hexdigest()[:20]}.sock"
     path = os.path.join(tempfile.gettempdir(), name)
