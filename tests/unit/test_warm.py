@@ -90,7 +90,8 @@ def test_the_job_runs_in_its_own_directory_with_its_environment(warm, tmp_path):
     root, env, _ = warm
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    seen = fields(job(root, "x", env={**env, "OLDPWD": str(root)}, cwd=elsewhere).stdout)  # OLDPWD: same server
+    # OLDPWD and pytest-xdist's worker name: the same server
+    seen = fields(job(root, "x", env={**env, "OLDPWD": str(root), "PYTEST_XDIST_WORKER": "gw7"}, cwd=elsewhere).stdout)
     assert seen["cwd"] == str(elsewhere) and seen["oldpwd"] == str(root) and seen["parent"] != str(os.getpid())
 
 

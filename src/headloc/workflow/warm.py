@@ -41,8 +41,9 @@ PRELOAD = ("numpy", "torch", "transformers", "transformers.models.llama.modeling
            "lm_eval.models.huggingface", "sklearn.linear_model", "sklearn.model_selection", "pandas", "scipy.stats",
            "matplotlib.pyplot", "gguf", "snakemake.iocontainers", "snakemake.logging")
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
-# what names the moment, not the environment: the shell's, and pytest's current test
-_UNKEYED = {"PWD", "OLDPWD", "SHLVL", "_", "PYTEST_CURRENT_TEST"}
+# what names the moment, not the environment: the shell's, pytest's current test and (the test
+# suite's two workers share a server) pytest-xdist's worker
+_UNKEYED = {"PWD", "OLDPWD", "SHLVL", "_", "PYTEST_CURRENT_TEST", "PYTEST_XDIST_WORKER"}
 
 
 def wanted() -> bool:
