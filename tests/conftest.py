@@ -192,5 +192,3 @@ def job_counts(output: str) -> dict[str, int]:
     """The 'Job stats' table of a dry run: rule -> jobs, and its ``total``."""
     table = output[output.index("Job stats:"):].split("\n\n")[0]
     return {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.MULTILINE)}
-
-

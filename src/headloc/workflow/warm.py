@@ -54,8 +54,8 @@ def wanted() -> bool:
 
 # Snakemake puts a copy of the workflow's sources on a job's sys.path in a folder new to every run
 # (.../snakemake-runtime-cache/tmpXXXXXXXX/...): keyed as it is, every run of a workflow would start
-# a server of its own (one cold job and one import, about 12 CPU s on 2 cores). The child takes
-# the job's own sys.path, so the folder's name changes nothing it imports.
+# a server of its own (a cold first job, then a fresh import of torch, transformers and lm-eval).
+# The child takes the job's own sys.path, so the folder's name changes nothing it imports.
 _RUNTIME_CACHE = re.compile(r"(snakemake-runtime-cache)/tmp[^/]+")
 
 
