@@ -47,6 +47,33 @@ def test_converted_gguf_is_an_ordinary_checkpoint(smollm2_dir):
     assert resolve_source(str(smollm2_dir)).form == "directory"
 
 
+@pytest.mark.slow
+def test_converted_weights_are_the_gguf_tensors_dequantized(smollm2_dir):
+    """Every converted tensor checked against gguf's own dequantization of the file, read apart
+    from transformers (q and k are left out: llama.cpp stores them permuted for its rotary layout)."""
+    import numpy as np
+    from gguf import GGUFReader, dequantize
+    from safetensors.numpy import load_file
+
+    from conftest import smollm2_gguf
+
+    names = {"token_embd": "model.embed_tokens", "output_norm": "model.norm"}
+    for block in range(30):
+        for ours, theirs in (("attn_v", "self_attn.v_proj"), ("attn_output", "self_attn.o_proj"),
+                             ("ffn_gate", "mlp.gate_proj"), ("ffn_up", "mlp.up_proj"), ("ffn_down", "mlp.down_proj"),
+                             ("attn_norm", "input_layernorm"), ("ffn_norm", "post_attention_layernorm")):
+            names[f"blk.{block}.{ours}"] = f"model.layers.{block}.{theirs}"
+    saved = load_file(smollm2_dir / "model.safetensors")
+    checked = 0
+    for tensor in GGUFReader(smollm2_gguf()).tensors:
+        name = tensor.name.removesuffix(".weight")
+        if name in names:
+            expected = dequantize(tensor.data, tensor.tensor_type).reshape(saved[names[name] + ".weight"].shape)
+            np.testing.assert_array_equal(saved[names[name] + ".weight"], expected, err_msg=tensor.name)
+            checked += 1
+    assert checked == len(names) == 2 + 30 * 7
+
+
 def test_a_truncated_gguf_is_named_before_any_job(tmp_path):
     from headloc.workflow.config import model_geometries
     from headloc.model.gguf_header import check_gguf
