@@ -2,7 +2,7 @@
 
 Everything runs offline. SmolLM2's tokenizer and the converted SmolLM2 folder are cached under
 results/test-cache/ (ignored by git), so only the first test session pays the GGUF conversions
-(~6.5 s for the tokenizer, ~21 s for the whole model, each in a fresh process). Every Snakemake run of the
+(~6.5 s for the tokenizer, ~12 s for the whole model, each in a fresh process). Every Snakemake run of the
 suite works in a temporary directory (:func:`snakemake` refuses the checkout), so what `make demo`
 left in the checkout's results/ changes no test.
 
@@ -118,7 +118,7 @@ def smollm2_dir() -> Path:
 @pytest.fixture(scope="session")
 def tokenizer():
     """SmolLM2's tokenizer (with its chat template), shared by the tiny test models. Read from the
-    GGUF on its own (~6.5 s the first time, cached): the model's conversion (~21 s) waits for the
+    GGUF on its own (~6.5 s the first time, cached): the model's conversion (~12 s) waits for the
     tests that load SmolLM2, so that a clean clone's two workers do not both wait for it at the start."""
     from transformers import AutoTokenizer
 
