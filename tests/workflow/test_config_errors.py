@@ -332,6 +332,49 @@ def test_a_conditional_background_the_search_would_cap_is_refused():
     check_workflow_config(config, SCHEMA)
 
 
+def test_search_keys_a_method_does_not_read_are_noted(capsys):
+    """search.sparsity, alpha and chunks set for screened greedy (the demo's method, which draws no
+    masks at a sparsity, fits no Lasso and scores in one job) are each said to be ignored, naming the
+    methods that read them; with cs_stratified beside it, which reads all three, the note says so.
+    thompson draws masks at a sparsity but fits no Lasso and scores in its one job."""
+    def change(config):
+        config["search"].update(methods=["screened_greedy"], sparsity=0.1, alpha=0.01, chunks=3)
+        config["validation"]["method"] = "screened_greedy"
+    check_workflow_config(broken(change), SCHEMA)
+    err = capsys.readouterr().err
+    on = "on tasks ioi, capitals, induction"
+    assert (f"note: config search.sparsity: 0.1 is ignored for screened_greedy {on}: it draws no masks at a sparsity "
+            "(the methods that do: cs_stratified, cs_bernoulli, cs_adaptive, thompson)\n") in err
+    assert (f"note: config search.alpha: 0.01 is ignored for screened_greedy {on}: it fits no Lasso (the methods "
+            "that do: cs_stratified, cs_bernoulli, cs_adaptive)\n") in err
+    assert (f"note: config search.chunks: 3 is ignored for screened_greedy {on}: it scores no masks in search.chunks "
+            "jobs (the methods that do: cs_stratified, cs_bernoulli, cs_adaptive, greedy, greedy1s)\n") in err
+
+    def beside(config):
+        config["search"].update(methods=["screened_greedy", "cs_stratified", "thompson"], sparsity=0.1, alpha=0.01,
+                                chunks=3)
+        config["validation"]["method"] = "screened_greedy"
+    check_workflow_config(broken(beside), SCHEMA)
+    err = capsys.readouterr().err
+    notes = {key: [line for line in err.splitlines() if f"search.{key}:" in line] for key in ("sparsity", "alpha",
+                                                                                            "chunks")}
+    assert notes["sparsity"] == [f"note: config search.sparsity: 0.1 is ignored for screened_greedy {on}: it draws no "
+                                 "masks at a sparsity (the methods that do: cs_stratified, cs_bernoulli, cs_adaptive, "
+                                 "thompson); cs_stratified, thompson read it"]
+    for key, lack in (("alpha", "fit no Lasso"), ("chunks", "score no masks in search.chunks jobs")):
+        assert len(notes[key]) == 1 and f"is ignored for screened_greedy, thompson {on}: they {lack} (" in notes[key][0]
+        assert notes[key][0].endswith("; cs_stratified reads it"), key
+
+    def own(config):  # a task's own sparsity is named as that task's key
+        config["search"].update(methods=["screened_greedy"])
+        config["tasks"]["ioi"]["search"] = {"sparsity": 0.2}
+        config["validation"]["method"] = "screened_greedy"
+    check_workflow_config(broken(own), SCHEMA)
+    err = capsys.readouterr().err
+    assert "note: config tasks.ioi.search.sparsity: 0.2 is ignored for screened_greedy on task ioi: it draws" in err
+    assert "search.sparsity: 0.2 is ignored for screened_greedy on tasks" not in err
+
+
 def test_a_one_document_identification_subset_is_refused():
     out = config_error(set_key("search", "id_docs", value=1))
     assert ("config search.id_docs: 1 document is too few to identify the heads of task ioi on: what ablating a "

@@ -35,6 +35,7 @@ import torch
 import yaml
 
 from conftest import CORES, snakemake
+from headloc import methods
 from headloc.methods import make_masks
 from headloc.report import FIGURES, TABLES
 
@@ -348,6 +349,35 @@ def test_each_repeat_of_the_screened_search_screens_its_own_partition(results, r
 # ---------------------------------------------------------------- one GPU per job
 
 STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ", re.M)  # headloc.io.log_to_file's lines
+
+
+def test_a_kind_is_chunked_where_the_rules_score_its_masks_in_search_chunks_jobs(tiny_model_dir, tmp_path):
+    """Kind.chunked (what the config's note on an ignored search.chunks reads) against the plan: a dry
+    run of every method with 3 chunks schedules chunks 0-2 of the designs or rounds a chunked kind's
+    searches score, and no scoring job for the others. Greedy runs on a task of its own, so that
+    one-shot greedy scores a design of its own."""
+    config = methods_config(tiny_model_dir)
+    config["search"]["chunks"] = 3
+    config["universal"]["filter"] = False  # greedy's rounds then wait on no checkpoint
+    config["tasks"]["ioi"]["search"]["methods"] = [m for m in methods.names() if m != "greedy"]
+    config["tasks"]["induction"]["search"] = {"methods": ["greedy", "cs_stratified"]}  # the tables' method too
+    config["conditional_group_testing"] = GROUP_TESTING  # 4 groups fit the budget of 6
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    plan = snakemake("-n", "--directory", str(tmp_path), "--configfile", str(tmp_path / "config.yaml")).stdout
+    jobs = [dict(re.findall(r"(\w+)=([^,\s]+)", line)) for line in plan.splitlines()
+            if line.strip().startswith("wildcards:")]
+    chunks = {}  # method -> {(stage, chunk)} of its searches' scoring jobs
+    for job in jobs:
+        if "search" in job:
+            method = max((m for m in methods.names() if job["search"].startswith(m + "_")), key=len)
+            found = chunks.setdefault(method, set())
+            if "chunk" in job:
+                found.add((job.get("round"), job["chunk"]))
+    assert set(chunks) == set(methods.names()), sorted(chunks)
+    for method, found in chunks.items():
+        stages = {stage for stage, _ in found}
+        chunked = methods.get(method).kind.chunked
+        assert found == {(stage, chunk) for stage in stages for chunk in "012"} and bool(found) == chunked, method
 
 
 def job_span(log: Path) -> tuple[datetime, datetime, str]:

@@ -95,7 +95,8 @@ class Kind:
     masks on the identification subset (a search id names the scoring task, locate hands the
     driver a scorer, the recovery records the metric's direction). gold: it differentiates the
     gold continuations (an lm-eval task that has them). fixed_design: its ``n_masks`` masks are
-    designed up front (a design's size, not a cap). seeded: its result depends on the seed even
+    designed up front (a design's size, not a cap). chunked: its masks are scored by
+    ``search.chunks`` jobs (rule score_masks and its kin). seeded: its result depends on the seed even
     for a method that does not repeat. rule: the rule of its one model-loading job, whose
     ``search`` wildcard takes this kind's searches only (empty: none). steps: step name -> its
     parameters' dataclass (built by ``.of(search)``), in the rules' order, ``recover`` last.
@@ -107,6 +108,7 @@ class Kind:
     scored: ClassVar[bool] = False
     gold: ClassVar[bool] = False
     fixed_design: ClassVar[bool] = False
+    chunked: ClassVar[bool] = False
     seeded: ClassVar[bool] = False
     rule: ClassVar[str] = ""
     steps: ClassVar[Mapping[str, type]] = {}

@@ -67,6 +67,7 @@ class Masks(Kind):
     algorithm = "design(n_heads, n_masks, sparsity, rng) -> (M, N) int8 masks, 1 = ablated"
     scored = True
     fixed_design = True
+    chunked = True
     steps = {"design": DesignParams, "refine": RefineParams, "recover": RecoverParams}
 
     def least_masks(self, method) -> tuple[int, str]:

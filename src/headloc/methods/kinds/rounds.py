@@ -22,6 +22,7 @@ from headloc.methods.steps import RecoverInputs, RecoverParams
 class Rounds(Kind):
     name = "rounds"
     scored = True
+    chunked = True
     steps = {"recover": RecoverParams}  # a round's steps are told only its number
     unassessed = ("measured", "greedy's rounds measure each head but their per-document scores are not resampled")
 
