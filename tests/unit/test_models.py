@@ -74,6 +74,44 @@ def test_converted_weights_are_the_gguf_tensors_dequantized(smollm2_dir):
     assert checked == len(names) == 2 + 30 * 7
 
 
+def write_gguf(path, value: int):
+    """A small GGUF file of one tensor and one metadata value, ``test.value``."""
+    import gguf
+    import numpy as np
+
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_uint32("test.value", value)
+    writer.add_tensor("tok", np.zeros((4, 4), dtype=np.float32))
+    writer.write_header_to_file(), writer.write_kv_data_to_file(), writer.write_tensors_to_file()
+    writer.close()
+
+
+def test_a_conversion_parses_its_file_once_and_afterwards_gguf_reads_anew(tmp_path, monkeypatch):
+    """Within a conversion two reads of the file are one parse; once it has ended (here it fails in
+    its tokenizer step) a file written again at the same path is read as it is now, and no
+    checkpoint folder is left."""
+    import gguf
+
+    from headloc.model import loading
+
+    path = tmp_path / "small.gguf"
+    write_gguf(path, 1)
+    seen = []
+
+    def tokenizer(gguf_path):
+        seen.append(gguf.GGUFReader(str(gguf_path)) is gguf.GGUFReader(str(gguf_path)))
+        raise RuntimeError("the tokenizer step failed")
+
+    monkeypatch.setattr(loading, "gguf_tokenizer", tokenizer)
+    with pytest.raises(RuntimeError, match="tokenizer step failed"):
+        loading.convert_gguf(str(path), str(tmp_path / "out"))
+    assert seen == [True]
+    write_gguf(tmp_path / "new.gguf", 2)
+    (tmp_path / "new.gguf").replace(path)  # another file at the same path
+    assert gguf.GGUFReader(str(path)).fields["test.value"].parts[-1].tolist() == [2]
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_truncated_gguf_is_named_before_any_job(tmp_path):
     from headloc.workflow.config import model_geometries
     from headloc.model.gguf_header import check_gguf
