@@ -336,9 +336,10 @@ def test_search_keys_a_method_does_not_read_are_noted(capsys):
     """search.sparsity, alpha and chunks set for screened greedy (the demo's method, which draws no
     masks at a sparsity, fits no Lasso and scores in one job) are each said to be ignored, naming the
     methods that read them; with cs_stratified beside it, which reads all three, the note says so.
-    thompson draws masks at a sparsity but fits no Lasso and scores in its one job."""
+    thompson draws masks at a sparsity but fits no Lasso and scores in its one job. repeats: screened
+    greedy draws its partition again, guided greedy draws nothing."""
     def change(config):
-        config["search"].update(methods=["screened_greedy"], sparsity=0.1, alpha=0.01, chunks=3)
+        config["search"].update(methods=["screened_greedy"], sparsity=0.1, alpha=0.01, chunks=3, repeats=2)
         config["validation"]["method"] = "screened_greedy"
     check_workflow_config(broken(change), SCHEMA)
     err = capsys.readouterr().err
@@ -349,6 +350,15 @@ def test_search_keys_a_method_does_not_read_are_noted(capsys):
             "that do: cs_stratified, cs_bernoulli, cs_adaptive)\n") in err
     assert (f"note: config search.chunks: 3 is ignored for screened_greedy {on}: it scores no masks in search.chunks "
             "jobs (the methods that do: cs_stratified, cs_bernoulli, cs_adaptive, greedy, greedy1s)\n") in err
+    assert "search.repeats" not in err  # screened greedy draws its partition again per repeat
+
+    def guided(config):  # guided greedy draws nothing at random
+        config["search"].update(methods=["guided_greedy", "cs_stratified"], repeats=2)
+        config["validation"]["method"] = "guided_greedy"
+    check_workflow_config(broken(guided), SCHEMA)
+    assert (f"note: config search.repeats: 2 is ignored for guided_greedy {on}: it draws nothing again per repeat "
+            "(the methods that do: cs_stratified, cs_bernoulli, cs_adaptive, group_testing, conditional_group_testing, "
+            "random, screened_greedy, thompson); cs_stratified reads it\n") in capsys.readouterr().err
 
     def beside(config):
         config["search"].update(methods=["screened_greedy", "cs_stratified", "thompson"], sparsity=0.1, alpha=0.01,

@@ -110,7 +110,7 @@ class Ignorable(NamedTuple):
 
 BUDGET = Ignorable(lambda m: m.budgeted, ("spends no mask budget", "spend no mask budget"), "the budgeted methods",
                    ("spends", "spend"))
-# the keys a method may ignore; the steps' own (seed, id_docs, top_k) every method reads
+# the search keys a method may not read (seed and id_docs are in every search's id: none is noted)
 IGNORABLE = {
     "n_masks": BUDGET,
     "budgets": BUDGET,
@@ -118,6 +118,7 @@ IGNORABLE = {
     "alpha": Ignorable(lambda m: m.recover is lasso_recover, ("fits no Lasso", "fit no Lasso")),
     "chunks": Ignorable(lambda m: m.kind.chunked, ("scores no masks in search.chunks jobs",
                                                    "score no masks in search.chunks jobs")),
+    "repeats": Ignorable(lambda m: m.repeats, ("draws nothing again per repeat", "draw nothing again per repeat")),
 }
 
 
@@ -126,8 +127,8 @@ def ignored_notes(given: dict, config: dict) -> list[str]:
     schema's defaults) that a searched task's methods ignore (:data:`IGNORABLE`): a method that
     spends no mask budget (guided greedy, the gradient methods, random) reads neither ``n_masks``
     nor ``budgets``; only the methods of drawn masks read ``sparsity``, only the Lasso ``alpha``,
-    only a kind that scores masks in chunk jobs ``chunks``. A note, not a refusal: the same config
-    may name methods that do read them."""
+    only a kind that scores masks in chunk jobs ``chunks``, only a random method ``repeats``. A
+    note, not a refusal: the same config may name methods that do read them."""
     found: dict[tuple, list[str]] = {}
     for name in searched_tasks(config):
         methods = task_settings(config, name).methods
