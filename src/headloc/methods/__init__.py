@@ -5,7 +5,8 @@ Each module of this package declares its methods in a ``METHODS`` tuple of
 (the contract), :mod:`~headloc.methods.registry` (which finds the methods),
 :mod:`~headloc.methods.settings` (the typed search settings and method options),
 :mod:`~headloc.methods.kinds` (one module per kind: the steps that run its methods, one per rule),
-:mod:`~headloc.methods.steps` (the recovery every kind ends with) and
+:mod:`~headloc.methods.steps` (the recovery every kind ends with),
+:mod:`~headloc.methods.reads` (which search keys a method reads) and
 :mod:`~headloc.methods.driver` (a kind's steps in one process). Adding a method is adding a module
 (docs/methods.md, "Adding a method"). The plan, the rules and scripts, the config schema's enums,
 the report and the benchmarks ask the registry, never a method's name.

@@ -4,12 +4,9 @@ budgets below the planted models' advice."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import NamedTuple
-
 from headloc.data.task_scoring import GOLD_DECLARATION, gold_problem
 from headloc import methods as search_methods
-from headloc.methods.contract import lasso_recover
+from headloc.methods.reads import READS, readers
 from headloc.search.budget import suggested_masks
 from headloc.workflow.configured import searched_tasks, setting_key, task_settings
 from headloc.workflow.task_lookup import TaskYaml
@@ -90,41 +87,9 @@ def check_budgets(config: dict, name: str) -> list[Problem]:
     return problems
 
 
-def reads_sparsity(method) -> bool:
-    """Whether ``search.sparsity`` changes the method's searches: a search id spells every setting
-    that changes a result, so it does where two sparsities give two ids."""
-    parts = [search_methods.SearchParts(tail="", seed=0, n_masks=100, sparsity=p, options=method.options_of(None))
-             for p in (0.05, 0.1)]
-    return len({method.search_id(part) for part in parts}) == 2
-
-
-class Ignorable(NamedTuple):
-    """A search key some methods do not read: ``reads(method)``; what one that does not lacks (said
-    of one method, of several); how the note names the methods that read it, and their verb."""
-
-    reads: Callable
-    lacks: tuple[str, str]
-    readers: str = "the methods that do"
-    verb: tuple[str, str] = ("reads", "read")
-
-
-BUDGET = Ignorable(lambda m: m.budgeted, ("spends no mask budget", "spend no mask budget"), "the budgeted methods",
-                   ("spends", "spend"))
-# the search keys a method may not read (seed and id_docs are in every search's id: none is noted)
-IGNORABLE = {
-    "n_masks": BUDGET,
-    "budgets": BUDGET,
-    "sparsity": Ignorable(reads_sparsity, ("draws no masks at a sparsity", "draw no masks at a sparsity")),
-    "alpha": Ignorable(lambda m: m.recover is lasso_recover, ("fits no Lasso", "fit no Lasso")),
-    "chunks": Ignorable(lambda m: m.kind.chunked, ("scores no masks in search.chunks jobs",
-                                                   "score no masks in search.chunks jobs")),
-    "repeats": Ignorable(lambda m: m.repeats, ("draws nothing again per repeat", "draw nothing again per repeat")),
-}
-
-
 def ignored_notes(given: dict, config: dict) -> list[str]:
     """A note for each search key the user set (``given``: the config as written, before the
-    schema's defaults) that a searched task's methods ignore (:data:`IGNORABLE`): a method that
+    schema's defaults) that a searched task's methods ignore (:data:`headloc.methods.reads.READS`): a method that
     spends no mask budget (guided greedy, the gradient methods, random) reads neither ``n_masks``
     nor ``budgets``; only the methods of drawn masks read ``sparsity``, only the Lasso ``alpha``,
     only a kind that scores masks in chunk jobs ``chunks``, only a random method ``repeats``. A
@@ -133,8 +98,8 @@ def ignored_notes(given: dict, config: dict) -> list[str]:
     for name in searched_tasks(config):
         methods = task_settings(config, name).methods
         own = ((given.get("tasks") or {}).get(name) or {}).get("search") or {}
-        for key, ignorable in IGNORABLE.items():
-            ignoring = tuple(m for m in methods if not ignorable.reads(search_methods.get(m)))
+        for key, reads in READS.items():
+            ignoring = tuple(m for m in methods if not reads.reads(search_methods.get(m)))
             where = f"tasks.{name}.search.{key}" if key in own else f"search.{key}"
             value = own[key] if key in own else (given.get("search") or {}).get(key)
             if not ignoring or value is None or value == []:
@@ -147,9 +112,9 @@ def ignored_notes(given: dict, config: dict) -> list[str]:
 def ignored_note(key, where, value, ignoring, reading, names) -> str:
     """One note of :func:`ignored_notes`: the key as set, the methods that ignore it on ``names``,
     every method that reads it, and those of the same tasks that do (``reading``)."""
-    it = IGNORABLE[key]
+    it = READS[key]
     one = len(ignoring) == 1
-    everyone = ", ".join(name for name in search_methods.names() if it.reads(search_methods.get(name)))
+    everyone = ", ".join(readers(key))
     used = f"; {', '.join(reading)} {it.verb[len(reading) > 1]} it" if reading else ""
     return (f"note: config {where}: {value} is ignored for {', '.join(ignoring)} on "
             f"{'task' if len(names) == 1 else 'tasks'} {', '.join(names)}: {'it' if one else 'they'} "
