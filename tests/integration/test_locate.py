@@ -274,6 +274,27 @@ def test_a_budget_below_the_methods_least_is_refused_before_any_work(method):
     assert 1 <= found.n_evals <= least and len(calls) == found.n_evals
 
 
+def test_a_sparsity_or_penalty_the_method_ignores_is_a_warning_in_the_result(tmp_path):
+    """group testing draws no masks at a sparsity and fits no Lasso: both given other than their
+    defaults are said to be ignored, in the result's warnings and in the recovery.json it saves;
+    cs_stratified reads both and has no such warning, nor has group testing at the defaults."""
+    def task(model):
+        return 0.5
+
+    found = headloc.locate(planted_model(), None, task, method="group_testing", budget=8, sparsity=0.25, alpha=0.01,
+                           top_k=1, progress=False)
+    assert [w for w in found.warnings if "is ignored" in w] == [
+        "sparsity=0.25 is ignored: group_testing draws no masks at a sparsity (the methods that read sparsity: "
+        "cs_stratified, cs_bernoulli, cs_adaptive, thompson)",
+        "alpha=0.01 is ignored: group_testing fits no Lasso (the methods that read alpha: cs_stratified, "
+        "cs_bernoulli, cs_adaptive)"]
+    saved = json.loads((found.save(tmp_path / "gt") / "recovery.json").read_text())
+    assert [w for w in saved["warnings"] if "is ignored" in w] == [w for w in found.warnings if "is ignored" in w]
+    for method, kwargs in (("cs_stratified", {"sparsity": 0.25, "alpha": 0.01}), ("group_testing", {})):
+        found = headloc.locate(planted_model(), None, task, method=method, budget=8, top_k=1, progress=False, **kwargs)
+        assert not [w for w in found.warnings if "is ignored" in w], method
+
+
 def gpt2_without_head(vocab_size: int):
     from transformers import GPT2Config, GPT2Model
 

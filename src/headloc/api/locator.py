@@ -32,6 +32,7 @@ from headloc.api.running import LOG, evaluation_mode, gradient_of, quiet, scorer
 from headloc.api.tasks import Task, count_documents, resolve_task
 from headloc.heads import BATCH_SIZE, MASKS_PER_PASS, HeadGeometry
 from headloc.methods.driver import drive
+from headloc.methods.reads import READS, readers
 from headloc.methods.settings import SearchSettings
 
 METHOD = SETTINGS.methods[0]  # the workflow's default method (headloc.methods.settings.DEFAULT_METHOD)
@@ -60,7 +61,8 @@ def locate(model, tokenizer, task, *, method: str = METHOD, budget: int | None =
         cs_adaptive (its kind's ``least_masks``).
     top_k : heads to report and validate; also greedy's rounds and cs_adaptive's target.
     seed, sparsity, alpha : the mask design's seed, the share of heads a mask ablates, the Lasso
-        penalty (``"cv"``: cross-validated).
+        penalty (``"cv"``: cross-validated); a sparsity or penalty other than the default given to
+        a method that does not read it is ignored, and the result's warnings say so.
     options : a gradient, sequential or guided method's hyperparameters (e.g. CHG's ``{"steps": 50}``,
         Thompson sampling's ``{"reward": "damage"}``), over its defaults; a key the method does not
         have, or a value it does not take, is refused.
@@ -92,11 +94,20 @@ def locate(model, tokenizer, task, *, method: str = METHOD, budget: int | None =
         n_docs = count_documents(resolved)
     search = _search_id(spec, n_docs, settings)
     record = {"model": model_name or _model_name(model), "task": resolved.name, "search": search, **found}
+    record["warnings"] = [*record.get("warnings", []), *ignored(spec, settings)]
     located = Located(record=record, parameters=_parameters(spec, settings, n_docs, resolved), task=resolved,
                       model=model, tokenizer=tokenizer, batch_size=batch_size, work=work)
     for warning in located.warnings:  # said last, where a notebook shows it under the bars
         LOG.warning("%s on %s: %s", located.search_id, located.record["task"], warning)
     return located
+
+
+def ignored(spec, settings: SearchSettings) -> list[str]:
+    """A warning for each of ``sparsity`` and ``alpha`` given other than its default to a method that
+    does not read it (the workflow's config check notes the same)."""
+    return [f"{key}={getattr(settings, key)!r} is ignored: {spec.name} {READS[key].lacks[0]} (the methods that read "
+            f"{key}: {', '.join(readers(key))})" for key in ("sparsity", "alpha")
+            if getattr(settings, key) != getattr(SETTINGS, key) and not READS[key].reads(spec)]
 
 
 def _parameters(spec, settings: SearchSettings, n_docs, task: Task) -> dict:
