@@ -6,6 +6,7 @@ from matplotlib.colors import TwoSlopeNorm
 from PIL import Image
 
 from headloc.report.heatmap import (
+    CELL_INCHES,
     value_label,
     figure_size,
     head_grid,
@@ -198,6 +199,26 @@ def test_a_long_title_and_footer_fit_their_figure(search):
         assert title.replace("\n", " ") == (f"tiny / ioi: {rec['method']} search {search}, 17 evaluations; top 2 "
                                             "outlined, numbered by rank; gray: no value bootstrap P(in top 2), by "
                                             "rank: 1.00 0.50")
+
+
+def test_a_title_of_many_warnings_grows_the_figure_and_leaves_the_cells_their_height():
+    """Five long warnings over a model of 2 layers: without room the panel would be squeezed to
+    nothing (matplotlib warns and gives up its layout); the figure grows instead, the panel keeps
+    at least its cells' height, every text stays inside and nothing warns."""
+    import warnings
+
+    warning = "the search stopped short of its top k because no group of heads left to split lowered the score"
+    rec = record(warnings=[f"{warning} ({n})" for n in range(5)])
+    rec.update(n_layers=2, coef={name: value for name, value in rec["coef"].items() if not name.startswith("L2")},
+               top_heads=["L1H1", "L0H0"], ranking=None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fig = heatmap_figure(rec, footer="made by headloc.locate")
+        fig.canvas.draw()
+    assert fig.get_size_inches()[1] > figure_size(2, N_HEADS)[1]
+    assert fig.axes[0].get_window_extent().height >= 2 * CELL_INCHES[1] * fig.dpi
+    assert outside_the_figure(fig) == []
+    assert heatmap_figure(record()).get_size_inches().tolist() == list(figure_size(N_LAYERS, N_HEADS))
 
 
 def test_a_title_that_fits_is_left_as_it_is():

@@ -40,7 +40,7 @@ from matplotlib.patches import Rectangle
 from headloc import methods
 from headloc.heads import format_head, parse_head
 from headloc.report.heatmap_title import add_title_and_footer
-from headloc.report.text_fit import fitted
+from headloc.report.text_fit import fitted, renderer_of
 
 #: CHG's gate panels: field, colorbar label.
 GATE_PANELS = (
@@ -49,6 +49,7 @@ GATE_PANELS = (
 )
 REQUIRED = ("model", "task", "search", "method", "n_layers", "n_heads", "coef")
 CELL_INCHES = (0.42, 0.26)  # width, height of one head's cell
+AXIS_INCHES = 1.0  # a panel's tick and axis labels below and beside its cells
 DPI = 120
 
 
@@ -121,6 +122,18 @@ def figure_size(n_layers: int, n_heads: int, n_panels: int = 1) -> tuple[float, 
     width = n_panels * (n_heads * CELL_INCHES[0] + 1.9) + 0.4
     height = n_layers * CELL_INCHES[1] + 1.6
     return max(width, 4.5), max(height, 3.0)
+
+
+def _grow_for_texts(fig: Figure, n_layers: int) -> None:
+    """A title of many lines (a search's warnings) would leave a small model's panels no height
+    (constrained layout then gives up): the figure grows until its title and footer, the cells and
+    the axis labels (AXIS_INCHES) all fit."""
+    renderer = renderer_of(fig)
+    texts = sum(text.get_window_extent(renderer).height for text in fig.texts) / fig.dpi
+    width, height = fig.get_size_inches()
+    needed = texts + n_layers * CELL_INCHES[1] + AXIS_INCHES
+    if needed > height:
+        fig.set_size_inches(width, needed)
 
 
 def holds_zero(record: Mapping, name: str) -> bool:
@@ -197,6 +210,7 @@ def heatmap_figure(record: Mapping, *, top_k: int | None = None, footer: str | N
         bars.append(bar)
     gray = any(np.isnan(grid).any() for grid in grids)
     add_title_and_footer(fig, record, chosen, gray, footer)
+    _grow_for_texts(fig, n_layers)
     fig.draw_without_rendering()  # lays the panels out: each colorbar's length is known
     for bar in bars:  # a label longer than its colorbar (a small model's) is broken into lines along it
         length = bar.ax.get_window_extent().height
