@@ -622,7 +622,9 @@ def test_heatmaps_match_their_records(methods_run):
             sizes[method] = image.size
         panels = 2 if method == "chg" else 1  # chg's record carries its G- and G+ gates
         width, height = figure_size(record["n_layers"], record["n_heads"], panels)
-        assert sizes[method] == (round(width * 120), round(height * 120))
+        assert sizes[method][0] == round(width * 120) and sizes[method][1] >= round(height * 120)
+        if sizes[method][1] > round(height * 120):  # grown for a title of many lines: the search's warnings
+            assert record.get("warnings"), (method, sizes[method])
         assert (methods_run / "results" / "logs" / "plot_heatmap" / "tiny" / task / f"{search}.log").is_file()
     assert sizes["chg"][0] > sizes["cs_stratified"][0]
 
