@@ -76,6 +76,17 @@ def test_every_schema_key_is_documented(key):
         f"config/README.md: the row of {key} says nothing beyond its name: {meaning!r}")
 
 
+@pytest.mark.parametrize("key", ["sparsity", "alpha", "chunks"])
+def test_the_methods_a_key_row_says_read_it_are_those_that_do(key):
+    """config/README.md names the methods that read search.sparsity, alpha and chunks; the list is
+    the one the config check's note gives (headloc.methods.reads), not a copy that can drift."""
+    from headloc.methods.reads import readers
+
+    listed = re.search(r"Read by the [^(]*\(([^)]*)\)", README_ROWS[f"search.{key}"])
+    assert listed, f"config/README.md's row of search.{key} names no readers"
+    assert re.findall(r"`(\w+)`", listed[1]) == readers(key)
+
+
 def test_readme_documents_no_key_the_schema_lacks():
     assert sorted(set(README_ROWS) - set(KEYS)) == []
 

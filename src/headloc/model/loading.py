@@ -150,7 +150,8 @@ def _gguf_parsed_once():
     """transformers parses the GGUF file three times in a conversion (tokenizer, config, weights)
     and builds gguf's tensor-name map once per module (397 times for SmolLM2): half of the
     conversion's 18 s. Both are read-only, so within this block each is made once and reused (the
-    saved checkpoint is byte for byte the same). transformers imports both from gguf when it calls."""
+    saved checkpoint is byte for byte the same). transformers imports both from gguf when it calls.
+    The swap is process-wide while the block runs: a conversion is a job's only work."""
     import gguf
 
     reader, name_map = gguf.GGUFReader, gguf.get_tensor_name_map

@@ -9,7 +9,8 @@ when the head is ablated). The top-k heads (``top_heads``) are outlined and numb
 search that confirms heads alone (``confirmed``) and left some outlined ones unconfirmed says which,
 with its ``warnings``, in the title (:mod:`headloc.report.heatmap_title`). The title and footer fit the
 figure's width (:mod:`headloc.report.text_fit`): a title line too wide is broken at its clauses, then at
-spaces, and a word wider than the figure (a long search id, a path) is drawn smaller.
+spaces, and a word wider than the figure (a long search id, a path) is drawn smaller; a title of more
+lines than the figure has room for (a search's warnings) makes it taller.
 
 Figures are built on an Agg canvas (never ``pyplot``), like :mod:`headloc.report.figures`.
 
