@@ -1,6 +1,7 @@
-"""Layers a mask group agrees on, run once per document (headloc.engine.shared_layers): on every
-architecture headloc ablates, each row's logits equal its own full pass with its own gate; where
-a model does not let its layers stand aside, the first check says so and no pass shares again.
+"""Each layer of a mask group's pass once per document and branch (headloc.engine.shared_layers):
+on every architecture headloc ablates, each row's logits, and its keys and values in every layer,
+equal its own full pass with its own gate; where a model's layers take their inputs otherwise, the
+first check says so and no pass shares again.
 """
 
 import logging
@@ -8,16 +9,24 @@ import logging
 import pytest
 import torch
 
-from architectures import VOCAB, tiny_decoder
-from headloc.engine.shared_layers import SharedLayers, first_difference
+import transformers
+
+from architectures import TINY, VOCAB, tiny_decoder
+from headloc.engine.shared_layers import SharedLayers, branches
 from headloc.heads import HeadGeometry
 from headloc.model.ablation import ablate_heads
+from headloc.model.projections import checked_projections
 from headloc.model.architectures import SUPPORTED_MODEL_TYPES
 
 MASKS, DOCS = 3, 2
-# the architectures whose layers return more than their hidden states (a pair), so that a layer
-# standing aside breaks the model's loop: the first check finds out (transformers 5.23)
-NO_SHARING = {"hy_v4", "zaya"}
+# the architectures whose layers take or hand on more than the hidden states batched like the
+# documents, so that a widened pass fails: the first check finds out (transformers 5.23)
+NO_SHARING = {"zaya"}
+
+
+def together(of: torch.Tensor) -> list[list[int]]:
+    """The masks of each branch (``of``: each mask's branch)."""
+    return sorted((of == branch).nonzero().flatten().tolist() for branch in of.unique())
 
 
 def group_gate(model) -> torch.Tensor:
@@ -30,25 +39,31 @@ def group_gate(model) -> torch.Tensor:
     return gate
 
 
-def full_pass(model, docs, gate):
+def full_pass(model, docs, gate, cache=False):
     """Every (document, mask) row through every layer, row r gated by mask r % MASKS."""
-    rows = docs.repeat_interleave(MASKS, dim=0)
+    rows = docs.repeat_interleave(len(gate), dim=0)
     with torch.no_grad(), ablate_heads(model, gate.repeat(len(docs), 1, 1)):
-        return model(rows, use_cache=False).logits
+        out = model(rows, use_cache=cache)
+    return (out.logits, out.past_key_values) if cache else out.logits
 
 
-def shared_pass(model, shared, docs, gate):
+def shared_pass(model, shared, docs, gate, cache=False):
+    rows = docs.repeat_interleave(len(gate), dim=0)
+
+    def forward():
+        out = model(rows, use_cache=cache)
+        return out.logits, out.past_key_values if cache else None
+
     with torch.no_grad():
-        return shared.logits(docs, MASKS, first_difference(gate), lambda rows: model(rows, use_cache=False).logits,
-                             lambda: ablate_heads(model, gate[0]),
-                             lambda rows: ablate_heads(model, gate.repeat(len(rows) // MASKS, 1, 1)))
+        logits, kept = shared.run(len(docs), gate, forward)
+    return (logits, kept) if cache else logits
 
 
-def rows_through(layer):
-    """The rows of each pass through ``layer``."""
+def rows_through(model, layer):
+    """The rows of each pass that layer ``layer`` computes (its output projection's input)."""
     seen = []
-    handle = layer.register_forward_pre_hook(lambda module, args, kwargs: seen.append(
-        (args[0] if args else kwargs["hidden_states"]).shape[0]), with_kwargs=True)
+    module = model.get_submodule(checked_projections(model)[layer])
+    handle = module.register_forward_pre_hook(lambda module, args: seen.append(args[0].shape[0]))
     return seen, handle
 
 
@@ -57,7 +72,6 @@ def test_every_row_gets_its_own_full_pass_logits(model_type, caplog):
     model = tiny_decoder(model_type)
     docs = torch.randint(3, VOCAB, (DOCS, 9), generator=torch.Generator().manual_seed(0))
     gate = group_gate(model)
-    assert first_difference(gate) == HeadGeometry.of(model.config).n_layers - 1
     expected = full_pass(model, docs, gate)
     shared = SharedLayers(model)
     with caplog.at_level(logging.WARNING, logger="headloc"):
@@ -67,24 +81,59 @@ def test_every_row_gets_its_own_full_pass_logits(model_type, caplog):
     assert kept == (model_type not in NO_SHARING), caplog.text
     assert kept == ("masks share no layers on this model" not in caplog.text)
     if kept:
-        seen, handle = rows_through(shared.layers[0])
+        seen, handle = rows_through(model, 0)
+        last, last_handle = rows_through(model, -1)
         try:
             again = shared_pass(model, shared, docs, gate)
         finally:
             handle.remove()
+            last_handle.remove()
         torch.testing.assert_close(again, expected, rtol=1e-4, atol=1e-5)
-        assert seen == [DOCS]  # layer 0 ran once per document, not once per (document, mask)
+        # layer 0 ran once per document, not once per (document, mask); the last layer, where
+        # the masks differ, once per (document, mask)
+        assert (seen, last) == ([DOCS], [DOCS * MASKS])
         assert shared.layers is not None
+
+
+def test_masks_branch_where_they_first_differ_and_keep_their_own_cache():
+    """Four masks: two alike up to layer 1, where one of them turns; a third that differs in layer
+    0; a fourth like the first. Layer 0 runs twice per document (two branches), layer 1 three
+    times; each row's logits, keys and values are its own full pass's."""
+    config = transformers.CONFIG_MAPPING["llama"](**{**TINY, "num_hidden_layers": 3})
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config).eval()
+    geometry = HeadGeometry.of(model.config)
+    gate = torch.ones(4, geometry.n_layers, geometry.n_heads)
+    gate[1, 1, 0] = 0
+    gate[2, 0, 1] = 0
+    gate[:, 2, 2] = 0
+    found = branches(gate)
+    assert [together(of) for of in found.of] == [[[0, 1, 3], [2]], [[0, 3], [1], [2]], [[0, 3], [1], [2]]]
+    docs = torch.randint(3, VOCAB, (DOCS, 9), generator=torch.Generator().manual_seed(4))
+    logits, cache = full_pass(model, docs, gate, cache=True)
+    shared = SharedLayers(model)
+    shared.checked = True  # the shared pass itself, not the check's full pass
+    seen = [rows_through(model, layer) for layer in range(3)]
+    try:
+        got, kept = shared_pass(model, shared, docs, gate, cache=True)
+    finally:
+        for _, handle in seen:
+            handle.remove()
+    assert [rows for rows, _ in seen] == [[DOCS * 2], [DOCS * 3], [DOCS * 3]]
+    torch.testing.assert_close(got, logits, rtol=1e-4, atol=1e-5)
+    for mine, theirs in zip(kept.layers, cache.layers):
+        torch.testing.assert_close(mine.keys, theirs.keys, rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(mine.values, theirs.values, rtol=1e-4, atol=1e-5)
 
 
 def test_a_group_that_agrees_on_no_layer_runs_one_full_pass():
     model = tiny_decoder("llama")
     docs = torch.randint(3, VOCAB, (DOCS, 9), generator=torch.Generator().manual_seed(1))
     gate = group_gate(model)
-    gate[2, 0, 0] = 0  # the third mask differs in layer 0 too
-    assert first_difference(gate) == 0
+    gate[1, 0, 1] = 1  # every mask differs from the others in layer 0
+    gate[2, 0, 2] = 0
+    seen, handle = rows_through(model, 0)
     shared = SharedLayers(model)
-    seen, handle = rows_through(shared.layers[0])
     try:
         got = shared_pass(model, shared, docs, gate)
     finally:
@@ -99,11 +148,9 @@ def test_a_lone_mask_runs_one_full_pass():
     docs = torch.randint(3, VOCAB, (DOCS, 9), generator=torch.Generator().manual_seed(3))
     gate = group_gate(model)[1:2]
     shared = SharedLayers(model)
-    seen, handle = rows_through(shared.layers[0])
+    seen, handle = rows_through(model, 0)
     try:
-        with torch.no_grad():
-            got = shared.logits(docs, 1, first_difference(gate), lambda rows: model(rows, use_cache=False).logits,
-                                lambda: ablate_heads(model, gate[0]), lambda rows: ablate_heads(model, gate[0]))
+        got = shared_pass(model, shared, docs, gate)
         with torch.no_grad(), ablate_heads(model, gate[0]):
             expected = model(docs, use_cache=False).logits
     finally:

@@ -206,7 +206,7 @@ class MaskEvaluator:
         a tqdm bar of the caller's to advance (one bar over many calls) instead of a bar of its own."""
         masks = np.atleast_2d(masks)
         results: list[MaskResult] = []
-        # masks that agree on the most leading layers side by side: a group shares those layers' passes
+        # masks that agree on the most leading layers side by side: a group runs those layers once per document
         order = shared_order(masks) if self.masks_per_pass > 1 else np.arange(len(masks))
         own = tqdm(total=len(masks), desc=desc, disable=not progress) if bar is None else contextlib.nullcontext(bar)
         with own as bar:

@@ -24,11 +24,12 @@ must ask for the same requests (checked). So each mask's metrics come out of lm-
 scoring. Three request paths compute a group's answers:
 
 * log-likelihood: :meth:`GroupedLM._loglikelihood_tokens` scores each document row G times in one
-  pass, computing logits only for the positions lm-eval scores, the layers below the group's
-  first differing layer once per document (:mod:`headloc.engine.shared_layers`);
+  pass, computing logits only for the positions lm-eval scores, each layer once per document and
+  branch of the masks (:mod:`headloc.engine.shared_layers`);
 * generation: lm-eval's ``generate_until`` on G copies of each request; greedy requests then
-  decode in :meth:`GroupedLM._grouped_greedy_generate` (no padding in the prompt pass, finished
-  rows leave the batch), the others in transformers' ``generate``;
+  decode in :meth:`GroupedLM._grouped_greedy_generate` (no padding in the prompt pass, which runs
+  each layer once per document and branch; finished rows leave the batch), the others in
+  transformers' ``generate``;
 * rolling log-likelihood (rare in headloc's tasks): one mask after another, no sharing.
 
 The first two paths' passes are :class:`~headloc.engine.grouped_passes.GroupPasses`, a mixin of

@@ -19,7 +19,7 @@ from lm_eval.models.utils import Collator
 from lm_eval.models.utils_hf import pad_and_concat, stop_sequences_criteria
 from transformers import DynamicLayer, EosTokenCriteria, MaxLengthCriteria
 
-from headloc.engine.shared_layers import SharedLayers, first_difference
+from headloc.engine.shared_layers import SharedLayers
 from headloc.model.ablation import ablate_heads
 
 
@@ -29,7 +29,7 @@ class GroupPasses:
     shared: SharedLayers | None = None
 
     def _shared_layers(self) -> SharedLayers:
-        """The layers a group's masks agree on, run once per document (one check per model)."""
+        """Each layer once per document and branch of the group's masks (one check per model)."""
         if self.shared is None:
             self.shared = SharedLayers(self.model)
         return self.shared
@@ -38,8 +38,8 @@ class GroupPasses:
         """``HFLM._loglikelihood_tokens`` for a mask group: one tuple of answers per request.
 
         The same Collator sorts, batches and shares one-token continuations (``logits_cache``) as
-        in lm-eval; each document row is repeated once per mask (from the group's first differing
-        layer on: :mod:`headloc.engine.shared_layers`), and logits are computed only for the
+        in lm-eval; each document row is repeated once per mask (each layer run once per document
+        and branch of the masks: :mod:`headloc.engine.shared_layers`), and logits are computed only for the
         positions lm-eval scores (``logits_to_keep``), not for the whole context.
         """
         if self.backend != "causal":
@@ -52,7 +52,6 @@ class GroupPasses:
             group_fn=lambda req: req[-2] + req[-1][:-1],
         )
         keep_arg = "logits_to_keep" in inspect.signature(self.model.forward).parameters
-        agreed = first_difference(self.gate)
         results = []
         for chunk in re_ord.get_batched(n=max(1, int(self.batch_size) // masks)):
             inputs = [
@@ -66,17 +65,18 @@ class GroupPasses:
             first = max(0, min(n - len(cont) for n, (_, _, cont) in zip(lengths, chunk)))
             docs = pad_and_concat(width, inputs, padding_side="right")
 
-            def forward(rows, keep=width - first, first=first):
+            rows = docs.repeat_interleave(masks, dim=0)
+
+            def forward(keep=width - first, first=first):
                 if keep_arg:
-                    return self.model(rows, logits_to_keep=keep, use_cache=False).logits
-                return self.model(rows, use_cache=False).logits[:, first:]
+                    return self.model(rows, logits_to_keep=keep, use_cache=False).logits, None
+                return self.model(rows, use_cache=False).logits[:, first:], None
 
             with torch.no_grad(), torch.autocast(
                 device_type=self.device.type, dtype=self.mixed_precision_dtype,
                 enabled=self.mixed_precision_dtype is not None,
-            ):  # each document's copies agree below the group's first differing layer: run it once there
-                logits = self._shared_layers().logits(docs, masks, agreed, forward,
-                                                      lambda: ablate_heads(self.model, self.gate[0]), self.ablation)
+            ):  # each document's copies agree below the layer where their masks branch: run it once there
+                logits, _ = self._shared_layers().run(len(chunk), self.gate, forward)
             logprobs = F.log_softmax(logits, dim=-1, dtype=self.softmax_dtype)
             logprobs = logprobs.view(len(chunk), masks, *logprobs.shape[1:])
             for (request_str, context, continuation), length, doc_logprobs in zip(chunk, lengths, logprobs):
@@ -171,14 +171,13 @@ class GroupPasses:
         padded pass. (Plain DynamicCache layers only; otherwise one padded pass.)
         """
         if mask is None:
-            return self._decode_step(context, None, positions, None, gate)
+            return self._prompt_pass(context, positions)
         lengths = mask.sum(dim=1)
         rows, width = context.shape
         logits, cache, keys, values = None, None, [], []
         for n in lengths.unique().tolist():
             index = (lengths == n).nonzero().squeeze(1)
-            part_logits, part = self._decode_step(
-                context[index, width - n:], None, positions[index, width - n:], None, gate[index])
+            part_logits, part = self._prompt_pass(context[index, width - n:], positions[index, width - n:])
             # the cache's public layer objects: plain DynamicLayers hold keys/values [rows, kv heads, pos, dim]
             if not all(type(layer) is DynamicLayer for layer in part.layers):
                 return self._decode_step(context, mask, positions, None, gate)
@@ -196,12 +195,22 @@ class GroupPasses:
             layer.keys, layer.values = k, v
         return logits, cache
 
+    def _prompt_pass(self, context, positions):
+        """A prompt pass without padding over rows of whole mask groups (``_row_gates`` checked
+        the layout): each layer once per document and branch of the masks (SharedLayers)."""
+        return self._shared_layers().run(len(context) // self.gate.shape[0], self.gate,
+                                         lambda: self._forward(context, None, positions, None))
+
     def _decode_step(self, inputs, mask, positions, cache, gate):
         """One forward pass (prefill or one token) with ``gate`` per row: last logits, cache."""
-        keep = {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(self.model.forward).parameters else {}
         with ablate_heads(self.model, gate):
-            out = self.model(input_ids=inputs, attention_mask=mask, position_ids=positions,
-                             past_key_values=cache, use_cache=True, **keep)
+            return self._forward(inputs, mask, positions, cache)
+
+    def _forward(self, inputs, mask, positions, cache):
+        """One forward pass with whatever gates are installed: last logits, cache."""
+        keep = {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(self.model.forward).parameters else {}
+        out = self.model(input_ids=inputs, attention_mask=mask, position_ids=positions,
+                         past_key_values=cache, use_cache=True, **keep)
         return out.logits[:, -1].to(torch.float32), out.past_key_values
 
     def _row_stop_rule(self, stop, max_new: int):

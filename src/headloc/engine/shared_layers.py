@@ -1,51 +1,46 @@
-"""The layers a mask group agrees on, run once per document: below the first layer where the
-group's gates differ, every mask's copy of a document computes the same hidden states, so a
-log-likelihood pass runs those layers on the documents alone and only the layers from there on
-on every (document, mask) row.
+"""Each layer of a mask group's pass run once per distinct input. A row's input to layer ``l``
+depends only on its document and its gates in the layers below ``l``, so copies of a document
+(one per mask) whose masks agree there compute the same hidden states. In a shared pass each
+layer runs once per document and *branch*: the masks that agree on every layer up to this one.
+Masks that ablate one head each, in layers 20-28, run layers 0-19 once per document and each later
+layer once per mask whose head lies at or below it; a mask's branch splits off at the first layer
+where its gates differ from the others'.
 
 Greedy's rounds, screened greedy's steps and the single-head measurements score masks that share
 all but a head or two; :func:`shared_order` puts masks that agree longest side by side, so that a
-group of them shares most of the model (a group of heads of layers 20-28 skips 20 layers' work on
-all copies but one).
+group of them branches late.
 
-How: pass 1 runs the model on the documents (the group's common gate) and stops at the first
-differing layer, keeping its input; pass 2 runs the rows (each mask's gate) with the layers below
-it standing aside (their output is their input) and that input, repeated once per mask, put in at
-it. Standing aside relies on the model passing hidden states from layer to layer and on nothing
-else between them; :class:`SharedLayers` checks the first shared pass of each model against the
-full pass and, where they differ or the shared pass fails, warns and never shares again.
+How: the model runs on every (document, mask) row as in the full pass; a forward pre-hook on each
+layer narrows its hidden states to the layer's branch rows (from the branches below) and every
+other input batched like the rows (position embeddings, attention mask, position ids) to one row
+of each branch; a gate hook on its output projection gates each branch by its masks' gates; a hook
+on the last layer hands every row its branch's output, so the model's code around its layers sees
+every row. A prompt pass's cache then gives each row its branch's keys and values in every layer.
+This relies on a model's layers taking their hidden states first and their other inputs batched
+like the rows; :class:`SharedLayers` checks the first shared pass of each model against the full
+pass and, where they differ or the shared pass fails, warns and never shares again.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
+from typing import NamedTuple
 
 import numpy as np
 import torch
 
 from headloc.engine.backoff import is_out_of_memory
+from headloc.model.ablation import ablate_heads, gate_layer
 from headloc.model.projections import checked_projections
 
 # how far a shared pass may stray from the full pass on the check (a share of the logits' spread):
 # another batch layout rounds differently (about 1e-6 of it in float32, 1e-2 in bfloat16); a
-# model whose layers do not stand aside as assumed changes them by about their spread
+# model whose layers do not take their inputs as assumed changes them by about their spread
 AGREEMENT = 0.05
 
 _log = logging.getLogger("headloc")  # a job's log (headloc.io.log_to_file)
-
-
-def first_difference(gate: torch.Tensor) -> int:
-    """The first layer where the masks of ``gate`` ([masks, layers, heads]) differ; the number of
-    layers where they all agree.
-
-    >>> gate = torch.ones(2, 4, 3)
-    >>> gate[1, 2, 0] = 0
-    >>> first_difference(gate), first_difference(gate[:1])
-    (2, 4)
-    """
-    differs = (gate != gate[:1]).flatten(2).any(dim=2).any(dim=0)
-    return int(differs.nonzero()[0]) if bool(differs.any()) else gate.shape[1]
 
 
 def shared_order(masks: np.ndarray) -> np.ndarray:
@@ -58,26 +53,88 @@ def shared_order(masks: np.ndarray) -> np.ndarray:
     return np.lexsort(np.asarray(masks).T[::-1])
 
 
-class _Stop(Exception):
-    """Pass 1 has the input of the first differing layer (raised out of the model's forward)."""
+class Branches(NamedTuple):
+    """How the masks of a gate ([masks, layers, heads]) branch, per layer: ``masks[l]`` one mask
+    of each branch, ``parents[l]`` each branch's branch in layer ``l - 1`` (all 0 in layer 0, where
+    the pass holds one row per document), ``of[l]`` each mask's branch."""
 
-    def __init__(self, hidden):
-        super().__init__()
-        self.hidden = hidden
+    masks: list[torch.Tensor]
+    parents: list[torch.Tensor]
+    of: list[torch.Tensor]
+
+    @property
+    def rows(self) -> int:
+        """Rows through all layers per document (the full pass: masks x layers)."""
+        return sum(len(kept) for kept in self.masks)
 
 
-class _PassOn(torch.nn.Module):
-    """A skipped layer: its output is its input. Every layer of the 89 architectures headloc ablates
-    takes its hidden states first, by position; a model whose layers take them otherwise, or return
-    more than them, fails the first check."""
+def branches(gate: torch.Tensor) -> Branches:
+    """The branches of the masks of ``gate`` in each layer.
 
-    def forward(self, hidden, *args, **kwargs):
-        return hidden
+    >>> gate = torch.ones(3, 3, 2)
+    >>> gate[1, 1, 0] = gate[2, 2, 1] = 0  # mask 1 differs from layer 1 on, mask 2 in layer 2
+    >>> found = branches(gate)
+    >>> [len(kept) for kept in found.masks], found.of[2].tolist(), found.parents[2].tolist()
+    ([1, 2, 3], [2, 0, 1], [0, 1, 1])
+    """
+    flat = gate.detach().cpu().float()
+    found, before = Branches([], [], []), torch.zeros(len(flat), dtype=torch.long)
+    for layer in range(flat.shape[1]):
+        _, of = torch.unique(flat[:, :layer + 1].flatten(1), dim=0, return_inverse=True)
+        first = torch.full((int(of.max()) + 1,), len(flat)).scatter_reduce(0, of, torch.arange(len(flat)), "amin")
+        found.masks.append(first)
+        found.parents.append(before[first])
+        found.of.append(of)
+        before = of
+    return found
+
+
+def _per_branch(value, kept: torch.Tensor, n_rows: int):
+    """``value`` (a layer's input other than its hidden states) with the rows ``kept`` (one per
+    branch row) where it holds one per row; anything else (broadcast tensors, flags, the cache) as
+    it is."""
+    if isinstance(value, tuple):
+        return tuple(_per_branch(item, kept, n_rows) for item in value)
+    if torch.is_tensor(value) and value.dim() >= 2 and n_rows > 1 and value.shape[0] % n_rows == 0:
+        # rows first, or rows times heads (Bloom's ALiBi biases, [rows * heads, 1, positions])
+        per_row = value.view(n_rows, -1, *value.shape[1:])
+        return per_row.index_select(0, kept.to(value.device)).flatten(0, 1)
+    return value
+
+
+def _widen(hidden_rows: torch.Tensor, kept: torch.Tensor, n_rows: int, module, args, kwargs):
+    """Pre-hook: a layer's hidden states from the rows of the layer below (``hidden_rows`` of them,
+    one per branch row here), its other inputs from the pass's rows (``kept``)."""
+    def take(hidden):
+        return hidden.index_select(0, hidden_rows.to(hidden.device))
+
+    if args:
+        args = (take(args[0]), *(_per_branch(item, kept, n_rows) for item in args[1:]))
+    else:
+        kwargs["hidden_states"] = take(kwargs["hidden_states"])
+    return args, {name: _per_branch(value, kept, n_rows) for name, value in kwargs.items()}
+
+
+def _to_rows(rows: torch.Tensor, module, args, output):
+    """Hook on the last layer: its output (first of a tuple) back to one row per (document, mask)."""
+    if isinstance(output, (tuple, list)):  # older models' layers return (hidden states, ...)
+        return type(output)([output[0].index_select(0, rows.to(output[0].device)), *output[1:]])
+    return output.index_select(0, rows.to(output.device))
+
+
+def _branch_rows(n_docs: int, width: int, index: torch.Tensor) -> torch.Tensor:
+    """Rows of a pass laid out document by document, ``width`` per document, taking ``index``
+    (one of each document's ``width``) of each document.
+
+    >>> _branch_rows(2, 3, torch.tensor([2, 0])).tolist()
+    [2, 0, 5, 3]
+    """
+    return (torch.arange(n_docs)[:, None] * width + index[None, :]).flatten()
 
 
 class SharedLayers:
-    """Runs a mask group's log-likelihood passes with its agreed layers shared (module docstring),
-    for one model."""
+    """Runs a mask group's passes with each layer once per document and branch (module
+    docstring), for one model."""
 
     def __init__(self, model):
         self.model = model
@@ -93,25 +150,25 @@ class SharedLayers:
         layers = model.get_submodule(checked_projections(model)[0].split(".0.")[0])
         return layers if isinstance(layers, torch.nn.ModuleList) else None
 
-    def logits(self, docs: torch.Tensor, masks: int, start: int, forward, common_ablation, row_ablation):
-        """The logits of ``docs`` repeated ``masks`` times (adjacent copies, as the full pass lays
-        them out), its first ``start`` layers run once per document. ``forward(rows)`` is the
-        model's pass that returns the logits wanted; ``common_ablation()`` the context that gates
-        the shared layers (the group's common gate), ``row_ablation(rows)`` the one that gates each
-        row. Without sharing (a model whose check failed, nothing agreed) it is one full pass."""
-        rows = docs.repeat_interleave(masks, dim=0)
+    def run(self, n_docs: int, gate: torch.Tensor, forward):
+        """The answers of ``n_docs`` documents, each repeated once per mask of ``gate`` ([masks,
+        layers, heads]): ``forward()`` is the model's pass on those rows (adjacent copies of each
+        document, row ``r`` gated by mask ``r % masks``), returning its logits and its cache (None
+        without one), one row each per (document, mask). Without sharing (a model whose check
+        failed, masks that differ in every layer) it is that pass with each row's gate."""
+        masks = len(gate)
 
         def full():
-            with row_ablation(rows):
-                return forward(rows)
+            with ablate_heads(self.model, gate.repeat(n_docs, 1, 1)):
+                return forward()
 
-        if self.layers is None or start <= 0 or masks == 1:  # a lone mask would only add a pass
+        plan = branches(gate) if self.layers is not None and masks > 1 else None
+        if plan is None or plan.rows == masks * len(plan.masks):  # nothing agreed: nothing to share
             return full()
-        start = min(start, len(self.layers) - 1)  # the last layer runs per row in any case
         if self.checked:
-            return self._shared(docs, rows, masks, start, forward, common_ablation, row_ablation)
+            return self._shared(n_docs, gate, plan, forward)
         try:
-            shared = self._shared(docs, rows, masks, start, forward, common_ablation, row_ablation)
+            shared = self._shared(n_docs, gate, plan, forward)
         except Exception as error:  # noqa: BLE001 - any failure of the first shared pass: never share
             if is_out_of_memory(error):
                 raise  # the caller's back-off retries with fewer rows, and the check with them
@@ -121,55 +178,52 @@ class SharedLayers:
         self.checked = True
         return self._compare(shared, expected)
 
-    def _shared(self, docs, rows, masks, start, forward, common_ablation, row_ablation):
-        hidden = self._prefix(docs, start, common_ablation)
-        with row_ablation(rows), self._skip_below(start, hidden.repeat_interleave(masks, dim=0)):
-            return forward(rows)
-
-    def _prefix(self, docs, start, common_ablation):
-        """The input of layer ``start`` for each document (pass 1)."""
-        def stop(module, args):
-            raise _Stop(args[0])
-
-        handle = self.layers[start].register_forward_pre_hook(stop)
-        try:
-            with common_ablation():
-                self.model(docs, use_cache=False)
-        except _Stop as stopped:
-            return stopped.hidden
-        finally:
-            handle.remove()
-        raise RuntimeError(f"the model's forward pass never reached layer {start}")
+    def _shared(self, n_docs, gate, plan: Branches, forward):
+        with self._branching(n_docs, gate, plan):
+            logits, cache = forward()
+        for layer, kept in enumerate(getattr(cache, "layers", None) or []):  # each row its branch's keys and values
+            rows = _branch_rows(n_docs, len(plan.masks[layer]), plan.of[layer]).to(kept.keys.device)
+            kept.keys, kept.values = kept.keys.index_select(0, rows), kept.values.index_select(0, rows)
+        return logits, cache
 
     @contextlib.contextmanager
-    def _skip_below(self, start, hidden):
-        """Layers below ``start`` pass their input on untouched, and layer ``start`` takes ``hidden``
-        as its input instead. The skipped layers stay in the list (stand-ins), so that a model that
-        looks a layer's settings up by its index (Qwen2's and Gemma 3's attention kinds) still
-        finds each layer's own."""
-        layers = self.layers
-
-        def put_in(module, args):
-            return (hidden.to(args[0].dtype), *args[1:])
-
-        kept = list(layers)
-        handle = layers[start].register_forward_pre_hook(put_in)
-        for index in range(start):
-            layers[index] = _PassOn()
+    def _branching(self, n_docs, gate, plan: Branches):
+        """Each layer narrowed to its branches, each branch gated by its masks' gates, and the last
+        layer's output back to one row per (document, mask): the model's code around its layers
+        sees every row."""
+        masks, n_rows, handles = len(gate), n_docs * len(gate), []
         try:
+            for layer, module in enumerate(self.layers):
+                below = _branch_rows(n_docs, len(plan.masks[layer - 1]), plan.parents[layer]) if layer \
+                    else _branch_rows(n_docs, masks, plan.masks[0])
+                kept = _branch_rows(n_docs, masks, plan.masks[layer])
+                widen = functools.partial(_widen, below, kept, n_rows)
+                handles.append(module.register_forward_pre_hook(widen, with_kwargs=True))
+                layer_gate = gate[plan.masks[layer], layer].repeat(n_docs, 1)
+                if not bool((layer_gate == 1).all()):
+                    handles.append(gate_layer(self.model, layer, layer_gate))
+            last = len(self.layers) - 1
+            back = _branch_rows(n_docs, len(plan.masks[last]), plan.of[last])
+            handles.append(self.layers[last].register_forward_hook(functools.partial(_to_rows, back)))
             yield
         finally:
-            for index in range(start):
-                layers[index] = kept[index]
-            handle.remove()
+            for handle in handles:
+                handle.remove()
 
     def _compare(self, shared, full):
-        """The first shared pass against the full pass: the full pass's logits, and no more sharing
-        where they differ by more than AGREEMENT of their spread."""
-        gap = float((shared.float() - full.float()).abs().max())
-        spread = float(full.float().std())
-        if gap > AGREEMENT * spread:
-            return self._give_up(f"sharing layers changed its logits by {gap:.3g} (their spread {spread:.3g})", full)
+        """The first shared pass against the full pass: the full pass's answers, and no more
+        sharing where the logits, or any layer's keys and values, differ by more than AGREEMENT of
+        their spread."""
+        pairs = [(shared[0], full[0])]
+        if full[1] is not None:
+            pairs += [(mine.keys, theirs.keys) for mine, theirs in zip(shared[1].layers, full[1].layers)]
+            pairs += [(mine.values, theirs.values) for mine, theirs in zip(shared[1].layers, full[1].layers)]
+        for mine, theirs in pairs:
+            if mine.shape != theirs.shape:
+                return self._give_up(f"sharing layers changed an answer's shape ({list(mine.shape)})", full)
+            gap, spread = float((mine.float() - theirs.float()).abs().max()), float(theirs.float().std())
+            if gap > AGREEMENT * spread:
+                return self._give_up(f"sharing layers changed its answers by {gap:.3g} (their spread {spread:.3g})", full)
         return full
 
     def _give_up(self, why: str, full):

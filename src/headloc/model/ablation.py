@@ -63,6 +63,23 @@ def _gate_hook(gate: torch.Tensor, n_heads: int):
     return hook
 
 
+def gate_layer(model, layer: int, gate: torch.Tensor):
+    """Gate the heads of layer ``layer`` of ``model`` by ``gate`` ([heads], or [batch, heads]: one
+    row per batch row) until the returned handle is removed."""
+    path = hook_module_path(model, layer)
+    try:
+        module = model.get_submodule(path)
+    except AttributeError as error:
+        raise ValueError(f"cannot resolve hook point {hook_point(layer)} at {path}") from error
+    # Move the gate once, here, so the hook's .to() is a no-op on the hot path; not for weights
+    # accelerate offloaded (device "meta" until their forward pass): the hook moves the gate to
+    # whatever device the layer's input is on.
+    weight = module.weight
+    if weight.device.type != "meta":
+        gate = gate.to(device=weight.device, dtype=weight.dtype)
+    return module.register_forward_pre_hook(_gate_hook(gate, HeadGeometry.of(model.config).n_heads), with_kwargs=True)
+
+
 class HeadAblation(contextlib.AbstractContextManager):
     """Gate attention heads of ``model`` while the context is open.
 
@@ -101,19 +118,7 @@ class HeadAblation(contextlib.AbstractContextManager):
                 if not layer_gate.requires_grad and bool((layer_gate == 1).all()):
                     continue  # nothing to remove in this layer: skip the hook (not for a gate
                     # being differentiated: d(output)/d(gate) at gate = 1 needs the hook)
-                path = hook_module_path(self.model, layer)
-                try:
-                    module = self.model.get_submodule(path)
-                except AttributeError as error:
-                    raise ValueError(f"cannot resolve hook point {hook_point(layer)} at {path}") from error
-                # Move the gate once, here, so the hook's .to() is a no-op on the hot path; not
-                # for weights accelerate offloaded (device "meta" until their forward pass):
-                # the hook moves the gate to whatever device the layer's input is on.
-                weight = module.weight
-                if weight.device.type != "meta":
-                    layer_gate = layer_gate.to(device=weight.device, dtype=weight.dtype)
-                hook = _gate_hook(layer_gate, self.geometry.n_heads)
-                self.handles.append(module.register_forward_pre_hook(hook, with_kwargs=True))
+                self.handles.append(gate_layer(self.model, layer, layer_gate))
                 self.hooked.append(hook_point(layer))
         except BaseException:
             self.remove()
