@@ -44,7 +44,7 @@ def full_pass(model, docs, gate, cache=False):
     rows = docs.repeat_interleave(len(gate), dim=0)
     with torch.no_grad(), ablate_heads(model, gate.repeat(len(docs), 1, 1)):
         out = model(rows, use_cache=cache)
-    return (out.logits, out.past_key_values) if cache else out.logits
+    return (out.logits, getattr(out, "past_key_values", None)) if cache else out.logits
 
 
 def shared_pass(model, shared, docs, gate, cache=False):
@@ -52,7 +52,7 @@ def shared_pass(model, shared, docs, gate, cache=False):
 
     def forward():
         out = model(rows, use_cache=cache)
-        return out.logits, out.past_key_values if cache else None
+        return out.logits, getattr(out, "past_key_values", None) if cache else None
 
     with torch.no_grad():
         logits, kept = shared.run(len(docs), gate, forward)
@@ -95,6 +95,32 @@ def test_every_row_gets_its_own_full_pass_logits(model_type, caplog):
         assert shared.layers is not None
 
 
+def cache_tensors(cache):
+    """Each layer's keys and values of a prompt pass's cache (none for a model without one)."""
+    return [] if cache is None else [tensor for layer in cache.layers for tensor in (getattr(layer, "keys", None), getattr(layer, "values", None))
+            if tensor is not None]
+
+
+@pytest.mark.parametrize("model_type", sorted(SUPPORTED_MODEL_TYPES))
+def test_every_row_gets_its_own_prompt_pass_cache(model_type, caplog):
+    """A prompt pass (generation's): where the check keeps sharing, each row's keys and values in
+    every layer are its own full pass's; where they would not be, the check stops sharing."""
+    model = tiny_decoder(model_type)
+    docs = torch.randint(3, VOCAB, (DOCS, 9), generator=torch.Generator().manual_seed(5))
+    gate = group_gate(model)
+    logits, cache = full_pass(model, docs, gate, cache=True)
+    shared = SharedLayers(model)
+    with caplog.at_level(logging.WARNING, logger="headloc"):
+        shared_pass(model, shared, docs, gate, cache=True)
+    kept = shared.layers is not None
+    assert kept == (model_type not in NO_SHARING), caplog.text
+    if kept:
+        got, got_cache = shared_pass(model, shared, docs, gate, cache=True)
+        torch.testing.assert_close(got, logits, rtol=1e-4, atol=1e-5)
+        for mine, theirs in zip(cache_tensors(got_cache), cache_tensors(cache), strict=True):
+            torch.testing.assert_close(mine, theirs, rtol=1e-4, atol=1e-5)
+
+
 def test_masks_branch_where_they_first_differ_and_keep_their_own_cache():
     """Four masks: two alike up to layer 1, where one of them turns; a third that differs in layer
     0; a fourth like the first. Layer 0 runs twice per document (two branches), layer 1 three
@@ -124,6 +150,27 @@ def test_masks_branch_where_they_first_differ_and_keep_their_own_cache():
     for mine, theirs in zip(kept.layers, cache.layers):
         torch.testing.assert_close(mine.keys, theirs.keys, rtol=1e-4, atol=1e-5)
         torch.testing.assert_close(mine.values, theirs.values, rtol=1e-4, atol=1e-5)
+
+
+def test_a_shared_pass_that_runs_but_differs_is_caught_by_the_check(caplog):
+    """A model whose layer adds a bias of its own per batch row (taken by position, not narrowed
+    with the rows) runs a shared pass without an error but wrongly: the check compares, returns
+    the full pass and shares no more."""
+    model = tiny_decoder("llama")
+    docs = torch.randint(3, VOCAB, (DOCS, 9), generator=torch.Generator().manual_seed(6))
+    gate = group_gate(model)
+    bias = torch.randn(DOCS * MASKS, 1, model.config.hidden_size, generator=torch.Generator().manual_seed(7))
+    handle = model.model.layers[1].register_forward_pre_hook(
+        lambda module, args: (args[0] + bias[:len(args[0])], *args[1:]))
+    try:
+        expected = full_pass(model, docs, gate)
+        shared = SharedLayers(model)
+        with caplog.at_level(logging.WARNING, logger="headloc"):
+            got = shared_pass(model, shared, docs, gate)
+    finally:
+        handle.remove()
+    torch.testing.assert_close(got, expected)
+    assert shared.layers is None and "sharing layers changed its answers" in caplog.text
 
 
 def test_a_group_that_agrees_on_no_layer_runs_one_full_pass():
