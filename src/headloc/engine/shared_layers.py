@@ -55,8 +55,8 @@ def shared_order(masks: np.ndarray) -> np.ndarray:
 
 class Branches(NamedTuple):
     """How the masks of a gate ([masks, layers, heads]) branch, per layer: ``masks[l]`` one mask
-    of each branch, ``parents[l]`` each branch's branch in layer ``l - 1`` (all 0 in layer 0, where
-    the pass holds one row per document), ``of[l]`` each mask's branch."""
+    of each branch, ``parents[l]`` each branch's branch in layer ``l - 1`` (all 0 in layer 0: below
+    it a document's rows are all alike), ``of[l]`` each mask's branch."""
 
     masks: list[torch.Tensor]
     parents: list[torch.Tensor]
