@@ -192,18 +192,19 @@ class SharedLayers:
         layer's output back to one row per (document, mask): the model's code around its layers
         sees every row."""
         masks, n_rows, handles = len(gate), n_docs * len(gate), []
+        device = self.model.device  # the indices moved once, not on every hook call (a GPU's copies wait)
         try:
             for layer, module in enumerate(self.layers):
                 below = _branch_rows(n_docs, len(plan.masks[layer - 1]), plan.parents[layer]) if layer \
                     else _branch_rows(n_docs, masks, plan.masks[0])
-                kept = _branch_rows(n_docs, masks, plan.masks[layer])
+                below, kept = below.to(device), _branch_rows(n_docs, masks, plan.masks[layer]).to(device)
                 widen = functools.partial(_widen, below, kept, n_rows)
                 handles.append(module.register_forward_pre_hook(widen, with_kwargs=True))
                 layer_gate = gate[plan.masks[layer], layer].repeat(n_docs, 1)
                 if not bool((layer_gate == 1).all()):
                     handles.append(gate_layer(self.model, layer, layer_gate))
             last = len(self.layers) - 1
-            back = _branch_rows(n_docs, len(plan.masks[last]), plan.of[last])
+            back = _branch_rows(n_docs, len(plan.masks[last]), plan.of[last]).to(device)
             handles.append(self.layers[last].register_forward_hook(functools.partial(_to_rows, back)))
             yield
         finally:
