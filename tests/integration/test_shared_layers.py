@@ -19,8 +19,8 @@ from headloc.model.projections import checked_projections
 from headloc.model.architectures import SUPPORTED_MODEL_TYPES
 
 MASKS, DOCS = 3, 2
-# the architectures whose layers take or hand on more than the hidden states batched like the
-# documents, so that a widened pass fails: the first check finds out (transformers 5.23)
+# the architectures whose layers take an input batched otherwise than the rows (neither rows first
+# nor rows times heads), so that a narrowed pass fails: the first check finds out (transformers 5.23)
 NO_SHARING = {"zaya"}
 
 
@@ -67,8 +67,18 @@ def rows_through(model, layer):
     return seen, handle
 
 
+def cache_tensors(cache):
+    """Each layer's keys and values of a prompt pass's cache (none for a model without one)."""
+    if cache is None:
+        return []
+    pairs = ((getattr(layer, "keys", None), getattr(layer, "values", None)) for layer in cache.layers)
+    return [tensor for pair in pairs for tensor in pair if tensor is not None]
+
+
 @pytest.mark.parametrize("model_type", sorted(SUPPORTED_MODEL_TYPES))
-def test_every_row_gets_its_own_full_pass_logits(model_type, caplog):
+def test_every_row_gets_its_own_full_pass_logits_and_cache(model_type, caplog):
+    """A log-likelihood pass, then a prompt pass (generation's): where the check keeps sharing,
+    each row's logits, and its keys and values in every layer, are its own full pass's."""
     model = tiny_decoder(model_type)
     docs = torch.randint(3, VOCAB, (DOCS, 9), generator=torch.Generator().manual_seed(0))
     gate = group_gate(model)
@@ -93,28 +103,13 @@ def test_every_row_gets_its_own_full_pass_logits(model_type, caplog):
         # the masks differ, once per (document, mask)
         assert (seen, last) == ([DOCS], [DOCS * MASKS])
         assert shared.layers is not None
-
-
-def cache_tensors(cache):
-    """Each layer's keys and values of a prompt pass's cache (none for a model without one)."""
-    return [] if cache is None else [tensor for layer in cache.layers for tensor in (getattr(layer, "keys", None), getattr(layer, "values", None))
-            if tensor is not None]
-
-
-@pytest.mark.parametrize("model_type", sorted(SUPPORTED_MODEL_TYPES))
-def test_every_row_gets_its_own_prompt_pass_cache(model_type, caplog):
-    """A prompt pass (generation's): where the check keeps sharing, each row's keys and values in
-    every layer are its own full pass's; where they would not be, the check stops sharing."""
-    model = tiny_decoder(model_type)
-    docs = torch.randint(3, VOCAB, (DOCS, 9), generator=torch.Generator().manual_seed(5))
-    gate = group_gate(model)
+    # a prompt pass, checked afresh (the check now compares keys and values too)
     logits, cache = full_pass(model, docs, gate, cache=True)
     shared = SharedLayers(model)
     with caplog.at_level(logging.WARNING, logger="headloc"):
         shared_pass(model, shared, docs, gate, cache=True)
-    kept = shared.layers is not None
-    assert kept == (model_type not in NO_SHARING), caplog.text
-    if kept:
+    assert (shared.layers is not None) == (model_type not in NO_SHARING), caplog.text
+    if shared.layers is not None:
         got, got_cache = shared_pass(model, shared, docs, gate, cache=True)
         torch.testing.assert_close(got, logits, rtol=1e-4, atol=1e-5)
         for mine, theirs in zip(cache_tensors(got_cache), cache_tensors(cache), strict=True):

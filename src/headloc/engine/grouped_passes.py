@@ -75,7 +75,7 @@ class GroupPasses:
             with torch.no_grad(), torch.autocast(
                 device_type=self.device.type, dtype=self.mixed_precision_dtype,
                 enabled=self.mixed_precision_dtype is not None,
-            ):  # each document's copies agree below the layer where their masks branch: run it once there
+            ):  # a document's copies agree until their masks branch: each layer runs once per branch
                 logits, _ = self._shared_layers().run(len(chunk), self.gate, forward)
             logprobs = F.log_softmax(logits, dim=-1, dtype=self.softmax_dtype)
             logprobs = logprobs.view(len(chunk), masks, *logprobs.shape[1:])

@@ -55,8 +55,9 @@ def shared_order(masks: np.ndarray) -> np.ndarray:
 
 class Branches(NamedTuple):
     """How the masks of a gate ([masks, layers, heads]) branch, per layer: ``masks[l]`` one mask
-    of each branch, ``parents[l]`` each branch's branch in layer ``l - 1`` (all 0 in layer 0: below
-    it a document's rows are all alike), ``of[l]`` each mask's branch."""
+    of each branch, ``parents[l]`` each branch's row below layer ``l``: its branch in layer
+    ``l - 1``, and in layer 0 its mask (the pass's input holds a row per mask), ``of[l]`` each
+    mask's branch."""
 
     masks: list[torch.Tensor]
     parents: list[torch.Tensor]
@@ -76,9 +77,11 @@ def branches(gate: torch.Tensor) -> Branches:
     >>> found = branches(gate)
     >>> [len(kept) for kept in found.masks], found.of[2].tolist(), found.parents[2].tolist()
     ([1, 2, 3], [2, 0, 1], [0, 1, 1])
+    >>> found.parents[0].tolist()  # layer 0's one branch takes mask 0's rows
+    [0]
     """
     flat = gate.detach().cpu().float()
-    found, before = Branches([], [], []), torch.zeros(len(flat), dtype=torch.long)
+    found, before = Branches([], [], []), torch.arange(len(flat))  # below layer 0: a row per mask
     for layer in range(flat.shape[1]):
         _, of = torch.unique(flat[:, :layer + 1].flatten(1), dim=0, return_inverse=True)
         first = torch.full((int(of.max()) + 1,), len(flat)).scatter_reduce(0, of, torch.arange(len(flat)), "amin")
@@ -97,7 +100,7 @@ def _per_branch(value, kept: torch.Tensor, n_rows: int):
         return tuple(_per_branch(item, kept, n_rows) for item in value)
     if torch.is_tensor(value) and value.dim() >= 2 and n_rows > 1 and value.shape[0] % n_rows == 0:
         # rows first, or rows times heads (Bloom's ALiBi biases, [rows * heads, 1, positions])
-        per_row = value.view(n_rows, -1, *value.shape[1:])
+        per_row = value.reshape(n_rows, -1, *value.shape[1:])
         return per_row.index_select(0, kept.to(value.device)).flatten(0, 1)
     return value
 
@@ -195,9 +198,9 @@ class SharedLayers:
         device = self.model.device  # the indices moved once, not on every hook call (a GPU's copies wait)
         try:
             for layer, module in enumerate(self.layers):
-                below = _branch_rows(n_docs, len(plan.masks[layer - 1]), plan.parents[layer]) if layer \
-                    else _branch_rows(n_docs, masks, plan.masks[0])
-                below, kept = below.to(device), _branch_rows(n_docs, masks, plan.masks[layer]).to(device)
+                width = len(plan.masks[layer - 1]) if layer else masks  # rows per document below the layer
+                below = _branch_rows(n_docs, width, plan.parents[layer]).to(device)
+                kept = _branch_rows(n_docs, masks, plan.masks[layer]).to(device)
                 widen = functools.partial(_widen, below, kept, n_rows)
                 handles.append(module.register_forward_pre_hook(widen, with_kwargs=True))
                 layer_gate = gate[plan.masks[layer], layer].repeat(n_docs, 1)
