@@ -153,11 +153,10 @@ def other_values(value, schema: dict) -> list:
 def option_variants(method) -> list[tuple[str, dict]]:
     """Every key of a method's options (its config section, as the schema describes it), each
     changed alone to each other value the schema allows: (key, options)."""
-    import yaml
-
     from conftest import REPO
+    from headloc.workflow.schema import load_schema
 
-    schema = yaml.safe_load((REPO / "config/schema.yaml").read_text())["properties"][method.name]["properties"]
+    schema = load_schema(REPO / "config/schema.yaml")["properties"][method.name]["properties"]
     defaults = method.options_of().as_config()
     assert set(schema) == set(defaults), f"{method.name}: its options and the schema's keys differ"
     return [(key, method.options_of({key: other})) for key, value in defaults.items()

@@ -7,8 +7,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from headloc.workflow.schema import load_schema
+
 REPO = Path(__file__).resolve().parents[2]
-SCHEMA = yaml.safe_load((REPO / "config/schema.yaml").read_text())
+SCHEMA = load_schema(REPO / "config/schema.yaml")  # the file, each method's options section built in
 
 
 def resolved(node):

@@ -1,5 +1,6 @@
-"""Typed settings (headloc.methods.settings): config/schema.yaml and the dataclasses hold the same
-keys, types, rules and defaults, and every entry point (the workflow, locate, the CLI, the driver)
+"""Typed settings (headloc.methods.settings): the config schema (the file's ``search`` section, and
+each method's options section built from its class) and the dataclasses hold the same keys,
+types, rules and defaults, and every entry point (the workflow, locate, the CLI, the driver)
 takes its defaults from the one settings object."""
 
 import inspect
@@ -11,10 +12,10 @@ from jsonschema import Draft202012Validator
 from conftest import REPO, accuracy_demo
 from headloc import methods
 from headloc.methods.settings import SearchSettings
-from headloc.workflow.schema import validate_config, with_method_enums
+from headloc.workflow.schema import load_schema, validate_config, with_methods
 from headloc.workflow.configured import task_settings
 
-SCHEMA = with_method_enums(yaml.safe_load((REPO / "config/schema.yaml").read_text()))
+SCHEMA = load_schema(REPO / "config/schema.yaml")
 WITH_OPTIONS = [name for name in methods.names() if methods.get(name).options]
 # values of every shape a config may hold: each key takes some and refuses the others
 PROBES = [-1, 0, 1, 2, 3, 5, 100, 0.5, 1.5, 2.5, "auto", "cv", "score", "damage", "16", True, False, None, [0, 1],
@@ -122,3 +123,19 @@ def test_locate_the_command_and_the_driver_take_their_defaults_from_the_settings
     assert (command.top_k, command.seed, command.sparsity, command.alpha, command.method) == (
         defaults.top_k, defaults.seed, defaults.sparsity, defaults.alpha, signature["method"].default)
     assert inspect.signature(drive).parameters["settings"].default is None  # None: SearchSettings()
+
+
+def test_each_method_s_options_section_is_built_in_and_none_overwrites_a_key_the_config_has():
+    """The schema file names no method; each method with options gets its section, after ``search``,
+    from its options class. A method whose section is a key the schema already has is refused
+    rather than replacing that key's rules."""
+    raw = yaml.safe_load((REPO / "config/schema.yaml").read_text())
+    assert not set(raw["properties"]) & {methods.get(name).options.SECTION for name in WITH_OPTIONS}
+    sections = list(SCHEMA["properties"])
+    assert sections[sections.index("search") + 1:][:len(WITH_OPTIONS)] == WITH_OPTIONS
+    assert SCHEMA["properties"]["guided_greedy"]["properties"]["m"] == {
+        "description": "Heads of largest estimated drop on each step's short list.", "type": "integer", "minimum": 0,
+        "default": 10}
+    raw["properties"]["chg"] = {"type": "string"}
+    with pytest.raises(ValueError, match="method chg's options section 'chg' is a key the config already has"):
+        with_methods(raw)

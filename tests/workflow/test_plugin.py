@@ -1,7 +1,8 @@
 """A kind of search defined here, in a package of its own, runs through the workflow's own rules
 with no file of headloc changed: the package names its module in the ``headloc.methods``
-entry-point group (docs/extending.md, "A method or kind of your own"), and rule search_job loads the
-model, scores the kind's masks on the search's scoring task, and recover_heads reads its result.
+entry-point group (docs/extending.md, "A method or kind of your own"), its method's options section
+is read from the config as the schema's own, and rule search_job loads the model, scores the kind's
+masks on the search's scoring task, and recover_heads reads its result.
 
 The package is written to a folder that the Snakemake run finds on PYTHONPATH, as an installed
 package is found on the path: its module and a ``.dist-info`` with the entry point.
@@ -16,7 +17,7 @@ import numpy as np
 import pytest
 import yaml
 
-from conftest import snakemake
+from conftest import REPO, snakemake
 
 pytestmark = pytest.mark.slow
 
@@ -32,17 +33,26 @@ import numpy as np
 from headloc.io import Scored, oriented, write_json
 from headloc.methods.contract import SCALE, Method
 from headloc.methods.one_job import OneJob
+from headloc.methods.settings import MethodOptions, choice, setting
 from headloc.methods.steps import RecoverParams
+
+
+@dataclass(frozen=True)
+class EachOptions(MethodOptions, section="ablate_each"):
+    """Each head ablated alone (search method ablate_each, a plugin's)."""
+
+    rank_by: str = setting("change", choice("change", "size"), doc="The score's change, or its size, ranks the heads.")
 
 
 @dataclass(frozen=True)
 class EachParams:
     method: str
+    rank_by: str
     higher_is_better: bool = True
 
     @classmethod
     def of(cls, search):
-        return cls(search.method.name, search.higher_is_better)
+        return cls(search.method.name, search.options.rank_by, search.higher_is_better)
 
 
 class EachAlone(OneJob):
@@ -55,7 +65,8 @@ class EachAlone(OneJob):
         masks = np.vstack([np.zeros(n, dtype=np.int8), np.eye(n, dtype=np.int8)])
         scores = oriented(Scored.of(job.score(masks)).scores, params.higher_is_better)
         change = scores[1:] - scores[0]
-        order = sorted(range(n), key=lambda head: (change[head], head))
+        key = abs if params.rank_by == "size" else float
+        order = sorted(range(n), key=lambda head: (key(change[head]), head))
         result = {"method": params.method, "n_evals": n + 1, "alpha": None, "r2": None,
                   "intercept": float(scores[0]), "ranking": [names[head] for head in order],
                   "coef": {name: float(value) for name, value in zip(names, change)}}
@@ -64,13 +75,14 @@ class EachAlone(OneJob):
 
 
 METHODS = (
-    Method(name="ablate_each", kind="each_alone", marker="x", search_id=lambda parts: f"ablate_each_{parts.tail}",
+    Method(name="ablate_each", kind="each_alone", marker="x", options=EachOptions,
+           search_id=lambda parts: f"ablate_each_{parts.options.rank_by}_{parts.tail}",
            about="each head ablated alone", label="score change when ablated alone",
            reading="Each cell: the score change when the head alone is ablated.\\n\\n" + SCALE),
 )
 '''
 ID_DOCS = 4
-SEARCH = f"ablate_each_n{ID_DOCS}_s0_yheadloc_ioi_margin-margin"
+SEARCH = f"ablate_each_change_n{ID_DOCS}_s0_yheadloc_ioi_margin-margin"
 
 
 @pytest.fixture(scope="module")
@@ -84,6 +96,7 @@ def plugin_run(tmp_path_factory, tiny_model_dir):
         "tasks": {"ioi": {"lm_eval_task": "headloc_ioi", "n_docs": 6, "id_task": "headloc_ioi_margin",
                           "id_metric": "margin"}},
         "search": {"methods": ["ablate_each"], "id_docs": ID_DOCS},
+        "ablate_each": {"rank_by": "change"},  # the plugin's options section: config/schema.yaml names none
     }
     (work / "config.yaml").write_text(yaml.safe_dump(config))
     with pytest.MonkeyPatch.context() as patch:  # the environment the Snakemake run inherits
@@ -139,7 +152,7 @@ def registries(site) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("change, error", [
-    (('name="ablate_each"', 'name="greedy"'),
+    (('"ablate_each"', '"greedy"'),  # its name and its options' section
      "search method 'greedy' of plugin clash is already declared; give it another name"),
     (('name = "each_alone"', 'name = "gradient"'), "method kind 'gradient' defined twice (in clash)"),
 ])
@@ -162,6 +175,27 @@ def test_an_entry_point_that_does_not_import_is_named(tmp_path):
     write_package(tmp_path, "broken", "import no_such_module\n")
     found = registries(tmp_path)
     assert "entry point 'broken0' of group 'headloc.methods' names module 'broken', which does not import" in found.stderr
+
+
+def test_a_plugins_options_are_checked_as_the_schema_s_own(tmp_path):
+    """The config's section of a plugin's options: filled in with its defaults where empty, a bad
+    value refused naming its key and what is valid, as for headloc's own methods."""
+    write_package(tmp_path, "with_options", PLUGIN)
+    code = f"""
+from headloc.workflow.schema import validate_config
+for section in ({{}}, {{"rank_by": "sign"}}):
+    config = {{"models": {{"m": {{"source": "x"}}}}, "tasks": {{"t": {{"lm_eval_task": "x"}}}}, "ablate_each": section}}
+    try:
+        validate_config(config, {str(REPO / "config" / "schema.yaml")!r})
+        print(config["ablate_each"])
+    except ValueError as error:
+        print(error)
+"""
+    ran = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(tmp_path)},
+                         capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert ran.stdout.splitlines() == ["{'rank_by': 'change'}",
+                                       "config ablate_each.rank_by: 'sign' is not valid; expected one of: change, size"]
 
 
 def test_locate_runs_a_plugins_method_as_the_workflow(plugin_run, tiny_model_dir):

@@ -10,11 +10,15 @@ from headloc.methods.settings import MethodOptions, integer, number_in, setting
 
 @dataclass(frozen=True)
 class ChgOptions(MethodOptions, section="chg"):
-    """The hyperparameters that change its ranking (the rest are the paper's: headloc.search.chg)."""
+    """Causal Head Gating (search method chg): the hyperparameters that change its ranking; the
+    rest are the paper's defaults (see config/README.md and headloc.search.chg)."""
 
-    seeds: int = setting(4, integer(1))  # gate rows fitted at once; the ranking is their mean
-    lam: float = setting(0.1, number_in(0))  # |lambda| of the regulariser in the G+ and G- fits
-    steps: int = setting(500, integer(1))  # gradient updates of each of the three fits, at most
+    seeds: int = setting(4, integer(1), doc="""Gate rows fitted at once, seeded 0..seeds-1 (the paper runs 10);
+                         the ranking is their mean.""")
+    lam: float = setting(0.1, number_in(0), doc="""Strength |lambda| of the regulariser in the G+ and G- fits
+                         (paper 0.1).""")
+    steps: int = setting(500, integer(1), doc="""Gradient updates of each of the three fits, at most (early
+                         stopping may end sooner; paper 500).""")
 
 
 def fit(model, examples, options: ChgOptions, seed, batch_size):

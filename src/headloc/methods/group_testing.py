@@ -14,13 +14,18 @@ from headloc.methods.settings import MethodOptions, integer, integer_or, setting
 
 @dataclass(frozen=True)
 class GroupTestingOptions(MethodOptions, section="group_testing"):
-    """``group_size``: heads per group of the partition, or ``auto``
-    (:func:`headloc.search.group_testing.default_group_size`); ``masks_per_round``: masks scored
-    together; ``extra_heads``: heads confirmed beyond the top k."""
+    """Adaptive group testing (search method group_testing, headloc.search.group_testing): it
+    spends search.n_masks evaluations at most (the unablated row included) and stops at
+    validation.top_k + extra_heads confirmed heads."""
 
-    group_size: int | str = setting("auto", integer_or(1, "auto"))
-    masks_per_round: int = setting(1, integer(1))
-    extra_heads: int = setting(2, integer(0))
+    group_size: int | str = setting("auto", integer_or(1, "auto"), doc="""Heads per group of the first
+                                    partition, or auto: the power of two nearest to N ln 2 / (2 k) (64 for
+                                    1,024 heads and k = 5).""")
+    masks_per_round: int = setting(1, integer(1), doc="""Masks scored together per round (they share forward
+                                   passes); 1 is fully sequential.""")
+    extra_heads: int = setting(2, integer(0), doc="""Heads confirmed beyond validation.top_k before the search
+                               stops, so that a top k with universal heads filtered out (universal.filter)
+                               still holds confirmed heads; each costs about log2(group size) + 1 evaluations.""")
 
     @property
     def size(self) -> int | None:

@@ -21,13 +21,23 @@ from headloc.methods.settings import MethodOptions, flag, integer, integer_or, s
 
 @dataclass(frozen=True)
 class ConditionalGroupTestingOptions(MethodOptions, section="conditional_group_testing"):
-    """``group_size`` and ``extra_heads`` as group testing's; ``background``: heads confirmed alone
-    before the search goes on beside them; ``pair_screen``: screen unions of two groups for pairs."""
+    """Conditional group testing (search method conditional_group_testing,
+    headloc.search.conditional): group testing that confirms its first head alone, then searches
+    with the heads found so far ablated, and finds pairs that act only together; it spends
+    search.n_masks evaluations at most (the unablated row included) and stops at validation.top_k +
+    extra_heads confirmed heads."""
 
-    group_size: int | str = setting("auto", integer_or(1, "auto"))
-    extra_heads: int = setting(2, integer(0))
-    background: int = setting(1, integer(0))
-    pair_screen: bool = setting(False, flag())
+    group_size: int | str = setting("auto", integer_or(1, "auto"), doc="""Heads per group of both partitions
+                                    (alone and beside the background), or auto: the power of two nearest to
+                                    N ln 2 / (2 k) (64 for 1,024 heads and k = 5).""")
+    extra_heads: int = setting(2, integer(0), doc="""Heads confirmed beyond validation.top_k before the search
+                               stops, as group testing's.""")
+    background: int = setting(1, integer(0), doc="""Heads confirmed alone (at most validation.top_k - 1: more
+                              is refused, not capped) before the search goes on with them ablated, each head
+                              it finds joining them; 0 is group testing.""")
+    pair_screen: bool = setting(False, flag(), doc="""With the budget left once the heads are confirmed, ablate
+                                every union of two groups to find redundant pairs across groups (about
+                                m (m - 1) / 2 masks for m groups).""")
 
     size = group_testing.GroupTestingOptions.size
 

@@ -15,13 +15,19 @@ from headloc.methods.settings import MethodOptions, integer, setting
 
 @dataclass(frozen=True)
 class GuidedGreedyOptions(MethodOptions, section="guided_greedy"):
-    """``m``, ``m_abs``, ``carry``: the short list of each step (:func:`headloc.search.guided.guided_greedy`)."""
+    """Gradient-guided greedy (search method guided_greedy, headloc.search.guided):
+    validation.top_k steps, each a gradient of the gold continuations beside the heads chosen so far
+    that lists a few heads, each listed head then scored beside them and the most damaging kept;
+    about m + m_abs + carry masked evaluations and one gradient pass a step."""
 
     # defaults measured on SmolLM2 (docs/results/vs-greedy-smollm2.md): 10 + 10 lists greedy's first
     # ioi head where 8 + 4 (+ 3 carried) missed it in 3 seeds of 5
-    m: int = setting(10, integer(0))
-    m_abs: int = setting(10, integer(0))
-    carry: int = setting(0, integer(0))
+    m: int = setting(10, integer(0), doc="Heads of largest estimated drop on each step's short list.")
+    m_abs: int = setting(10, integer(0), doc="""Heads of largest estimate of either sign on each step's short
+                         list (a head far from linear in its gate can get a large estimate of the wrong
+                         sign); m and m_abs cannot both be 0.""")
+    carry: int = setting(0, integer(0), doc="""Runners-up of the step before, by the drop measured there, kept
+                         on the short list.""")
 
     def __post_init__(self):
         super().__post_init__()

@@ -13,27 +13,36 @@ from dataclasses import dataclass
 
 from headloc.methods.contract import SCALE, Method
 from headloc.methods.guided_greedy import check_short_list
-from headloc.methods.settings import MethodOptions, integer, setting
+from headloc.methods.settings import MethodOptions, integer, setting, zero_or_at_least
 
 
 @dataclass(frozen=True)
 class ScreenedGreedyOptions(MethodOptions, section="screened_greedy"):
-    """``m``, ``m_abs``: each greedy step's short list; ``screen``: heads confirmed alone;
-    ``pair_candidates``: the pair probe's heads; ``floor_check``: heads measured beside a head at
-    the floor (:func:`headloc.search.screened.screened_greedy`)."""
+    """Screened greedy (search method screened_greedy, headloc.search.screened): group testing
+    confirms a few heads alone (a head at the score's floor is set aside, the most damaging other
+    joins the background), then greedy steps over short lists a gradient beside the background
+    draws up, then a pair probe (gradients beside two random halves of the heads) for pairs that
+    act only together; stops at validation.top_k heads or when nothing lowers the score."""
 
-    m: int = setting(10, integer(0))  # guided greedy's lists (docs/results/vs-greedy-smollm2.md)
-    m_abs: int = setting(10, integer(0))
-    screen: int = setting(3, integer(1))  # a universal head and a synergy pair: three heads at the floor
-    pair_candidates: int = setting(4, integer(0))  # 6 pairs; the planted pair ranked in the first 4
-    floor_check: int = setting(3, integer(0))  # antonyms' L0H7 was third beside L0H4 (held-out-tasks.md)
+    # guided greedy's lists (docs/results/vs-greedy-smollm2.md)
+    m: int = setting(10, integer(0), doc="Heads of largest estimated drop on each greedy step's short list.")
+    m_abs: int = setting(10, integer(0), doc="""Heads of largest estimate of either sign on each greedy step's
+                         short list; m and m_abs cannot both be 0.""")
+    # a universal head and a synergy pair: three heads at the floor
+    screen: int = setting(3, integer(1), doc="Heads group testing confirms alone before the greedy steps.")
+    # 6 pairs; the planted pair ranked in the first 4 (a pair needs two heads: 1 is refused)
+    pair_candidates: int = setting(4, zero_or_at_least(2, "no pair probe"), doc="""Heads of largest estimate
+                                   beside the background or either half that the pair probe ablates two by two
+                                   (n (n - 1) / 2 masks); 0 runs no probe, 1 is refused.""")
+    # antonyms' L0H7 was third beside L0H4 (held-out-tasks.md)
+    floor_check: int = setting(3, integer(0), doc="""Heads of largest estimated drop measured beside a head the
+                               screen finds at the score's floor: if one lowers the score by a fifth of the
+                               head's own drop, the head is not at the floor and the two start the greedy
+                               steps; 0 runs no check.""")
 
     def __post_init__(self):
         super().__post_init__()
         check_short_list(self)
-        if self.pair_candidates == 1:
-            raise ValueError(f"{self.key('pair_candidates')}: 1 is not valid; expected 0 (no pair probe) or at "
-                             "least 2 (a pair needs two heads)")
 
 
 def choose_heads(estimate, score_sets, n_heads, params):

@@ -10,16 +10,23 @@ from dataclasses import dataclass
 from headloc.methods.contract import Method, budget_id
 from headloc.methods.settings import MethodOptions, choice, numbers, setting
 
-RELEASED_RANGE = (0.0, 1.0)  # the released code's accuracy: a score_range its search id does not name
+RELEASED_RANGE = (0, 1)  # the released code's accuracy: a score_range its search id does not name
 
 
 @dataclass(frozen=True)
 class ThompsonOptions(MethodOptions, section="thompson"):
-    """``reward``: ``score`` (as released) or ``damage``; ``score_range``: [worst, best] of the
-    metric, in its own units."""
+    """Thompson sampling as in the paper's released code (search method thompson,
+    headloc.search.thompson): search.n_masks - 1 iterations, each ablating search.sparsity of the
+    heads."""
 
-    reward: str = setting("score", choice("score", "damage"))
-    score_range: tuple[float, float] = setting(RELEASED_RANGE, numbers(2))
+    reward: str = setting("score", choice("score", "damage"), doc="""score: the released code's reward, the
+                          masked score itself, which favours heads whose ablation leaves the score HIGH;
+                          damage: the drop from the unablated score, which favours heads whose ablation
+                          hurts.""")
+    score_range: tuple[float, float] = setting(RELEASED_RANGE, numbers(2), doc="""[worst, best] of the scored
+                                               metric in its own units (a perplexity: [large, 1]); a score is
+                                               mapped to (score - worst) / (best - worst) and clipped to
+                                               [0, 1] (the released code's accuracy: [0, 1]).""")
 
 
 def build(n_heads, params):

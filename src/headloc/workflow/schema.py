@@ -1,11 +1,16 @@
 """The workflow config against config/schema.yaml: defaults filled in, and each error worded by its
 key path (``config <key.path>: <bad value> ...; expected ...``). The first of the checks
-:func:`headloc.workflow.config.check_workflow_config` makes; the schema's method enums come from the
-registry (headloc.methods), so a new method module needs no edit of the schema file."""
+:func:`headloc.workflow.config.check_workflow_config` makes. What the schema says of the methods
+comes from the registry (headloc.methods): its method enums, and each method's options section,
+built from its options dataclass (each key's rule, default and description, written once there),
+so a new method module needs no edit of the schema file."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+import inspect
+from dataclasses import fields
 
 import yaml
 
@@ -18,7 +23,7 @@ def validate_config(config: dict, schema_path) -> None:
     """Validate ``config`` against the JSON schema at ``schema_path``, setting defaults in place."""
     from jsonschema import Draft202012Validator, validators
 
-    schema = with_method_enums(yaml.safe_load(Path(schema_path).read_text(encoding="utf-8")))
+    schema = load_schema(schema_path)
     base = Draft202012Validator
     properties = base.VALIDATORS["properties"]
 
@@ -38,15 +43,44 @@ def validate_config(config: dict, schema_path) -> None:
     config["validation"].setdefault("method", config["search"]["methods"][0])
 
 
-def with_method_enums(schema: dict) -> dict:
-    """The schema with its method enums filled in from the registry (headloc.methods): every
-    registered method for ``search.methods`` and ``validation.method``, the methods whose budgets
-    nest for ``tuning.method``. The schema file names none, so a new method module needs no edit
-    there."""
+def load_schema(schema_path) -> dict:
+    """The config schema as the workflow checks a config: the file with its methods filled in."""
+    return with_methods(yaml.safe_load(Path(schema_path).read_text(encoding="utf-8")))
+
+
+def with_methods(schema: dict) -> dict:
+    """The schema with the methods filled in from the registry (headloc.methods): every registered
+    method for ``search.methods`` and ``validation.method``, the methods whose budgets nest for
+    ``tuning.method``, and each method's options section after ``search``
+    (:func:`options_section`). The schema file names none."""
     schema["$defs"]["method"]["enum"] = search_methods.names()
     nested = [name for name in search_methods.names() if search_methods.get(name).nested]
     schema["properties"]["tuning"]["properties"]["method"]["enum"] = nested
+    sections = {}
+    for name in search_methods.names():
+        options = search_methods.get(name).options
+        if options is not None:
+            if options.SECTION in schema["properties"]:
+                raise ValueError(f"method {name}'s options section {options.SECTION!r} is a key the config "
+                                 "already has; expected a section name of its own")
+            sections[options.SECTION] = options_section(options)
+    at = list(schema["properties"]).index("search") + 1
+    items = list(schema["properties"].items())
+    schema["properties"] = dict(items[:at] + list(sections.items()) + items[at:])
     return schema
+
+
+def options_section(options) -> dict:
+    """A method's options section of the schema, from its options dataclass
+    (:class:`headloc.methods.settings.MethodOptions`): its docstring, and each key's rule, default
+    and ``doc``."""
+    keys = {}
+    for item in fields(options):
+        default = item.default
+        keys[item.name] = {"description": item.metadata["doc"], **item.metadata["rule"].schema,
+                           "default": list(default) if isinstance(default, tuple) else default}
+    return {"description": " ".join(inspect.cleandoc(options.__doc__).split()), "type": "object",
+            "additionalProperties": False, "default": {}, "properties": keys}
 
 
 def _copy(value):
