@@ -136,6 +136,9 @@ def test_each_method_s_options_section_is_built_in_and_none_overwrites_a_key_the
     assert SCHEMA["properties"]["guided_greedy"]["properties"]["m"] == {
         "description": "Heads of largest estimated drop on each step's short list.", "type": "integer", "minimum": 0,
         "default": 10}
+    config = accuracy_demo() | {"guided_greedy": {"n": 3}}  # a key of no method's, refused by the schema
+    with pytest.raises(ValueError, match=r"config guided_greedy: unknown key 'n'; valid keys: carry, m, m_abs$"):
+        validate_config(config, REPO / "config/schema.yaml")
     raw["properties"]["chg"] = {"type": "string"}
     with pytest.raises(ValueError, match="method chg's options section 'chg' is a key the config already has"):
         with_methods(raw)
