@@ -349,9 +349,9 @@ def test_the_model_comes_back_in_the_mode_it_came_in(tokenizer):
 def test_a_budgeted_method_without_a_budget_spends_the_workflows_and_its_bar_counts_out_of_it(capfd):
     """budget=None is config/schema.yaml's search.n_masks (100), recorded in the parameters, spent
     whole by a mask design, and the one progress bar counts the masks out of it."""
-    import yaml
+    from headloc.workflow.schema import load_schema
 
-    schema = yaml.safe_load((REPO / "config" / "schema.yaml").read_text())
+    schema = load_schema(REPO / "config" / "schema.yaml")
     n_masks = schema["properties"]["search"]["properties"]["n_masks"]["default"]
     found = headloc.locate(planted_model(), None, repeat_first_row, method="cs_stratified", top_k=2)
     assert found.parameters["budget"] == n_masks and found.n_evals == n_masks

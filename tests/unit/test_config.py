@@ -160,10 +160,10 @@ def test_gguf_header_reader(tmp_path):
 
 
 def test_masks_per_pass_must_fit_in_a_batch():
-    from snakemake.utils import validate
+    from headloc.workflow.schema import validate_config
 
     config = {"models": {"m": {"source": "x", "batch_size": 4, "masks_per_pass": 8}},
               "tasks": {"ioi": {"lm_eval_task": "headloc_ioi"}}}
-    validate(config, str(SCHEMA), set_default=True)
+    validate_config(config, SCHEMA)
     with pytest.raises(ValueError, match=r"config models\.m\.masks_per_pass: 8 is larger than batch_size 4"):
         check_config(config, {"m": None})

@@ -11,14 +11,14 @@ import yaml
 
 import headloc
 from headloc.api.cli import parser
-from headloc.workflow.schema import validate_config
+from headloc.workflow.schema import load_schema, validate_config
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = REPO / "config" / "schema.yaml"
 
 
 def defaults() -> dict[str, str]:
-    schema = yaml.safe_load(SCHEMA.read_text())
+    schema = load_schema(SCHEMA)  # the file with the search keys built in
     demo = yaml.safe_load((REPO / "config" / "demo.yaml").read_text())
     (locate,) = [a for a in parser()._actions if a.dest == "command"][0].choices.values()
     (cli,) = [a.default for a in locate._actions if a.dest == "method"]

@@ -125,12 +125,17 @@ def test_locate_the_command_and_the_driver_take_their_defaults_from_the_settings
     assert inspect.signature(drive).parameters["settings"].default is None  # None: SearchSettings()
 
 
-def test_each_method_s_options_section_is_built_in_and_none_overwrites_a_key_the_config_has():
-    """The schema file names no method; each method with options gets its section, after ``search``,
-    from its options class. A method whose section is a key the schema already has is refused
-    rather than replacing that key's rules."""
+def test_the_settings_keys_are_built_in_and_no_method_overwrites_a_key_the_config_has():
+    """The schema file names no search key and no method; the search keys come from SearchSettings
+    (``validation.top_k`` where its field says), and each method with options gets its section,
+    after ``search``, from its options class. A method whose section is a key the schema already
+    has is refused rather than replacing that key's rules."""
     raw = yaml.safe_load((REPO / "config/schema.yaml").read_text())
     assert not set(raw["properties"]) & {methods.get(name).options.SECTION for name in WITH_OPTIONS}
+    assert "properties" not in raw["properties"]["search"] and "top_k" not in raw["properties"]["validation"]["properties"]
+    assert list(SCHEMA["properties"]["search"]["properties"]) == [key for key in SearchSettings.defaults() if key != "top_k"]
+    assert SCHEMA["properties"]["validation"]["properties"]["top_k"]["default"] == SearchSettings().top_k
+    assert "default" not in SCHEMA["$defs"]["n_masks"]  # what a task's own search keys refer to
     sections = list(SCHEMA["properties"])
     assert sections[sections.index("search") + 1:][:len(WITH_OPTIONS)] == WITH_OPTIONS
     assert SCHEMA["properties"]["guided_greedy"]["properties"]["m"] == {

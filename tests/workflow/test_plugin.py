@@ -33,7 +33,8 @@ import numpy as np
 from headloc.io import Scored, oriented, write_json
 from headloc.methods.contract import SCALE, Method
 from headloc.methods.one_job import OneJob
-from headloc.methods.settings import MethodOptions, choice, setting
+from headloc.methods.rules import choice
+from headloc.methods.settings import MethodOptions, setting
 from headloc.methods.steps import RecoverParams
 
 

@@ -5,7 +5,8 @@ fitted by gradient descent, heads ranked by facilitation. Its hyperparameters ar
 from dataclasses import dataclass
 
 from headloc.methods.contract import Method
-from headloc.methods.settings import MethodOptions, integer, number_in, setting
+from headloc.methods.rules import integer, number_in
+from headloc.methods.settings import MethodOptions, setting
 
 
 @dataclass(frozen=True)

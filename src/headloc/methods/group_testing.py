@@ -9,7 +9,8 @@ together; ``extra_heads``: heads confirmed beyond the top k, for the universal f
 from dataclasses import dataclass
 
 from headloc.methods.contract import SCALE, Method, budget_id
-from headloc.methods.settings import MethodOptions, integer, integer_or, setting
+from headloc.methods.rules import integer, integer_or
+from headloc.methods.settings import MethodOptions, setting
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 from headloc.methods import group_testing
 from headloc.methods.contract import SCALE, Method, budget_id
-from headloc.methods.settings import MethodOptions, flag, integer, integer_or, setting
+from headloc.methods.rules import flag, integer, integer_or
+from headloc.methods.settings import MethodOptions, setting
 
 
 @dataclass(frozen=True)

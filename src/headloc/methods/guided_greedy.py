@@ -10,7 +10,8 @@ it needs an lm-eval task with gold continuations."""
 from dataclasses import dataclass
 
 from headloc.methods.contract import SCALE, Method
-from headloc.methods.settings import MethodOptions, integer, setting
+from headloc.methods.rules import integer
+from headloc.methods.settings import MethodOptions, setting
 
 
 @dataclass(frozen=True)

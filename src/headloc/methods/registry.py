@@ -17,7 +17,7 @@ from headloc.methods.contract import Method
 from headloc.methods.kinds import plugin_modules
 
 # The package's modules that run methods instead of declaring them (and its sub-packages: the kinds).
-MACHINERY = ("contract", "driver", "one_job", "reads", "record", "registry", "settings", "steps")
+MACHINERY = ("contract", "driver", "one_job", "reads", "record", "registry", "rules", "settings", "steps")
 _REGISTRY: dict[str, Method] = {}
 
 

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from headloc.methods.contract import SCALE, Method
 from headloc.methods.guided_greedy import check_short_list
-from headloc.methods.settings import MethodOptions, integer, setting, zero_or_at_least
+from headloc.methods.rules import integer, zero_or_at_least
+from headloc.methods.settings import MethodOptions, setting
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,8 @@ The workflow builds them once from its validated config
 (:func:`headloc.workflow.configured.task_settings`: a task's ``search`` keys over the section),
 ``headloc.locate``, the CLI and
 :func:`headloc.methods.driver.drive` from their arguments, so every caller takes its defaults from
-here. A method's section of the config schema is built from its options class
-(:func:`headloc.workflow.schema.with_methods`); config/schema.yaml holds the ``search`` keys' types
-and defaults for config files (tests/unit/test_settings.py holds those equal to SearchSettings').
+here. The config schema's entries for these keys (each key's rule, default and ``doc``) are built
+from these classes too (:mod:`headloc.workflow.schema`): config/schema.yaml names none of them.
 
 >>> settings = SearchSettings()
 >>> settings.n_masks, settings.alpha, settings.top_k
@@ -23,11 +22,12 @@ ValueError: sparsity: 1.5 is not valid; expected a number in (0, 1)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from typing import ClassVar
 
 from headloc.heads import TOP_K
+from headloc.methods.rules import Rule, distinct, integer, method_name, number_in, penalty
 
 # The one default search method: config/schema.yaml's search.methods, config/demo.yaml's,
 # headloc.locate's and the command's (tests/unit/test_default_method.py); the one search that
@@ -36,95 +36,11 @@ from headloc.heads import TOP_K
 DEFAULT_METHOD = "screened_greedy"
 
 
-def _integer(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-@dataclass(frozen=True)
-class Rule:
-    """What one key accepts: ``expected``, in the words of the config's errors, ``valid`` its test,
-    ``schema`` the same as JSON schema (the config file's check: :mod:`headloc.workflow.schema`
-    builds a method's section from it) and ``read`` how a valid value is kept (a list as a tuple,
-    so that settings stay frozen)."""
-
-    expected: str
-    valid: Callable[[object], bool]
-    schema: dict = field(default_factory=dict)
-    read: Callable = lambda value: value  # noqa: E731 (a default, not a method)
-
-
-def integer(least: int) -> Rule:
-    return Rule(f"an integer >= {least}", lambda v: _integer(v) and v >= least, {"type": "integer", "minimum": least})
-
-
-def integer_or(least: int, word: str) -> Rule:
-    return Rule(f"an integer >= {least} or {word}", lambda v: v == word or (_integer(v) and v >= least),
-                {"oneOf": [{"type": "integer", "minimum": least}, {"const": word}]})
-
-
-def zero_or_at_least(least: int, zero_means: str) -> Rule:
-    """0 (``zero_means``: what it turns off) or an integer >= ``least``."""
-    return Rule(f"0 ({zero_means}) or an integer >= {least}", lambda v: _integer(v) and (v == 0 or v >= least),
-                {"anyOf": [{"enum": [0]}, {"type": "integer", "minimum": least}]})
-
-
-def number_in(low: float, high: float | None = None, *, closed: bool = False) -> Rule:
-    """A number in (low, high), or above ``low`` (``>= low`` when ``closed``)."""
-    if high is None:
-        words = f"a number {'>=' if closed else '>'} {low:g}"
-        return Rule(words, lambda v: _number(v) and (v >= low if closed else v > low),
-                    {"type": "number", "minimum" if closed else "exclusiveMinimum": low})
-    return Rule(f"a number in ({low:g}, {high:g})", lambda v: _number(v) and low < v < high,
-                {"type": "number", "exclusiveMinimum": low, "exclusiveMaximum": high})
-
-
-def choice(*values: str) -> Rule:
-    return Rule("one of: " + ", ".join(values), lambda v: isinstance(v, str) and v in values, {"enum": list(values)})
-
-
-def flag() -> Rule:
-    return Rule("true or false", lambda v: isinstance(v, bool), {"type": "boolean"})
-
-
-def penalty() -> Rule:
-    """The Lasso penalty: a number >= 0, or ``cv`` (cross-validated)."""
-    return Rule("a number >= 0 or one of: cv", lambda v: v == "cv" or (_number(v) and v >= 0),
-                {"anyOf": [{"type": "number", "minimum": 0}, {"type": "string", "enum": ["cv"]}]})
-
-
-def numbers(count: int) -> Rule:
-    return Rule(f"a list of {count} numbers", lambda v: isinstance(v, (list, tuple)) and len(v) == count
-                and all(_number(x) for x in v),
-                {"type": "array", "items": {"type": "number"}, "minItems": count, "maxItems": count}, read=tuple)
-
-
-def distinct(item: Rule, *, least_items: int = 0) -> Rule:
-    """A list of distinct items, each valid by ``item``, at least ``least_items`` of them."""
-    def valid(value):
-        return (isinstance(value, (list, tuple)) and len(value) >= least_items and len(set(value)) == len(value)
-                and all(item.valid(x) for x in value))
-
-    schema = {"type": "array", "uniqueItems": True, "items": item.schema} | (
-        {"minItems": least_items} if least_items else {})
-    return Rule(f"a list of distinct items (items: {item.expected})", valid, schema, read=tuple)
-
-
-def method_name() -> Rule:
-    """A registered search method; the registry names the known ones when it is not (read when
-    checked, not when this module is imported: the method modules import it)."""
-    from headloc.methods.registry import get
-
-    return Rule("a registered search method", lambda v: get(v) is not None, {"$ref": "#/$defs/method"})
-
-
 def setting(default, rule: Rule, *, key: str | None = None, doc: str = ""):
-    """A dataclass field with its default and its rule; ``key``: its config key when it is not in
-    the class's section (``validation.top_k``); ``doc``: what it does, as the config's schema says
-    (a method's options: their section of the schema is built from these)."""
+    """A dataclass field with its default and its rule (:mod:`headloc.methods.rules`); ``key``: its
+    config key when it is not in the class's section (``validation.top_k``); ``doc``: what it does,
+    as the config's schema says (the schema's entries for these keys are built from the fields:
+    :mod:`headloc.workflow.schema`)."""
     return field(default=default, metadata={"rule": rule, "key": key, "doc": " ".join(doc.split())})
 
 
@@ -208,16 +124,32 @@ class SearchSettings(Checked):
     ``n_masks`` is the most masks a search scores: a mask design's size, a sequential search's cap
     (its unablated row included); ``budgets`` are smaller designs cut from the first rows."""
 
-    methods: tuple = setting((DEFAULT_METHOD,), distinct(method_name(), least_items=1))
-    n_masks: int = setting(100, integer(2))
-    budgets: tuple = setting((), distinct(integer(5)))
-    repeats: int = setting(1, integer(1))
-    sparsity: float = setting(0.05, number_in(0, 1))
-    id_docs: int = setting(100, integer(1))
-    seed: int = setting(0, integer(0))
-    alpha: float | str = setting("cv", penalty())
-    chunks: int = setting(4, integer(1))
-    top_k: int = setting(TOP_K, integer(1), key="validation.top_k")
+    methods: tuple = setting((DEFAULT_METHOD,), distinct(method_name(), least_items=1), doc="""Search methods,
+                             each a module of headloc.methods (docs/methods.md). Default: screened_greedy, the
+                             one search that finds every planted kind of head and greedy's heads on SmolLM2
+                             (docs/results/demo-default.md); the paper's is cs_stratified.""")
+    n_masks: int = setting(100, integer(2), doc="""Number of masked evaluations M of the compressed-sensing
+                           methods (paper 100-400); the cap of a sequential search. Noted as ignored for a
+                           method that spends no mask budget.""")
+    budgets: tuple = setting((), distinct(integer(5)), doc="""Smaller budgets M' < n_masks of the
+                             compressed-sensing methods, each recovered from the first M' masks of the n_masks
+                             design (nested designs: no extra evaluations), as searches of their own (ids
+                             m<M'>of<n_masks>). Empty = only n_masks. Noted as ignored for a method that spends
+                             no mask budget.""")
+    repeats: int = setting(1, integer(1), doc="""Independent mask designs of each compressed-sensing method
+                           (seeds seed, seed + 1, ...; repeat 0 is the main search), for the spread of a random
+                           method. Same identification subset.""")
+    sparsity: float = setting(0.05, number_in(0, 1), doc="""Fraction of heads ablated per mask, in (0, 1) (paper
+                              0.01-0.1).""")
+    id_docs: int = setting(100, integer(1), doc="""Size of the seeded identification subset each mask is scored
+                           on (paper 100). At least 2 (the config check refuses 1); fewer than 10 are noted.""")
+    seed: int = setting(0, integer(0), doc="Seed of the identification subset and the measurement matrix.")
+    alpha: float | str = setting("cv", penalty(), doc="""Lasso penalty (relative to M), or "cv" for 5-fold
+                                 cross-validation.""")
+    chunks: int = setting(4, integer(1), doc="""Scoring jobs per search; each job loads the model once and scores
+                          M / chunks masks.""")
+    top_k: int = setting(TOP_K, integer(1), key="validation.top_k", doc="""Ablate the top 1..top_k heads
+                         cumulatively (paper k = 5); also greedy's rounds.""")
     options: Mapping = field(default_factory=dict)
 
     def __post_init__(self):

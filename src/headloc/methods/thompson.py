@@ -8,7 +8,8 @@ released, which favours heads whose ablation leaves the score high, or ``damage`
 from dataclasses import dataclass
 
 from headloc.methods.contract import Method, budget_id
-from headloc.methods.settings import MethodOptions, choice, numbers, setting
+from headloc.methods.rules import choice, numbers
+from headloc.methods.settings import MethodOptions, setting
 
 RELEASED_RANGE = (0, 1)  # the released code's accuracy: a score_range its search id does not name
 

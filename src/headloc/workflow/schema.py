@@ -1,20 +1,23 @@
 """The workflow config against config/schema.yaml: defaults filled in, and each error worded by its
 key path (``config <key.path>: <bad value> ...; expected ...``). The first of the checks
-:func:`headloc.workflow.config.check_workflow_config` makes. What the schema says of the methods
-comes from the registry (headloc.methods): its method enums, and each method's options section,
-built from its options dataclass (each key's rule, default and description, written once there),
-so a new method module needs no edit of the schema file."""
+:func:`headloc.workflow.config.check_workflow_config` makes.
+
+The file holds the workflow's own keys. The keys the library reads too are built in from the
+settings, where each key's rule, default and description are written once
+(:mod:`headloc.methods.settings`): the search keys (``search.<key>``, ``validation.top_k``) from
+``SearchSettings``, and from the registry (headloc.methods) its method enums and each method's
+options section, so a new method module needs no edit of the schema file."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import inspect
 from dataclasses import fields
+from pathlib import Path
 
 import yaml
 
 from headloc import methods as search_methods
+from headloc.methods.settings import SearchSettings
 
 Problem = tuple[str, str]  # (config key, what is wrong and what is valid): "config <key>: <text>"
 
@@ -44,8 +47,24 @@ def validate_config(config: dict, schema_path) -> None:
 
 
 def load_schema(schema_path) -> dict:
-    """The config schema as the workflow checks a config: the file with its methods filled in."""
-    return with_methods(yaml.safe_load(Path(schema_path).read_text(encoding="utf-8")))
+    """The config schema as the workflow checks a config: the file with the search keys and the
+    methods built in."""
+    return with_methods(with_search_settings(yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))))
+
+
+def with_search_settings(schema: dict) -> dict:
+    """The schema with the search keys of :class:`~headloc.methods.settings.SearchSettings` built
+    in: each as ``search.<key>`` (``validation.top_k`` where its field says so) with its default,
+    and as ``$defs.<key>`` without one, for the keys that refer to it (a task's own ``search``
+    keys, the tuning grid's items)."""
+    for item in fields(SearchSettings):
+        if "rule" not in item.metadata:  # the methods' options: their own sections
+            continue
+        schema["$defs"][item.name] = described(item)
+        section, key = (item.metadata["key"] or f"search.{item.name}").split(".")
+        keys = schema["properties"][section].setdefault("properties", {})
+        keys[key] = described(item) | {"default": _as_config(item.default)}
+    return schema
 
 
 def with_methods(schema: dict) -> dict:
@@ -74,13 +93,19 @@ def options_section(options) -> dict:
     """A method's options section of the schema, from its options dataclass
     (:class:`headloc.methods.settings.MethodOptions`): its docstring, and each key's rule, default
     and ``doc``."""
-    keys = {}
-    for item in fields(options):
-        default = item.default
-        keys[item.name] = {"description": item.metadata["doc"], **item.metadata["rule"].schema,
-                           "default": list(default) if isinstance(default, tuple) else default}
+    keys = {item.name: described(item) | {"default": _as_config(item.default)} for item in fields(options)}
     return {"description": " ".join(inspect.cleandoc(options.__doc__).split()), "type": "object",
             "additionalProperties": False, "default": {}, "properties": keys}
+
+
+def described(item) -> dict:
+    """A settings field (:func:`headloc.methods.settings.setting`) as JSON schema: its ``doc`` and
+    its rule's schema."""
+    return {"description": item.metadata["doc"], **item.metadata["rule"].schema}
+
+
+def _as_config(value):
+    return list(value) if isinstance(value, tuple) else value
 
 
 def _copy(value):
