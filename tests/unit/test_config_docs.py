@@ -127,3 +127,24 @@ def test_shipped_configs_are_valid(config, monkeypatch):
 
     monkeypatch.chdir(REPO)
     check_workflow_config(yaml.safe_load((REPO / "config" / config).read_text()), REPO / "config/schema.yaml")
+
+
+def test_the_whole_schema_printed_as_json_checks_configs_as_the_workflow_does():
+    """``python -m headloc.workflow.schema config/schema.yaml`` (docs/configuration.md) prints the
+    schema with its built-in keys: read by jsonschema alone, it accepts every shipped config and
+    refuses a bad value of a built-in key where the workflow does."""
+    import json
+    import subprocess
+    import sys
+
+    from jsonschema import Draft202012Validator
+
+    ran = subprocess.run([sys.executable, "-m", "headloc.workflow.schema", "config/schema.yaml"], cwd=REPO,
+                         capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    validator = Draft202012Validator(json.loads(ran.stdout))
+    for config in CONFIGS:
+        assert not list(validator.iter_errors(yaml.safe_load((REPO / "config" / config).read_text()))), config
+    demo = yaml.safe_load((REPO / "config/demo.yaml").read_text())
+    bad = demo | {"search": demo["search"] | {"sparsity": 2}, "guided_greedy": {"m": -1}}
+    assert sorted(error.json_path for error in validator.iter_errors(bad)) == ["$.guided_greedy.m", "$.search.sparsity"]

@@ -185,3 +185,12 @@ def _range(schema: dict) -> str:
     if high:
         return f" {'<' if high[0] == ')' else '<='} {high[1]}"
     return ""
+
+
+if __name__ == "__main__":  # python -m headloc.workflow.schema config/schema.yaml: the whole schema, as JSON
+    import json
+    import sys
+
+    if len(sys.argv) != 2:
+        sys.exit("usage: python -m headloc.workflow.schema SCHEMA_YAML (config/schema.yaml of a checkout)")
+    print(json.dumps(load_schema(sys.argv[1]), indent=1))
