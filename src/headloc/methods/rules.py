@@ -26,8 +26,8 @@ def _number(value) -> bool:
 class Rule:
     """What one key accepts: ``expected``, in the words of the config's errors, ``valid`` its test,
     ``schema`` the same as JSON schema (the config file's check: :mod:`headloc.workflow.schema`
-    builds a method's section from it) and ``read`` how a valid value is kept (a list as a tuple,
-    so that settings stay frozen)."""
+    builds the key's entry from it) and ``read`` how a valid value is kept (a list as a tuple, so
+    that settings stay frozen)."""
 
     expected: str
     valid: Callable[[object], bool]
