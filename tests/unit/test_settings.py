@@ -147,3 +147,13 @@ def test_the_settings_keys_are_built_in_and_no_method_overwrites_a_key_the_confi
     raw["properties"]["chg"] = {"type": "string"}
     with pytest.raises(ValueError, match="method chg's options section 'chg' is a key the config already has"):
         with_methods(raw)
+
+
+@pytest.mark.parametrize("section", ["search", *WITH_OPTIONS])
+def test_each_built_description_is_one_line_of_words(section):
+    """The descriptions written as indented triple-quoted text in the settings' modules come out as
+    one line each (what the printed schema and an editor's completion show), never empty."""
+    texts = [node["description"] for node in schema_keys(section).values()]
+    texts += [SCHEMA["properties"][section]["description"]] if section != "search" else []
+    for text in texts:
+        assert text and text == " ".join(text.split()), repr(text)
