@@ -193,6 +193,34 @@ def test_the_number_check_sees_numbers(tmp_path):
     assert [p.split(" ")[0] for p in unquoted_numbers(page)] == ["99.5", "7"]
 
 
+DURATION = re.compile(r"(?<![\d.,])\d+ min \d+ s\b")
+
+
+def unquoted_durations(page: Path) -> list[str]:
+    """Durations written ``<m> min <s> s`` in a sentence of ``page`` that links a docs/results page,
+    which none of the linked pages holds whole (the number check above reads only their minutes)."""
+    problems = []
+    for sentence in sentences(page.read_text()):
+        linked = [(page.parent / target).resolve() for target in RESULTS_LINK.findall(sentence)]
+        held = " ".join(" ".join(target.read_text().split()) for target in linked if target.is_file())
+        problems += [f"{duration!r} is not on {[t.name for t in linked]}: {sentence[:120]!r}"
+                     for duration in DURATION.findall(CODE.sub("", sentence)) if linked and duration not in held]
+    return problems
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if RESULTS not in p.parents], ids=name)
+def test_measured_durations_come_from_the_linked_results_page(page):
+    problems = unquoted_durations(page)
+    assert problems == [], f"{name(page)} quotes durations its results pages do not hold:\n" + "\n".join(problems)
+
+
+def test_the_duration_check_sees_durations(tmp_path):
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "x.md").write_text("make demo 11 min\n19 s; 12 min 40 s\n")
+    page = tmp_path / "page.md"
+    page.write_text("It took 11 min 19 s and 12 min 41 s ([x](results/x.md)). Elsewhere 3 min 2 s (no link).\n")
+    assert [p.split(" is ")[0] for p in unquoted_durations(page)] == ["'12 min 41 s'"]
+
 CODE_FILES = [path for folder in ("src", "scripts", "benchmarks", "rules", "tools") for path in sorted((REPO / folder).rglob("*"))
         if path.suffix in (".py", ".smk", ".sh", ".yaml")] + [REPO / "Snakefile"]
 
