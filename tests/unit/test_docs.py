@@ -162,19 +162,26 @@ def sentences(text: str) -> list[str]:
     return found
 
 
+def linking_sentences(page: Path):
+    """Each sentence of ``page`` that links docs/results pages: the sentence, its prose without
+    inline code, the linked pages' names and their text (whitespace made single spaces, so a value
+    broken across lines is held whole)."""
+    for sentence in sentences(page.read_text()):
+        linked = [(page.parent / target).resolve() for target in RESULTS_LINK.findall(sentence)]
+        if linked:
+            held = " ".join(" ".join(target.read_text().split()) for target in linked if target.is_file())
+            yield sentence, CODE.sub("", sentence), [t.name for t in linked], held
+
+
 def unquoted_numbers(page: Path) -> list[str]:
     """Numbers with a unit of a measurement (%, min, evaluations) in a sentence of ``page`` that links
     a docs/results page, which none of the linked pages holds."""
     problems = []
-    for sentence in sentences(page.read_text()):
-        linked = [(page.parent / target).resolve() for target in RESULTS_LINK.findall(sentence)]
-        if not linked:
-            continue
-        held = " ".join(target.read_text() for target in linked if target.is_file())
-        for match in MEASURED.finditer(CODE.sub("", sentence)):
+    for sentence, prose, names, held in linking_sentences(page):
+        for match in MEASURED.finditer(prose):
             for number in filter(None, match.groups()):
                 if not re.search(rf"(?<![\d.,]){re.escape(number)}(?![\d,]|\.\d)", held):
-                    problems.append(f"{number} ({match[0]!r}) is not on {[t.name for t in linked]}: {sentence[:120]!r}")
+                    problems.append(f"{number} ({match[0]!r}) is not on {names}: {sentence[:120]!r}")
     return problems
 
 
@@ -199,13 +206,9 @@ DURATION = re.compile(r"(?<![\d.,])\d+ min \d+ s\b")
 def unquoted_durations(page: Path) -> list[str]:
     """Durations written ``<m> min <s> s`` in a sentence of ``page`` that links a docs/results page,
     which none of the linked pages holds whole (the number check above reads only their minutes)."""
-    problems = []
-    for sentence in sentences(page.read_text()):
-        linked = [(page.parent / target).resolve() for target in RESULTS_LINK.findall(sentence)]
-        held = " ".join(" ".join(target.read_text().split()) for target in linked if target.is_file())
-        problems += [f"{duration!r} is not on {[t.name for t in linked]}: {sentence[:120]!r}"
-                     for duration in DURATION.findall(CODE.sub("", sentence)) if linked and duration not in held]
-    return problems
+    return [f"{duration!r} is not on {names}: {sentence[:120]!r}"
+            for sentence, prose, names, held in linking_sentences(page)
+            for duration in DURATION.findall(prose) if duration not in held]
 
 
 @pytest.mark.parametrize("page", [p for p in PAGES if RESULTS not in p.parents], ids=name)
@@ -220,6 +223,15 @@ def test_the_duration_check_sees_durations(tmp_path):
     page = tmp_path / "page.md"
     page.write_text("It took 11 min 19 s and 12 min 41 s ([x](results/x.md)). Elsewhere 3 min 2 s (no link).\n")
     assert [p.split(" is ")[0] for p in unquoted_durations(page)] == ["'12 min 41 s'"]
+
+
+def test_the_checks_leave_inline_code_alone(tmp_path):
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "x.md").write_text("nothing measured\n")
+    page = tmp_path / "page.md"
+    page.write_text("Run `bench --budget 67 % --wait 3 min 5 s` ([x](results/x.md)).\n")
+    assert unquoted_numbers(page) == [] and unquoted_durations(page) == []
+
 
 CODE_FILES = [path for folder in ("src", "scripts", "benchmarks", "rules", "tools") for path in sorted((REPO / folder).rglob("*"))
         if path.suffix in (".py", ".smk", ".sh", ".yaml")] + [REPO / "Snakefile"]
