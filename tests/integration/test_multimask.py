@@ -428,11 +428,17 @@ def test_smollm2_masks_that_share_layers_equal_one_mask_at_a_time(smollm2, data,
     assert sum(first) < sum(last)
 
 
-def test_the_shared_layers_benchmark_times_both_ways_on_the_same_scores(model, tokenizer, data):
-    from headloc.benchmarks.shared_layers import greedy_round, measure
+def test_the_shared_layers_benchmark_times_both_ways_on_the_same_scores(model, tokenizer, data, monkeypatch):
+    from types import SimpleNamespace
 
+    from headloc.benchmarks import shared_layers
+
+    # a clock whose shared turn takes 0.02 s and full turn 0.04 s: both round to 0.0 s, as the
+    # tiny model's turns did on a fast machine, and the ratio must still be theirs
+    ticks = iter([0.0, 0.02, 1.0, 1.04])
+    monkeypatch.setattr(shared_layers, "time", SimpleNamespace(perf_counter=lambda: next(ticks)))
     evaluator = MaskEvaluator(model, tokenizer, spec("ioi", data), batch_size=4, masks_per_pass=2)
-    found = measure(evaluator, greedy_round(2, 4, 0, 1), turns=1)
+    found = shared_layers.measure(evaluator, shared_layers.greedy_round(2, 4, 0, 1), turns=1)
     assert found["masks"] == 7 and found["shares"] and found["same"]
-    assert len(found["seconds"]["shared"]) == len(found["seconds"]["full"]) == 1
+    assert found["seconds"] == {"shared": [0.0], "full": [0.0]} and found["ratio"] == 0.5
     assert evaluator.lm.shared.layers is not None  # sharing is back on after the full turns

@@ -47,8 +47,11 @@ def measure(evaluator, masks: np.ndarray, turns: int = 2) -> dict:
             evaluator.lm.shared.layers = layers if way == "shared" else None
             start = time.perf_counter()
             found = [r.score for r in evaluator.evaluate_masks(masks, progress=False)]
-            seconds[way].append(round(time.perf_counter() - start, 1))
+            seconds[way].append(time.perf_counter() - start)
             scores.setdefault(way, found)
     evaluator.lm.shared.layers = layers
-    return {"masks": len(masks), "shares": layers is not None, "seconds": seconds,
-            "ratio": round(sum(seconds["shared"]) / sum(seconds["full"]), 2), "same": scores["shared"] == scores["full"]}
+    # the ratio of the unrounded seconds: a fast machine rounds a small model's turns to 0.0
+    ratio = sum(seconds["shared"]) / sum(seconds["full"])
+    return {"masks": len(masks), "shares": layers is not None, "ratio": round(ratio, 2),
+            "seconds": {way: [round(s, 1) for s in times] for way, times in seconds.items()},
+            "same": scores["shared"] == scores["full"]}
