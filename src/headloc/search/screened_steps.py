@@ -1,0 +1,120 @@
+"""Screened greedy's steps and pairs (:mod:`headloc.search.screened`, stages 2 and 3): what the
+search has measured and chosen, one greedy step, and the pair probe with what it is weighed
+against."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from headloc.search.guided import GuidedSteps, SetScores, short_list
+
+
+class Steps:
+    """What the search has measured and chosen, in the order it happened (becomes a GuidedSteps)."""
+
+    def __init__(self, scores: SetScores):
+        self.scores, self.gradients = scores, set()
+        self.heads, self.drops, self.beside, self.together, self.labels = [], [], [], [], []
+        self.lists, self.measured, self.backgrounds, self.picked = [], [], [], []
+        self.last_order: list[int] = []
+        self.displaced: list[int] = []
+
+    def estimate(self, estimate: Callable, background: list[int]) -> np.ndarray:
+        self.gradients.add(frozenset(background))
+        return np.asarray(estimate(list(background)), dtype=float)
+
+    def choose(self, head: int, drop: float, beside: list[int], label: str, together=()) -> None:
+        self.heads.append(head), self.drops.append(float(drop)), self.labels.append(label)
+        self.beside.append(list(beside)), self.together.append(list(together))
+
+    def displace(self, heads: list[int]) -> None:
+        """Take back the last chosen ``heads`` (their steps stay as measured, choosing none)."""
+        for head in heads[::-1]:
+            for chosen in (self.heads, self.drops, self.labels, self.beside, self.together):
+                chosen.pop()
+            self.picked[len(self.picked) - 1 - self.picked[::-1].index(head)] = None
+        self.displaced += heads
+
+    def stopped(self, background: list[int]) -> bool:
+        """Whether the last step was taken beside ``background`` and chose nothing."""
+        return bool(self.picked) and self.picked[-1] is None and self.backgrounds[-1] == background
+
+    def result(self, details: dict) -> GuidedSteps:
+        return GuidedSteps(self.heads, self.drops, self.scores.count, len(self.gradients), self.lists, self.measured,
+                           self.scores([()])[0], self.last_order, self.backgrounds, self.picked, self.beside,
+                           self.together, self.labels, details)
+
+
+def greedy_step(steps: Steps, estimate, background: list[int], set_aside: list[int], extra: list[int], m: int,
+                m_abs: int, least: float) -> int | None:
+    """Stage 2, one step: the listed head that lowers the score most beside ``background``, chosen
+    if its drop is at least ``least``; None otherwise."""
+    excluded = set(background) | set(set_aside)
+    short, steps.last_order = short_list(steps.estimate(estimate, background), excluded, m, m_abs, extra)
+    if not short:
+        return None
+    base, *scored = steps.scores([background] + [background + [h] for h in short])
+    measured = {h: base - s for h, s in zip(short, scored)}
+    best = max(short, key=lambda h: (measured[h], -h))
+    chosen = best if measured[best] >= least else None
+    steps.lists.append(short), steps.measured.append(measured), steps.backgrounds.append(list(background))
+    steps.picked.append(chosen)
+    if chosen is not None:
+        steps.choose(chosen, measured[chosen], background, f"chosen {len(background) + 1}, beside "
+                                                          f"{len(background)} heads")
+    return chosen
+
+
+def best_pair(steps: Steps, estimate, background: list[int], set_aside: list[int], n_heads: int, candidates: int,
+              seed: int) -> tuple[tuple[int, int], float]:
+    """Stage 3's measurement: the pair of candidates (the heads of largest estimate beside the
+    background or half the others ablated with it) that lowers the score most beside
+    ``background``, and its drop."""
+    taken = set(background) | set(set_aside)
+    free = np.array([h for h in range(n_heads) if h not in taken])
+    order = np.random.default_rng(seed).permutation(free)
+    halves = [list(background) + [int(h) for h in part] for part in np.array_split(order, 2)]
+    # a head's largest estimate beside the background or either half: beside the background too, since
+    # a redundant head's gradient can be large where its ablation alone changes nothing
+    largest = np.max([np.abs(steps.estimate(estimate, heads)) for heads in [background, *halves]], axis=0)
+    largest[list(taken)] = -np.inf
+    top = [int(h) for h in np.argsort(-largest, kind="stable")[:candidates]]
+    pairs = [(a, b) for i, a in enumerate(top) for b in top[i + 1:]]
+    base, *scored = steps.scores([background] + [background + list(pair) for pair in pairs])
+    drops = {pair: base - s for pair, s in zip(pairs, scored)}
+    best = max(pairs, key=lambda pair: (drops[pair], [-h for h in pair]))
+    return best, drops[best]
+
+
+def choose_pair(steps: Steps, pair: tuple[int, int], drop: float, background: list[int]) -> list[int]:
+    for head, partner in (pair, pair[::-1]):
+        steps.choose(head, drop, background, f"pair, beside {len(background)} heads", together=[partner])
+    return list(pair)
+
+
+def pair_probe(steps: Steps, estimate, background: list[int], set_aside: list[int], n_heads: int, candidates: int,
+               least: float, seed: int) -> list[int]:
+    """Stage 3 after a step found nothing: the best pair joins if its drop is at least ``least``."""
+    pair, drop = best_pair(steps, estimate, background, set_aside, n_heads, candidates, seed)
+    return choose_pair(steps, pair, drop, background) if drop >= least else []
+
+
+def pair_or_steps(steps: Steps, estimate, background: list[int], set_aside: list[int], extra: list[int], m: int,
+                  m_abs: int, least: float, n_heads: int, candidates: int, seed: int) -> list[int]:
+    """Stage 3 beside the first head, weighed against two greedy steps: the best pair, then a step,
+    and a second while the first has not lowered the score more than the pair. The pair joins if its
+    drop is larger than the steps' heads' together by at least ``least`` (they are displaced: their
+    steps stay as measured); else the steps' heads stay. Returns the heads that joined."""
+    pair, drop = best_pair(steps, estimate, background, set_aside, n_heads, candidates, seed)
+    joined, stepped = [], 0.0
+    while len(joined) < 2 and (not joined or stepped < drop):
+        head = greedy_step(steps, estimate, background + joined, set_aside, extra, m, m_abs, least)
+        if head is None:
+            break
+        joined, stepped = joined + [head], stepped + steps.drops[-1]
+    if drop - stepped < least:  # a pair of a step's head and a head that moves nothing is no better
+        return joined
+    steps.displace(joined)
+    return choose_pair(steps, pair, drop, background)
