@@ -192,7 +192,7 @@ def test_after_a_stop_the_top_k_is_filled_with_heads_measured_beside_every_chose
     no longer holds (SmolLM2's antonyms, seed 1: L2H1 beside L0H4, then beside L0H4 and L0H7)."""
     world = World(effects(h5=0.6, h40=0.3, h12=0.25), backup={(40, 12): -0.5})
     found = search(world, 5, m=3, m_abs=0, screen=2)
-    assert found.heads == [5, 40]
+    assert found.heads == [5, 40] and len(found.lists) == 2  # the step that found nothing is not taken again
     ranking = guided_fields(found, 0.0, list(range(N)))["ranking"]
     last = found.lists[-1]
     assert 12 not in last and ranking[2:5] == sorted(last, key=lambda h: (-found.measured[-1][h], h))[:3]
@@ -261,3 +261,46 @@ def test_the_probe_takes_its_candidates_beside_the_background_too():
 def test_the_screen_confirms_as_many_heads_as_asked(screen):
     world = World(effects(h5=0.6, h40=0.3, h12=0.2), cliff=[9])
     assert len(search(world, 5, screen=screen, m=3, m_abs=0).details["screened"]) == screen
+
+
+def test_a_redundant_pair_is_found_right_after_the_first_head_though_every_step_finds_a_head():
+    """Heads 20 and 45 together cost more than any two steps beside head 5, and each step still
+    finds a small head, so a probe run only where a step finds nothing would never see them (as on
+    SmolLM2's plural: L2H0 with L1H3 12.95 nats, each alone less than 0.35). Weighed against the
+    two steps beside 5, the pair joins and the steps' heads are displaced, then found again."""
+    world = World(effects(h5=0.6, h40=0.15, h12=0.1, h7=0.08), redundant=(20, 45, 0.8))
+    found = search(world, 5, m=3, m_abs=0)
+    assert found.heads[:3] in ([5, 20, 45], [5, 45, 20]) and sorted(found.details["pair"]) == [20, 45]
+    assert found.details["displaced"] == [40, 12] and found.heads[3:] == [40, 12]
+    assert found.picked[:2] == [None, None] and found.backgrounds[:2] == [[5], [5, 40]]  # the displaced steps
+    assert found.drops[1] == pytest.approx(0.8 + world.effect[[20, 45]].sum(), abs=1e-9)
+    assert found.labels[1:3] == ["pair, beside 1 heads"] * 2 and len(found.labels) == 5
+    assert found.beside[1:3] == [[5], [5]] and found.beside[3:] == [[5, *found.heads[1:3]], [5, *found.heads[1:4]]]
+    assert len({tuple(b) for b in found.backgrounds}) == len(found.backgrounds)  # no step taken twice
+    # gradients beside 5 (the probe's and the first step's), the two halves, 5 and 40 (the displaced
+    # second step), then the two steps beside the pair: one probe, not one a step
+    assert found.gradient_passes == 6
+
+
+def test_no_pair_is_taken_where_it_would_pass_k():
+    world = World(effects(h5=0.6, h40=0.15), redundant=(20, 45, 0.8))
+    assert search(world, 2, m=3, m_abs=0).heads == [5, 40]
+
+
+def test_two_steps_that_lower_the_score_more_than_the_pair_keep_their_heads_and_the_pair_comes_later():
+    """Beside head 5 the pair (20, 45) costs 0.6, more than the first step's head (40: 0.5) but less
+    than two steps' (40 and 12: 0.9): the steps' heads stay; when the steps find nothing more, the
+    probe beside the three heads finds the pair."""
+    world = World(effects(h5=0.9, h40=0.5, h12=0.4), redundant=(20, 45, 0.6))
+    found = search(world, 5, m=3, m_abs=0)
+    assert found.heads[:3] == [5, 40, 12] and sorted(found.heads[3:]) == [20, 45]
+    assert found.details["displaced"] == [] and [len(b) for b in found.beside[3:]] == [3, 3]
+
+
+def test_a_pair_that_costs_less_than_the_first_steps_head_is_not_taken():
+    """Where the first step's head alone lowers the score more than the best pair, the pair is not
+    taken and the steps go on from that head."""
+    world = World(effects(h5=0.9, h40=0.7, h12=0.1), redundant=(20, 45, 0.3))
+    found = search(world, 3, m=3, m_abs=0)
+    assert found.heads == [5, 40, 12] and found.details["pair"] == [] and found.details["displaced"] == []
+    assert [len(b) for b in found.backgrounds] == [1, 2]
