@@ -429,14 +429,18 @@ def test_smollm2_masks_that_share_layers_equal_one_mask_at_a_time(smollm2, data,
 
 
 def test_the_shared_layers_benchmark_times_both_ways_on_the_same_scores(model, tokenizer, data, monkeypatch):
-    from types import SimpleNamespace
-
     from headloc.benchmarks import shared_layers
 
-    # a clock whose shared turn takes 0.02 s and full turn 0.04 s: both round to 0.0 s, as the
-    # tiny model's turns did on a fast machine, and the ratio must still be theirs
-    ticks = iter([0.0, 0.02, 1.0, 1.04])
-    monkeypatch.setattr(shared_layers, "time", SimpleNamespace(perf_counter=lambda: next(ticks)))
+    class Clock:
+        """A shared turn of 0.02 s and a full turn of 0.04 s: both round to 0.0 s, as the tiny
+        model's turns did on a fast machine, and the ratio must still be theirs."""
+
+        ticks = iter([0.0, 0.02, 1.0, 1.04])
+
+        def perf_counter(self):
+            return next(self.ticks)
+
+    monkeypatch.setattr(shared_layers, "time", Clock())
     evaluator = MaskEvaluator(model, tokenizer, spec("ioi", data), batch_size=4, masks_per_pass=2)
     found = shared_layers.measure(evaluator, shared_layers.greedy_round(2, 4, 0, 1), turns=1)
     assert found["masks"] == 7 and found["shares"] and found["same"]
