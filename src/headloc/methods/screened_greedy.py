@@ -1,7 +1,8 @@
 """Screened greedy (:mod:`headloc.search.screened`): group testing screens the heads alone (heads
 that take the score to its floor are set aside, the most damaging other head starts the
 background), gradient-guided greedy steps beside the background, and a pair probe (gradients
-beside two random halves of the heads) for pairs that act only together; stops at
+beside two random halves of the heads) for pairs that act only together, right after the first
+head (weighed against the steps it would replace) and when a step finds nothing; stops at
 ``validation.top_k`` heads or when nothing lowers the score. Options: section ``screened_greedy``
 (``m``, ``m_abs``: each step's short list, as guided greedy's; ``screen``: heads group testing
 confirms alone; ``pair_candidates``: heads the pair probe ablates two by two, 0: no probe;
@@ -22,8 +23,9 @@ class ScreenedGreedyOptions(MethodOptions, section="screened_greedy"):
     """Screened greedy (search method screened_greedy, headloc.search.screened): group testing
     confirms a few heads alone (a head at the score's floor is set aside, the most damaging other
     joins the background), then greedy steps over short lists a gradient beside the background
-    draws up, then a pair probe (gradients beside two random halves of the heads) for pairs that
-    act only together; stops at validation.top_k heads or when nothing lowers the score."""
+    draws up, and a pair probe (gradients beside two random halves of the heads) for pairs that
+    act only together, right after the first head and when a step finds nothing; stops at
+    validation.top_k heads or when nothing lowers the score."""
 
     # guided greedy's lists (docs/results/vs-greedy-smollm2.md)
     m: int = setting(10, integer(0), doc="Heads of largest estimated drop on each greedy step's short list.")
@@ -33,7 +35,7 @@ class ScreenedGreedyOptions(MethodOptions, section="screened_greedy"):
     screen: int = setting(3, integer(1), doc="Heads group testing confirms alone before the greedy steps.")
     # 6 pairs; the planted pair ranked in the first 4 (a pair needs two heads: 1 is refused)
     pair_candidates: int = setting(4, zero_or_at_least(2, "no pair probe"), doc="""Heads of largest estimate
-                                   beside the background or either half that the pair probe ablates two by two
+                                   beside the background or either half that each pair probe ablates two by two
                                    (n (n - 1) / 2 masks); 0 runs no probe, 1 is refused.""")
     # antonyms' L0H7 was third beside L0H4 (held-out-tasks.md)
     floor_check: int = setting(3, integer(0), doc="""Heads of largest estimated drop measured beside a head the
