@@ -62,6 +62,24 @@ def test_a_rerun_skips_the_searches_already_validated_and_runs_the_rest(tmp_path
     assert {(r["metric"], r["unit"]) for r in records} == {("acc,none", "relative")}  # ioi's YAML, the config
 
 
+def test_a_record_names_what_the_search_found_each_head_by(tmp_path, tokenizer):
+    """A screened greedy search's record keeps the labels of its top k and the head lists of its
+    details (the pair, the heads displaced, set aside, screened), not its steps' measurements."""
+    import re
+
+    from conftest import tiny_llama
+
+    task = {"lm_eval_task": "headloc_capitals", "n_docs": 6, "relative": False}
+    search = {"id_docs": 3, "sparsity": 0.25, "alpha": 0.001}
+    settings = vs_greedy.Comparison(methods=("screened_greedy",), top_k=3, batch_size=8)
+    vs_greedy.compare_seed(tiny_llama(len(tokenizer)), tokenizer, "capitals", task, search, 0, tmp_path, settings,
+                           log=lambda line: None)
+    (record,) = vs_greedy.read_records([tmp_path])
+    assert set(record["details"]) == {"set_aside", "screened", "displaced", "pair"}
+    assert all(re.fullmatch(r"L\d+H\d+", head) for heads in record["details"].values() for head in heads)
+    assert len(record["top_labels"]) == 3 and record["top_labels"][0].startswith(("chosen 1", "alone"))
+
+
 def write_records(folder: Path, rows: list[dict]) -> None:
     """Records as the comparison's files hold them: one JSON object a line (written here by hand)."""
     with (folder / "ioi-s0.jsonl").open("w") as handle:
@@ -148,7 +166,8 @@ def head_code(mask) -> int:
 
 def test_a_validation_record_ablates_the_top_k_and_the_top_k_without_the_universal_heads():
     geometry = HeadGeometry(2, 3)  # L0H0..L1H2, indices 0..5
-    found = vs_greedy.Searched(["L0H1", "L1H2", "L0H0", "L1H0"], 40, {"L1H0": "confirmed"})
+    found = vs_greedy.Searched(["L0H1", "L1H2", "L0H0", "L1H0"], 40, {"L0H1": "pair", "L1H0": "confirmed"},
+                               {"pair": ["L0H1", "L1H2"]})
     calls = []
 
     def score(masks, desc):
@@ -162,6 +181,7 @@ def test_a_validation_record_ablates_the_top_k_and_the_top_k_without_the_univers
     assert row["clean"] == 0.0 and row["ablated"] == 2 ** 1 + 2 ** 5  # L0H1 and L1H2
     assert row["filtered_top"] == ["L1H2", "L0H0"] and row["filtered_ablated"] == 2 ** 5 + 2 ** 0
     assert row["labels"] == ["", ""] and row["universal"] == ["L0H1"]
+    assert row["top_labels"] == ["pair", ""] and row["details"] == {"pair": ["L0H1", "L1H2"]}
     assert (row["id_clean"], row["id_ablated"], row["id_filtered_ablated"], row["id_metric"]) == (0, -2, -2, "margin")
     assert (row["task"], row["seed"], row["method"], row["n_evals"], row["n_docs"]) == ("ioi", 3, "group_testing", 40, 50)
     assert calls == ["validate ioi"]

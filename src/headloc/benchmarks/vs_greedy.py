@@ -172,16 +172,20 @@ def validators(model, tokenizer, task: dict, data: dict, settings: Comparison) -
 
 @dataclass(frozen=True)
 class Searched:
-    """What a validation reads of a search: its ranking, its evaluations and each head's label."""
+    """What a validation reads of a search: its ranking, its evaluations, each head's label and the
+    heads its details name by what they are (screened greedy's ``pair``, ``displaced``, ...)."""
 
     ranking: list
     n_evals: int
     labels: dict = field(default_factory=dict)
+    details: dict = field(default_factory=dict)
 
     @classmethod
     def of(cls, found) -> Searched:
-        """From a :class:`headloc.api.Located`."""
-        return cls(list(found.ranking), found.n_evals, dict(found.record.get("labels", {})))
+        """From a :class:`headloc.api.Located`: of its record's details, the lists of head names."""
+        details = {key: value for key, value in found.record.get("details", {}).items()
+                   if isinstance(value, list) and all(isinstance(head, str) for head in value)}
+        return cls(list(found.ranking), found.n_evals, dict(found.record.get("labels", {})), details)
 
 
 def validation_record(found: Searched, validate: list, geometry, *, task: str, seed: int, label: str, n_docs: int,
@@ -205,7 +209,8 @@ def validation_record(found: Searched, validate: list, geometry, *, task: str, s
     row = {"kind": "validation", "task": task, "seed": seed, "method": label, "top": top,
            "n_evals": found.n_evals, "seconds": seconds, "n_docs": n_docs, "clean": clean, "ablated": ablated,
            "universal": list(settings.universal), "filtered_top": filtered, "filtered_ablated": filtered_ablated,
-           "labels": [found.labels.get(head, "") for head in filtered]}
+           "labels": [found.labels.get(head, "") for head in filtered],
+           "top_labels": [found.labels.get(head, "") for head in top], "details": found.details}
     row["metric"], row["unit"] = metric, display_unit(metric, relative=relative)
     if len(validate) > 1:
         row["id_clean"], row["id_ablated"], row["id_filtered_ablated"] = (
