@@ -304,3 +304,14 @@ def test_a_pair_that_costs_less_than_the_first_steps_head_is_not_taken():
     found = search(world, 3, m=3, m_abs=0)
     assert found.heads == [5, 40, 12] and found.details["pair"] == [] and found.details["displaced"] == []
     assert [len(b) for b in found.backgrounds] == [1, 2]
+
+
+def test_the_probe_after_a_stop_runs_once():
+    """With room for seven heads the steps stop twice (beside 5, 40 and 12, then beside the pair as
+    well); the probe runs after the first stop only. Gradients: beside 5 (the first probe's and
+    step's), its two halves, beside 5 and 40, beside the three, the late probe's two halves, beside
+    all five: 8."""
+    world = World(effects(h5=0.9, h40=0.5, h12=0.4), redundant=(20, 45, 0.6))
+    found = search(world, 7, m=3, m_abs=0)
+    assert found.heads[:3] == [5, 40, 12] and sorted(found.heads[3:]) == [20, 45]
+    assert found.gradient_passes == 8
