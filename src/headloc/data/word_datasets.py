@@ -1,8 +1,10 @@
 """Built-in datasets of word knowledge that a model of SmolLM2's size mostly gets right, built after
 the search defaults were chosen: ``antonyms`` (a word's opposite, curated in ``tasks/data/antonyms.tsv``),
 ``successor`` (the next item of an ordered list shown four items long: days, months, number words,
-letters), and, held out from any tuning, ``plural`` (a noun's plural, ``tasks/data/plural.tsv``) and
-``past_tense`` (a verb's simple past, ``tasks/data/past_tense.tsv``). Each is the same for every seed;
+letters), ``plural`` (a noun's plural, ``tasks/data/plural.tsv``) and ``past_tense`` (a verb's simple
+past, ``tasks/data/past_tense.tsv``), and, held out from every search change since,
+``comparative`` (an adjective's comparative, ``tasks/data/comparative.tsv``) and ``language`` (the
+language a country speaks, ``tasks/data/language.tsv``). Each is the same for every seed;
 :func:`headloc.data.datasets.build_docs` serves them.
 
 >>> docs = successor_docs()
@@ -61,6 +63,18 @@ def past_tense_docs() -> list[dict]:
     return _curated("past_tense", "verb", "past")
 
 
+def comparative_docs() -> list[dict]:
+    """Adjective -> comparative, regular and irregular; ``answers``: the comparative, then the other
+    accepted ones."""
+    return _curated("comparative", "word", "comparative")
+
+
+def language_docs() -> list[dict]:
+    """Country -> the language most of its people speak; ``answers``: that language, then the other
+    accepted ones."""
+    return _curated("language", "country", "language")
+
+
 def successor_docs() -> list[dict]:
     """Every run of :data:`SHOWN` items of every list, then the item after it: a list that wraps
     round starts at each of its items, the others where an item still follows. Ordered by start,
@@ -75,4 +89,5 @@ def successor_docs() -> list[dict]:
 
 
 WORD_DATASETS = {"antonyms": (antonym_docs, False), "successor": (successor_docs, False),  # as datasets._BUILDERS
-                 "plural": (plural_docs, False), "past_tense": (past_tense_docs, False)}
+                 "plural": (plural_docs, False), "past_tense": (past_tense_docs, False),
+                 "comparative": (comparative_docs, False), "language": (language_docs, False)}

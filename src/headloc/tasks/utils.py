@@ -73,6 +73,14 @@ def load_past_tense(data_file=None, n_docs=None, seed=0, **kwargs) -> datasets.D
     return _splits(_docs("past_tense", data_file, n_docs, seed))
 
 
+def load_comparative(data_file=None, n_docs=None, seed=0, **kwargs) -> datasets.DatasetDict:
+    return _splits(_docs("comparative", data_file, n_docs, seed))
+
+
+def load_language(data_file=None, n_docs=None, seed=0, **kwargs) -> datasets.DatasetDict:
+    return _splits(_docs("language", data_file, n_docs, seed))
+
+
 def load_rhyme(data_file=None, n_docs=None, seed=0, **kwargs) -> datasets.DatasetDict:
     return _splits(_docs("rhyme", data_file, n_docs, seed))
 
@@ -107,7 +115,7 @@ def process_capitals(doc: dict, results: list[str]) -> dict:
 
 def process_answers(doc: dict, results: list[str]) -> dict:
     """Correct when the answer starts with one of the document's ``answers`` (headloc_antonyms,
-    headloc_plural, headloc_past_tense)."""
+    headloc_plural, headloc_past_tense, headloc_comparative, headloc_language)."""
     return {"acc": float(starts_with_answer(results[0], doc["answers"]))}
 
 
