@@ -33,6 +33,8 @@ TASKS = {  # task -> (metric, chat template?, valid range)
     "headloc_successor": ("acc", False, (0.0, 1.0)),
     "headloc_plural": ("acc", False, (0.0, 1.0)),
     "headloc_past_tense": ("acc", False, (0.0, 1.0)),
+    "headloc_comparative": ("acc", False, (0.0, 1.0)),
+    "headloc_language": ("acc", False, (0.0, 1.0)),
 }
 
 
@@ -127,6 +129,15 @@ def test_process_results_scores_known_responses(tmp_path):
     assert score("headloc_past_tense", " learnt.", verb="learn") == {"acc": 1.0}  # an accepted past
     assert score("headloc_past_tense", " goed", verb="go") == {"acc": 0.0}
     assert score("headloc_past_tense", " go", verb="go") == {"acc": 0.0}
+    assert score("headloc_comparative", " better.", word="good") == {"acc": 1.0}
+    assert score("headloc_comparative", " Further", word="far") == {"acc": 1.0}  # an accepted comparative
+    assert score("headloc_comparative", " gooder", word="good") == {"acc": 0.0}
+    assert score("headloc_comparative", " more good", word="good") == {"acc": 0.0}
+    assert score("headloc_comparative", " big", word="big") == {"acc": 0.0}  # whole word only
+    assert score("headloc_language", " German.", country="Austria") == {"acc": 1.0}
+    assert score("headloc_language", " french", country="Canada") == {"acc": 1.0}  # an accepted language
+    assert score("headloc_language", " Germanic", country="Germany") == {"acc": 0.0}
+    assert score("headloc_language", " English", country="Germany") == {"acc": 0.0}
 
     induction = tasks["headloc_induction"].eval_docs[0]
     right = " " + " ".join(induction["target"]) + " more words"
@@ -139,7 +150,9 @@ def test_process_results_scores_known_responses(tmp_path):
 @pytest.mark.parametrize("name, doc_id, gold", [("headloc_antonyms_loglik", "antonyms-cold", " hot"),
                                                ("headloc_successor_loglik", "successor-day-06", " Thursday"),
                                                ("headloc_plural_loglik", "plural-person", " people"),
-                                               ("headloc_past_tense_loglik", "past_tense-learn", " learned")])
+                                               ("headloc_past_tense_loglik", "past_tense-learn", " learned"),
+                                               ("headloc_comparative_loglik", "comparative-far", " farther"),
+                                               ("headloc_language_loglik", "language-canada", " English")])
 def test_a_loglik_variant_scores_the_gold_answer_after_the_same_prompt(name, doc_id, gold):
     """The continuous variant asks for the log-likelihood of the accuracy task's first answer, after
     its prompt: the identification score and the validation measure the same answer."""
@@ -156,9 +169,13 @@ def test_a_loglik_variant_scores_the_gold_answer_after_the_same_prompt(name, doc
      "Singular: hat. Plural: hats.\nSingular: scarf. Plural: scarves.\nSingular: child. Plural:"),
     ("headloc_past_tense", ("verb", "go"),
      "Present: laugh. Past: laughed.\nPresent: hide. Past: hid.\nPresent: go. Past:"),
+    ("headloc_comparative", ("word", "big"),
+     "Adjective: tall. Comparative: taller.\nAdjective: easy. Comparative: easier.\nAdjective: big. Comparative:"),
+    ("headloc_language", ("country", "Germany"),
+     "Country: France. Language: French.\nCountry: India. Language: Hindi.\nCountry: Germany. Language:"),
 ])
 def test_a_word_form_task_asks_after_two_worked_examples(name, match, prompt):
-    """The prompt SmolLM2 answered best of those tried (src/headloc/tasks/README.md)."""
+    """The prompt of src/headloc/tasks/README.md (for plural and past tense the best of those tried)."""
     task = manager().load([name])["tasks"][name]
     doc = next(d for d in task.eval_docs if d[match[0]] == match[1])
     assert task.doc_to_text(doc) == prompt

@@ -33,7 +33,8 @@ SHARED_DATA = (Path(__file__).resolve().parents[2] / ".." / "shared" / "data").r
 PROFANITY_CSV = SHARED_DATA / "profanity" / "profanity_en.csv"
 GENERATED = ("ioi", "induction")
 CURATED_SIZES = {"capitals": (100, 150), "swear": (12, 24), "rhyme": (60, 100), "antonyms": (60, 100),
-                 "successor": (57, 57), "plural": (60, 90), "past_tense": (60, 90)}
+                 "successor": (57, 57), "plural": (60, 90), "past_tense": (60, 90),
+                 "comparative": (60, 90), "language": (60, 90)}
 
 # --------------------------------------------------------------------------- build_docs
 
@@ -82,9 +83,9 @@ def test_paper_dataset_first_n_docs_from_the_mirror():
 
 
 def test_datasets_lists_builtin_and_paper_names():
-    assert DATASETS[:9] == BUILTIN_DATASETS == ("ioi", "capitals", "induction", "swear", "rhyme", "antonyms",
-                                                "successor", "plural", "past_tense")
-    assert set(DATASETS[9:]) == {"gsm8k", "arithmetic", "mbpp", "humaneval", "hellaswag", "boolq",
+    assert DATASETS[:11] == BUILTIN_DATASETS == ("ioi", "capitals", "induction", "swear", "rhyme", "antonyms",
+                                                 "successor", "plural", "past_tense", "comparative", "language")
+    assert set(DATASETS[11:]) == {"gsm8k", "arithmetic", "mbpp", "humaneval", "hellaswag", "boolq",
                                  "arc_challenge", "mmlu", "wmdp_bio", "wmdp_chem", "wmdp_cyber"}
 
 
@@ -146,7 +147,8 @@ def test_successor_documents_hold_every_run_of_four_and_the_item_after_it():
 
 
 # name -> (the word's field, the answer's field, the worked examples of the task's prompt)
-WORD_FORMS = {"plural": ("word", "plural", {"hat", "scarf"}), "past_tense": ("verb", "past", {"laugh", "hide"})}
+WORD_FORMS = {"plural": ("word", "plural", {"hat", "scarf"}), "past_tense": ("verb", "past", {"laugh", "hide"}),
+              "comparative": ("word", "comparative", {"tall", "easy"})}
 
 
 @pytest.mark.parametrize("name", sorted(WORD_FORMS))
@@ -178,6 +180,27 @@ def test_past_tense_documents_mix_regular_and_irregular_verbs():
     assert docs["learn"]["answers"] == ["learned", "learnt"]
     regular = [v for v, doc in docs.items() if doc["past"].endswith("ed") and doc["past"][:2] == v[:2]]
     assert 20 <= len(regular) <= len(docs) - 20  # both kinds well represented
+
+
+def test_comparative_documents_mix_regular_and_irregular_adjectives():
+    docs = {doc["word"]: doc for doc in build_docs("comparative")}
+    assert docs["old"]["answers"] == ["older"] and docs["big"]["comparative"] == "bigger"
+    assert docs["happy"]["comparative"] == "happier" and docs["large"]["comparative"] == "larger"
+    assert docs["good"]["comparative"] == "better" and docs["far"]["answers"] == ["farther", "further"]
+    plain = [w for w, doc in docs.items() if doc["comparative"] == w + "er"]
+    assert 20 <= len(plain) <= len(docs) - 20  # -er beside the spelling changes and the irregular
+
+
+def test_language_documents_name_each_country_once_with_its_languages():
+    docs = build_docs("language")
+    countries = [doc["country"] for doc in docs]
+    assert len(set(countries)) == len(countries) and not {"France", "India"} & set(countries)  # the examples
+    by_country = {doc["country"]: doc for doc in docs}
+    assert by_country["Germany"]["answers"] == ["German"] and by_country["Austria"]["language"] == "German"
+    assert by_country["Canada"]["answers"] == ["English", "French"]
+    assert by_country["Saudi Arabia"]["id"] == "language-saudi-arabia"  # a stable id without spaces
+    assert len({doc["id"] for doc in docs}) == len(docs)
+    assert all(doc["language"] == doc["answers"][0] for doc in docs)
 
 
 # --------------------------------------------------------------------------- JSONL I/O

@@ -360,12 +360,15 @@ def test_continuous_search_scores_key_the_mask_searches():
         check_config(config, {})
 
 
-def test_the_second_held_out_config_identifies_with_what_it_validates():
-    """config/held-out-2.yaml: each task's masks are scored by the measure its top heads are
+@pytest.mark.parametrize("path, tasks", [("config/held-out-2.yaml", ("plural", "past_tense")),
+                                         ("config/held-out-3.yaml", ("comparative", "language"))])
+def test_the_later_held_out_configs_identify_with_what_they_validate(path, tasks):
+    """config/held-out-2.yaml and -3: each task's masks are scored by the measure its top heads are
     validated on, the gold answer's log-likelihood (no accuracy to saturate at five heads)."""
-    config = validated("config/held-out-2.yaml")
+    config = validated(path)
     plan = Plan(config)
-    for task in ("plural", "past_tense"):
+    assert sorted(config["tasks"]) == sorted(tasks)
+    for task in tasks:
         spec = config["tasks"][task]
         assert plan.id_scoring(task) == (spec["lm_eval_task"], spec["metric"]) == (f"headloc_{task}_loglik", "loglik")
         assert plan.score_suffix(task) == ""
