@@ -315,3 +315,30 @@ def test_the_probe_after_a_stop_runs_once():
     found = search(world, 7, m=3, m_abs=0)
     assert found.heads[:3] == [5, 40, 12] and sorted(found.heads[3:]) == [20, 45]
     assert found.gradient_passes == 8
+
+
+def test_each_probe_is_recorded_with_what_it_was_weighed_against():
+    """Beside head 5 the best pair is the two steps' heads (40: 0.5, 12: 0.4; the redundant pair
+    20, 45 costs 0.6): the record says so and that the pair did not join there, no better than the
+    steps; the late probe, beside the three heads, weighs no steps and takes the redundant pair.
+    recovery.json names the heads."""
+    world = World(effects(h5=0.9, h40=0.5, h12=0.4), redundant=(20, 45, 0.6))
+    found = search(world, 5, m=3, m_abs=0)
+    early, late = found.probes
+    pair = 0.6 + world.effect[[20, 45]].sum()
+    assert early["beside"] == [5] and sorted(early["pair"]) == [12, 40] and early["joined"] is False
+    assert early["drop"] == pytest.approx(0.9) and early["steps_drop"] == pytest.approx(0.9)
+    assert late["beside"] == [5, 40, 12] and sorted(late["pair"]) == [20, 45] and late["joined"] is True
+    three, five = world.score_sets([[5, 40, 12], [5, 40, 12, 20, 45]])  # beside three heads, at the floor
+    assert late["steps_drop"] is None and late["drop"] == pytest.approx(three - five) and three - five < pair
+    names = [f"L{h // 8}H{h % 8}" for h in range(N)]
+    probes = guided_fields(found, 3.0, names)["details"]["probes"]
+    assert probes[1]["beside"] == ["L0H5", "L5H0", "L1H4"] and sorted(probes[1]["pair"]) == ["L2H4", "L5H5"]
+    assert [probe["joined"] for probe in probes] == [False, True]
+
+
+def test_a_pair_that_displaces_the_steps_is_recorded_as_joined():
+    world = World(effects(h5=0.6, h40=0.15, h12=0.1, h7=0.08), redundant=(20, 45, 0.8))
+    (probe,) = search(world, 5, m=3, m_abs=0).probes
+    assert probe["joined"] is True and probe["steps_drop"] == pytest.approx(0.25)
+    assert probe["drop"] == pytest.approx(0.8 + world.effect[[20, 45]].sum())

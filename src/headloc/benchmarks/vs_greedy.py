@@ -173,7 +173,8 @@ def validators(model, tokenizer, task: dict, data: dict, settings: Comparison) -
 @dataclass(frozen=True)
 class Searched:
     """What a validation reads of a search: its ranking, its evaluations, each head's label and the
-    heads its details name by what they are (screened greedy's ``pair``, ``displaced``, ...)."""
+    heads its details name by what they are (screened greedy's ``pair``, ``displaced``, ...) with its
+    pair probes."""
 
     ranking: list
     n_evals: int
@@ -182,9 +183,10 @@ class Searched:
 
     @classmethod
     def of(cls, found) -> Searched:
-        """From a :class:`headloc.api.Located`: of its record's details, the lists of head names."""
+        """From a :class:`headloc.api.Located`: of its record's details, the lists of head names and
+        the pair probes (not the steps' measurements)."""
         details = {key: value for key, value in found.record.get("details", {}).items()
-                   if isinstance(value, list) and all(isinstance(head, str) for head in value)}
+                   if key == "probes" or isinstance(value, list) and all(isinstance(head, str) for head in value)}
         return cls(list(found.ranking), found.n_evals, dict(found.record.get("labels", {})), details)
 
 

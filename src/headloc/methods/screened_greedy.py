@@ -68,7 +68,8 @@ head set aside at the score's floor and for the screen's first head, beside the 
 for a greedy step's head, with its partner beside them for a pair's. A head listed at some step but not
 chosen shows the change measured for it beside that step's heads; a head never listed is 0 and ranked
 by the last gradient. ``labels`` in recovery.json says which; ``details`` names the heads set aside,
-the screen's, the pair and the heads a pair displaced (chosen by a step, then replaced by the pair).
+the screen's, the pair and the heads a pair displaced (chosen by a step, then replaced by the pair),
+and holds each pair probe (its best pair, that pair's drop, the steps' it was weighed against).
 
 """ + SCALE
 

@@ -52,8 +52,10 @@ class GuidedSteps:
     found, the masked evaluations (distinct sets scored, the unablated one included), gradient
     passes, each short list with the background it was measured beside, the drop measured for each
     head of it and the head chosen from it (None: none lowered the score enough), the unablated
-    score, every head by the last gradient's estimate, largest drop first, and ``details`` (lists of
-    head indices by what they are, e.g. ``set_aside``)."""
+    score, every head by the last gradient's estimate, largest drop first, ``details`` (lists of
+    head indices by what they are, e.g. ``set_aside``) and ``probes`` (screened greedy's pair probes:
+    each one's background, best pair, its drop and the drop of the steps it was weighed against,
+    None where none, and whether it joined)."""
 
     heads: list[int]
     drops: list[float]
@@ -69,6 +71,7 @@ class GuidedSteps:
     together: list[list[int]]
     labels: list[str]
     details: dict = field(default_factory=dict)
+    probes: list[dict] = field(default_factory=list)
 
 
 class SetScores:

@@ -20,6 +20,7 @@ class Steps:
         self.lists, self.measured, self.backgrounds, self.picked = [], [], [], []
         self.last_order: list[int] = []
         self.displaced: list[int] = []
+        self.probes: list[dict] = []  # each pair probe: what it measured and whether the pair joined
 
     def estimate(self, estimate: Callable, background: list[int]) -> np.ndarray:
         self.gradients.add(frozenset(background))
@@ -44,7 +45,7 @@ class Steps:
     def result(self, details: dict) -> GuidedSteps:
         return GuidedSteps(self.heads, self.drops, self.scores.count, len(self.gradients), self.lists, self.measured,
                            self.scores([()])[0], self.last_order, self.backgrounds, self.picked, self.beside,
-                           self.together, self.labels, details)
+                           self.together, self.labels, details, self.probes)
 
 
 def greedy_step(steps: Steps, estimate, background: list[int], set_aside: list[int], extra: list[int], m: int,
@@ -98,7 +99,14 @@ def pair_probe(steps: Steps, estimate, background: list[int], set_aside: list[in
                least: float, seed: int) -> list[int]:
     """Stage 3 after a step found nothing: the best pair joins if its drop is at least ``least``."""
     pair, drop = best_pair(steps, estimate, background, set_aside, n_heads, candidates, seed)
+    steps.probes.append(probe_record(background, pair, drop, None, drop >= least))
     return choose_pair(steps, pair, drop, background) if drop >= least else []
+
+
+def probe_record(background: list[int], pair: tuple[int, int], drop: float, stepped: float | None,
+                 joined: bool) -> dict:
+    return {"beside": list(background), "pair": list(pair), "drop": float(drop),
+            "steps_drop": None if stepped is None else float(stepped), "joined": bool(joined)}
 
 
 def pair_or_steps(steps: Steps, estimate, background: list[int], set_aside: list[int], extra: list[int], m: int,
@@ -114,6 +122,7 @@ def pair_or_steps(steps: Steps, estimate, background: list[int], set_aside: list
         if head is None:
             break
         joined, stepped = joined + [head], stepped + steps.drops[-1]
+    steps.probes.append(probe_record(background, pair, drop, stepped, drop - stepped >= least))
     if drop - stepped < least:  # a pair of a step's head and a head that moves nothing is no better
         return joined
     steps.displace(joined)
