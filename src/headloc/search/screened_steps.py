@@ -122,8 +122,9 @@ def pair_or_steps(steps: Steps, estimate, background: list[int], set_aside: list
         if head is None:
             break
         joined, stepped = joined + [head], stepped + steps.drops[-1]
-    steps.probes.append(probe_record(background, pair, drop, stepped, drop - stepped >= least))
-    if drop - stepped < least:  # a pair of a step's head and a head that moves nothing is no better
+    better = drop - stepped >= least  # a pair of a step's head and a head that moves nothing is no better
+    steps.probes.append(probe_record(background, pair, drop, stepped, better))
+    if not better:
         return joined
     steps.displace(joined)
     return choose_pair(steps, pair, drop, background)
