@@ -5,7 +5,7 @@ each); the paper's benchmark datasets (``PAPER_DATASETS``: gsm8k, mmlu, ...) com
 local mirror through :mod:`headloc.data.paper_data`; :func:`build_docs` serves both kinds. Two are
 generated with a seed (``ioi``, ``induction``); the others are curated lists in ``tasks/data``
 (``capitals``, ``swear``, ``rhyme``; ``antonyms``, ``successor``, ``plural``, ``past_tense``,
-``comparative``, ``language``: :mod:`headloc.data.word_datasets`). Every document has a stable string ``id``.
+``comparative``, ``language``, ``continent``, ``first_letter``: :mod:`headloc.data.word_datasets`). Every document has a stable string ``id``.
 
 The workflow materializes a dataset to ``results/data/{dataset}/{split}.jsonl`` with
 :func:`build_docs` and :func:`write_jsonl`, draws the seeded identification subset (paper

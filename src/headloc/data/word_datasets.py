@@ -1,10 +1,12 @@
 """Built-in datasets of word knowledge that a model of SmolLM2's size mostly gets right, built after
 the search defaults were chosen: ``antonyms`` (a word's opposite, curated in ``tasks/data/antonyms.tsv``),
 ``successor`` (the next item of an ordered list shown four items long: days, months, number words,
-letters), ``plural`` (a noun's plural, ``tasks/data/plural.tsv``) and ``past_tense`` (a verb's simple
-past, ``tasks/data/past_tense.tsv``), and, held out from every search change since,
-``comparative`` (an adjective's comparative, ``tasks/data/comparative.tsv``) and ``language`` (the
-language a country speaks, ``tasks/data/language.tsv``). Each is the same for every seed;
+letters), ``plural`` (a noun's plural, ``tasks/data/plural.tsv``), ``past_tense`` (a verb's simple
+past, ``tasks/data/past_tense.tsv``), ``comparative`` (an adjective's comparative,
+``tasks/data/comparative.tsv``) and ``language`` (the language a country speaks,
+``tasks/data/language.tsv``), and, held out from every search change since they were built,
+``continent`` (the continent a country lies in, ``tasks/data/continent.tsv``) and ``first_letter``
+(a word's first letter, ``tasks/data/first_letter.tsv``). Each is the same for every seed;
 :func:`headloc.data.datasets.build_docs` serves them.
 
 >>> docs = successor_docs()
@@ -75,6 +77,16 @@ def language_docs() -> list[dict]:
     return _curated("language", "country", "language")
 
 
+def continent_docs() -> list[dict]:
+    """Country -> the continent it lies in; ``answers``: that continent, then the other accepted ones."""
+    return _curated("continent", "country", "continent")
+
+
+def first_letter_docs() -> list[dict]:
+    """Word -> its first letter (lower case)."""
+    return _curated("first_letter", "word", "letter")
+
+
 def successor_docs() -> list[dict]:
     """Every run of :data:`SHOWN` items of every list, then the item after it: a list that wraps
     round starts at each of its items, the others where an item still follows. Ordered by start,
@@ -90,4 +102,5 @@ def successor_docs() -> list[dict]:
 
 WORD_DATASETS = {"antonyms": (antonym_docs, False), "successor": (successor_docs, False),  # as datasets._BUILDERS
                  "plural": (plural_docs, False), "past_tense": (past_tense_docs, False),
-                 "comparative": (comparative_docs, False), "language": (language_docs, False)}
+                 "comparative": (comparative_docs, False), "language": (language_docs, False),
+                 "continent": (continent_docs, False), "first_letter": (first_letter_docs, False)}

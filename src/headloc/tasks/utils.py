@@ -81,6 +81,14 @@ def load_language(data_file=None, n_docs=None, seed=0, **kwargs) -> datasets.Dat
     return _splits(_docs("language", data_file, n_docs, seed))
 
 
+def load_continent(data_file=None, n_docs=None, seed=0, **kwargs) -> datasets.DatasetDict:
+    return _splits(_docs("continent", data_file, n_docs, seed))
+
+
+def load_first_letter(data_file=None, n_docs=None, seed=0, **kwargs) -> datasets.DatasetDict:
+    return _splits(_docs("first_letter", data_file, n_docs, seed))
+
+
 def load_rhyme(data_file=None, n_docs=None, seed=0, **kwargs) -> datasets.DatasetDict:
     return _splits(_docs("rhyme", data_file, n_docs, seed))
 
@@ -115,7 +123,8 @@ def process_capitals(doc: dict, results: list[str]) -> dict:
 
 def process_answers(doc: dict, results: list[str]) -> dict:
     """Correct when the answer starts with one of the document's ``answers`` (headloc_antonyms,
-    headloc_plural, headloc_past_tense, headloc_comparative, headloc_language)."""
+    headloc_plural, headloc_past_tense, headloc_comparative, headloc_language,
+    headloc_continent, headloc_first_letter)."""
     return {"acc": float(starts_with_answer(results[0], doc["answers"]))}
 
 
