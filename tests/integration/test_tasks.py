@@ -35,6 +35,8 @@ TASKS = {  # task -> (metric, chat template?, valid range)
     "headloc_past_tense": ("acc", False, (0.0, 1.0)),
     "headloc_comparative": ("acc", False, (0.0, 1.0)),
     "headloc_language": ("acc", False, (0.0, 1.0)),
+    "headloc_continent": ("acc", False, (0.0, 1.0)),
+    "headloc_first_letter": ("acc", False, (0.0, 1.0)),
 }
 
 
@@ -138,6 +140,13 @@ def test_process_results_scores_known_responses(tmp_path):
     assert score("headloc_language", " french", country="Canada") == {"acc": 1.0}  # an accepted language
     assert score("headloc_language", " Germanic", country="Germany") == {"acc": 0.0}
     assert score("headloc_language", " English", country="Germany") == {"acc": 0.0}
+    assert score("headloc_continent", " South America.", country="Peru") == {"acc": 1.0}
+    assert score("headloc_continent", " australia", country="Fiji") == {"acc": 1.0}  # an accepted continent
+    assert score("headloc_continent", " South", country="Peru") == {"acc": 0.0}  # both words of it
+    assert score("headloc_continent", " North America", country="Peru") == {"acc": 0.0}
+    assert score("headloc_first_letter", " R.", word="river") == {"acc": 1.0}
+    assert score("headloc_first_letter", " ri", word="river") == {"acc": 0.0}  # whole word only
+    assert score("headloc_first_letter", " e", word="river") == {"acc": 0.0}
 
     induction = tasks["headloc_induction"].eval_docs[0]
     right = " " + " ".join(induction["target"]) + " more words"
@@ -152,7 +161,9 @@ def test_process_results_scores_known_responses(tmp_path):
                                                ("headloc_plural_loglik", "plural-person", " people"),
                                                ("headloc_past_tense_loglik", "past_tense-learn", " learned"),
                                                ("headloc_comparative_loglik", "comparative-far", " farther"),
-                                               ("headloc_language_loglik", "language-canada", " English")])
+                                               ("headloc_language_loglik", "language-canada", " English"),
+                                               ("headloc_continent_loglik", "continent-fiji", " Oceania"),
+                                               ("headloc_first_letter_loglik", "first_letter-river", " r")])
 def test_a_loglik_variant_scores_the_gold_answer_after_the_same_prompt(name, doc_id, gold):
     """The continuous variant asks for the log-likelihood of the accuracy task's first answer, after
     its prompt: the identification score and the validation measure the same answer."""
@@ -173,6 +184,10 @@ def test_a_loglik_variant_scores_the_gold_answer_after_the_same_prompt(name, doc
      "Adjective: tall. Comparative: taller.\nAdjective: easy. Comparative: easier.\nAdjective: big. Comparative:"),
     ("headloc_language", ("country", "Germany"),
      "Country: France. Language: French.\nCountry: India. Language: Hindi.\nCountry: Germany. Language:"),
+    ("headloc_continent", ("country", "Kenya"),
+     "Country: Japan. Continent: Asia.\nCountry: Brazil. Continent: South America.\nCountry: Kenya. Continent:"),
+    ("headloc_first_letter", ("word", "river"),
+     "Word: apple. First letter: a.\nWord: house. First letter: h.\nWord: river. First letter:"),
 ])
 def test_a_word_form_task_asks_after_two_worked_examples(name, match, prompt):
     """The prompt of src/headloc/tasks/README.md (for plural and past tense the best of those tried)."""

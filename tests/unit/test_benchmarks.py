@@ -218,7 +218,8 @@ def test_the_comparison_refuses_a_task_its_config_lacks(tmp_path):
 
 @pytest.mark.parametrize("config, tasks", [("held-out.yaml", r"'antonyms', 'successor'"),
                                            ("held-out-2.yaml", r"'past_tense', 'plural'"),
-                                           ("held-out-3.yaml", r"'comparative', 'language'")])
+                                           ("held-out-3.yaml", r"'comparative', 'language'"),
+                                           ("held-out-4.yaml", r"'continent', 'first_letter'")])
 def test_the_script_compares_on_the_tasks_of_the_config_it_is_given(config, tasks, tmp_path, tiny_model_dir):
     """--config config/held-out.yaml: the held-out tasks are the ones the comparison knows."""
     with pytest.raises(ValueError, match=rf"tasks \['ioi'\] are not in the config; expected some of \[{tasks}\]"):

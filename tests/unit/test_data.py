@@ -34,7 +34,8 @@ PROFANITY_CSV = SHARED_DATA / "profanity" / "profanity_en.csv"
 GENERATED = ("ioi", "induction")
 CURATED_SIZES = {"capitals": (100, 150), "swear": (12, 24), "rhyme": (60, 100), "antonyms": (60, 100),
                  "successor": (57, 57), "plural": (60, 90), "past_tense": (60, 90),
-                 "comparative": (60, 90), "language": (60, 90)}
+                 "comparative": (60, 90), "language": (60, 90),
+                 "continent": (60, 90), "first_letter": (60, 90)}
 
 # --------------------------------------------------------------------------- build_docs
 
@@ -83,9 +84,10 @@ def test_paper_dataset_first_n_docs_from_the_mirror():
 
 
 def test_datasets_lists_builtin_and_paper_names():
-    assert DATASETS[:11] == BUILTIN_DATASETS == ("ioi", "capitals", "induction", "swear", "rhyme", "antonyms",
-                                                 "successor", "plural", "past_tense", "comparative", "language")
-    assert set(DATASETS[11:]) == {"gsm8k", "arithmetic", "mbpp", "humaneval", "hellaswag", "boolq",
+    assert DATASETS[:13] == BUILTIN_DATASETS == ("ioi", "capitals", "induction", "swear", "rhyme", "antonyms",
+                                                 "successor", "plural", "past_tense", "comparative", "language",
+                                                 "continent", "first_letter")
+    assert set(DATASETS[13:]) == {"gsm8k", "arithmetic", "mbpp", "humaneval", "hellaswag", "boolq",
                                  "arc_challenge", "mmlu", "wmdp_bio", "wmdp_chem", "wmdp_cyber"}
 
 
@@ -148,7 +150,8 @@ def test_successor_documents_hold_every_run_of_four_and_the_item_after_it():
 
 # name -> (the word's field, the answer's field, the worked examples of the task's prompt)
 WORD_FORMS = {"plural": ("word", "plural", {"hat", "scarf"}), "past_tense": ("verb", "past", {"laugh", "hide"}),
-              "comparative": ("word", "comparative", {"tall", "easy"})}
+              "comparative": ("word", "comparative", {"tall", "easy"}),
+              "first_letter": ("word", "letter", {"apple", "house"})}
 
 
 @pytest.mark.parametrize("name", sorted(WORD_FORMS))
@@ -201,6 +204,25 @@ def test_language_documents_name_each_country_once_with_its_languages():
     assert by_country["Saudi Arabia"]["id"] == "language-saudi-arabia"  # a stable id without spaces
     assert len({doc["id"] for doc in docs}) == len(docs)
     assert all(doc["language"] == doc["answers"][0] for doc in docs)
+
+
+def test_continent_documents_name_each_country_once_with_its_continent():
+    docs = build_docs("continent")
+    countries = [doc["country"] for doc in docs]
+    assert len(set(countries)) == len(countries) and not {"Japan", "Brazil"} & set(countries)  # the examples
+    by_country = {doc["country"]: doc for doc in docs}
+    assert by_country["Kenya"]["answers"] == ["Africa"] and by_country["Peru"]["continent"] == "South America"
+    assert by_country["Fiji"]["answers"] == ["Oceania", "Australia"]
+    assert by_country["Kenya"]["id"] == "continent-kenya"
+    continents = {doc["continent"] for doc in docs}
+    assert continents == {"Africa", "Asia", "Europe", "North America", "South America", "Oceania"}
+
+
+def test_first_letter_documents_answer_each_word_with_the_letter_it_starts_with():
+    docs = build_docs("first_letter")
+    assert all(doc["answers"] == [doc["word"][0]] == [doc["letter"]] for doc in docs)
+    assert len({doc["letter"] for doc in docs}) >= 24  # nearly every letter begins some word
+    assert next(doc for doc in docs if doc["word"] == "river")["id"] == "first_letter-river"
 
 
 # --------------------------------------------------------------------------- JSONL I/O

@@ -361,9 +361,10 @@ def test_continuous_search_scores_key_the_mask_searches():
 
 
 @pytest.mark.parametrize("path, tasks", [("config/held-out-2.yaml", ("plural", "past_tense")),
-                                         ("config/held-out-3.yaml", ("comparative", "language"))])
+                                         ("config/held-out-3.yaml", ("comparative", "language")),
+                                         ("config/held-out-4.yaml", ("continent", "first_letter"))])
 def test_the_later_held_out_configs_identify_with_what_they_validate(path, tasks):
-    """config/held-out-2.yaml and -3: each task's masks are scored by the measure its top heads are
+    """config/held-out-2.yaml, -3 and -4: each task's masks are scored by the measure its top heads are
     validated on, the gold answer's log-likelihood (no accuracy to saturate at five heads)."""
     config = validated(path)
     plan = Plan(config)
