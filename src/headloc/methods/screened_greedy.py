@@ -6,6 +6,7 @@ head (weighed against the steps it would replace) and when a step finds nothing;
 ``validation.top_k`` heads or when nothing lowers the score. Options: section ``screened_greedy``
 (``m``, ``m_abs``: each step's short list, as guided greedy's; ``screen``: heads group testing
 confirms alone; ``pair_candidates``: heads the pair probe ablates two by two, 0: no probe;
+``probe_leads``: heads each of the probe's halves lists for every later step, 0: none;
 ``floor_check``: heads measured beside a head at the floor to check it sits there, 0: no check). Kind
 ``guided``: it scores masks on the identification subset's scoring task and differentiates the same
 documents' gold continuations, so it needs an lm-eval task with gold continuations."""
@@ -37,6 +38,10 @@ class ScreenedGreedyOptions(MethodOptions, section="screened_greedy"):
     pair_candidates: int = setting(4, zero_or_at_least(2, "no pair probe"), doc="""Heads of largest estimate
                                    beside the background or either half that each pair probe ablates two by two
                                    (n (n - 1) / 2 masks); 0 runs no probe, 1 is refused.""")
+    # comparative's L1H0 ranked 2nd beside a half, 89th beside greedy's two heads (probe-leads.md)
+    probe_leads: int = setting(2, integer(0), doc="""Heads of largest estimated drop beside each half of
+                               the pair probe that join every later greedy step's short list (a head that
+                               hurts only beside much damage shows there); 0 lists none.""")
     # antonyms' L0H7 was third beside L0H4 (held-out-tasks.md)
     floor_check: int = setting(3, integer(0), doc="""Heads of largest estimated drop measured beside a head the
                                screen finds at the score's floor: if one lowers the score by a fifth of the
@@ -53,13 +58,14 @@ def choose_heads(estimate, score_sets, n_heads, params):
 
     o = params.options
     return screened_greedy(estimate, score_sets, n_heads, params.top_k, seed=params.seed, m=o.m, m_abs=o.m_abs,
-                           screen=o.screen, pair_candidates=o.pair_candidates, floor_check=o.floor_check)
+                           screen=o.screen, pair_candidates=o.pair_candidates, probe_leads=o.probe_leads,
+                           floor_check=o.floor_check)
 
 
 def search_id(parts) -> str:
     o = parts.options
     return (f"screened_greedy_k{parts.top_k}_l{o.m}_a{o.m_abs}_g{o.screen}_p{o.pair_candidates}"
-            f"_f{o.floor_check}_{parts.tail}{parts.repeat_suffix}")
+            f"_h{o.probe_leads}_f{o.floor_check}_{parts.tail}{parts.repeat_suffix}")
 
 
 # how to read its heatmap (the caption in Snakemake's report)

@@ -58,7 +58,7 @@ docs/results/screened-greedy.md and docs/results/five-percent.md.
 ...     drop[20] = 0.5 if 33 in background or 20 in background and 33 not in background else 0.0
 ...     drop[33] = 0.5 if 20 in background or 33 in background and 20 not in background else 0.0
 ...     return drop
->>> found = screened_greedy(estimate, score, 64, 5, seed=0, m=2, m_abs=0, screen=3, pair_candidates=4,
+>>> found = screened_greedy(estimate, score, 64, 5, seed=0, m=2, m_abs=0, screen=3, pair_candidates=4, probe_leads=2,
 ...                         floor_check=3)
 >>> found.heads, found.details["set_aside"], found.details["pair"], found.details["displaced"]
 ([9, 5, 20, 33, 40], [9], [20, 33], [40])
@@ -81,7 +81,7 @@ NOISE = 0.05  # a head (or pair) joins only if its drop is at least this share o
 
 def screened_greedy(estimate: Callable[[list[int]], np.ndarray], score_sets: Callable[[list], list], n_heads: int,
                     k: int, *, seed: int, m: int, m_abs: int, screen: int, pair_candidates: int,
-                    floor_check: int) -> GuidedSteps:
+                    probe_leads: int, floor_check: int) -> GuidedSteps:
     """Up to ``k`` heads by the stages of the module docstring. ``estimate(background)``: every
     head's estimated drop beside ``background`` (larger = more damage); ``score_sets(head_sets)``:
     each set's score when ablated (higher is better); ``seed``: the partition and the halves. No
@@ -92,6 +92,7 @@ def screened_greedy(estimate: Callable[[list[int]], np.ndarray], score_sets: Cal
     check_lists(m, m_abs)
     check_positive_int("screen", screen, meaning="heads the screen confirms alone")
     check_positive_int("pair_candidates", pair_candidates, least=0, meaning="heads the pair probe tries two by two")
+    check_positive_int("probe_leads", probe_leads, least=0, meaning="heads each half of the pair probe lists")
     check_positive_int("floor_check", floor_check, least=0, meaning="heads measured beside a head at the floor")
     scores = SetScores(score_sets)
     steps = Steps(scores)
@@ -110,15 +111,15 @@ def screened_greedy(estimate: Callable[[list[int]], np.ndarray], score_sets: Cal
         if early and background and len(steps.heads) + 2 <= k:
             early = False  # once, beside the first head
             joined = pair_or_steps(steps, estimate, background, set_aside, others, m, m_abs, NOISE * span, n_heads,
-                                   pair_candidates, seed)
+                                   pair_candidates, probe_leads, seed)
         else:
             head = None if steps.stopped(background) else greedy_step(steps, estimate, background, set_aside, others,
                                                                      m, m_abs, NOISE * span)
             joined = [] if head is None else [head]
             if not joined and late and len(steps.heads) + 2 <= k:
                 late = False
-                joined = pair_probe(steps, estimate, background, set_aside, n_heads, pair_candidates, NOISE * span,
-                                    seed)
+                joined = pair_probe(steps, estimate, background, set_aside, n_heads, pair_candidates, probe_leads,
+                                    NOISE * span, seed)
         if not joined:  # neither a step nor a pair lowers the score
             break
         background += joined

@@ -21,6 +21,7 @@ class Steps:
         self.last_order: list[int] = []
         self.displaced: list[int] = []
         self.probes: list[dict] = []  # each pair probe: what it measured and whether the pair joined
+        self.leads: list[int] = []  # heads the probes' halves rank highest: on every later step's list
 
     def estimate(self, estimate: Callable, background: list[int]) -> np.ndarray:
         self.gradients.add(frozenset(background))
@@ -53,7 +54,8 @@ def greedy_step(steps: Steps, estimate, background: list[int], set_aside: list[i
     """Stage 2, one step: the listed head that lowers the score most beside ``background``, chosen
     if its drop is at least ``least``; None otherwise."""
     excluded = set(background) | set(set_aside)
-    short, steps.last_order = short_list(steps.estimate(estimate, background), excluded, m, m_abs, extra)
+    short, steps.last_order = short_list(steps.estimate(estimate, background), excluded, m, m_abs,
+                                         list(extra) + steps.leads)
     if not short:
         return None
     base, *scored = steps.scores([background] + [background + [h] for h in short])
@@ -69,24 +71,31 @@ def greedy_step(steps: Steps, estimate, background: list[int], set_aside: list[i
 
 
 def best_pair(steps: Steps, estimate, background: list[int], set_aside: list[int], n_heads: int, candidates: int,
-              seed: int) -> tuple[tuple[int, int], float]:
+              leads: int, seed: int) -> tuple[tuple[int, int], float, list[int]]:
     """Stage 3's measurement: the pair of candidates (the heads of largest estimate beside the
     background or half the others ablated with it) that lowers the score most beside
-    ``background``, and its drop."""
+    ``background``, its drop, and each half's ``leads`` heads of largest estimated drop (they
+    join ``steps.leads``)."""
     taken = set(background) | set(set_aside)
     free = np.array([h for h in range(n_heads) if h not in taken])
     order = np.random.default_rng(seed).permutation(free)
     halves = [list(background) + [int(h) for h in part] for part in np.array_split(order, 2)]
+    guesses = [steps.estimate(estimate, heads) for heads in [background, *halves]]
+    listed = []
+    for guess in guesses[1:]:  # beside half the heads ablated a backup head shows, as once its primary is
+        listed += [int(h) for h in np.argsort(-guess, kind="stable") if h not in taken][:leads]
+    listed = list(dict.fromkeys(listed))
+    steps.leads += [h for h in listed if h not in steps.leads]
     # a head's largest estimate beside the background or either half: beside the background too, since
     # a redundant head's gradient can be large where its ablation alone changes nothing
-    largest = np.max([np.abs(steps.estimate(estimate, heads)) for heads in [background, *halves]], axis=0)
+    largest = np.max(np.abs(guesses), axis=0)
     largest[list(taken)] = -np.inf
     top = [int(h) for h in np.argsort(-largest, kind="stable")[:candidates]]
     pairs = [(a, b) for i, a in enumerate(top) for b in top[i + 1:]]
     base, *scored = steps.scores([background] + [background + list(pair) for pair in pairs])
     drops = {pair: base - s for pair, s in zip(pairs, scored)}
     best = max(pairs, key=lambda pair: (drops[pair], [-h for h in pair]))
-    return best, drops[best]
+    return best, drops[best], listed
 
 
 def choose_pair(steps: Steps, pair: tuple[int, int], drop: float, background: list[int]) -> list[int]:
@@ -96,26 +105,26 @@ def choose_pair(steps: Steps, pair: tuple[int, int], drop: float, background: li
 
 
 def pair_probe(steps: Steps, estimate, background: list[int], set_aside: list[int], n_heads: int, candidates: int,
-               least: float, seed: int) -> list[int]:
+               leads: int, least: float, seed: int) -> list[int]:
     """Stage 3 after a step found nothing: the best pair joins if its drop is at least ``least``."""
-    pair, drop = best_pair(steps, estimate, background, set_aside, n_heads, candidates, seed)
-    steps.probes.append(probe_record(background, pair, drop, None, drop >= least))
+    pair, drop, listed = best_pair(steps, estimate, background, set_aside, n_heads, candidates, leads, seed)
+    steps.probes.append(probe_record(background, pair, drop, None, drop >= least, listed))
     return choose_pair(steps, pair, drop, background) if drop >= least else []
 
 
 def probe_record(background: list[int], pair: tuple[int, int], drop: float, stepped: float | None,
-                 joined: bool) -> dict:
-    return {"beside": list(background), "pair": list(pair), "drop": float(drop),
+                 joined: bool, leads: list[int]) -> dict:
+    return {"beside": list(background), "pair": list(pair), "drop": float(drop), "leads": list(leads),
             "steps_drop": None if stepped is None else float(stepped), "joined": bool(joined)}
 
 
 def pair_or_steps(steps: Steps, estimate, background: list[int], set_aside: list[int], extra: list[int], m: int,
-                  m_abs: int, least: float, n_heads: int, candidates: int, seed: int) -> list[int]:
+                  m_abs: int, least: float, n_heads: int, candidates: int, leads: int, seed: int) -> list[int]:
     """Stage 3 beside the first head, weighed against two greedy steps: the best pair, then a step,
     and a second while the first has not lowered the score more than the pair. The pair joins if its
     drop is larger than the steps' heads' together by at least ``least`` (they are displaced: their
     steps stay as measured); else the steps' heads stay. Returns the heads that joined."""
-    pair, drop = best_pair(steps, estimate, background, set_aside, n_heads, candidates, seed)
+    pair, drop, listed = best_pair(steps, estimate, background, set_aside, n_heads, candidates, leads, seed)
     joined, stepped = [], 0.0
     while len(joined) < 2 and (not joined or stepped < drop):
         head = greedy_step(steps, estimate, background + joined, set_aside, extra, m, m_abs, least)
@@ -123,7 +132,7 @@ def pair_or_steps(steps: Steps, estimate, background: list[int], set_aside: list
             break
         joined, stepped = joined + [head], stepped + steps.drops[-1]
     better = drop - stepped >= least  # a pair of a step's head and a head that moves nothing is no better
-    steps.probes.append(probe_record(background, pair, drop, stepped, better))
+    steps.probes.append(probe_record(background, pair, drop, stepped, better, listed))
     if not better:
         return joined
     steps.displace(joined)
