@@ -227,6 +227,8 @@ def test_recovery_fields_name_the_set_aside_heads_and_value_each_chosen_head_by_
     ({"pair_candidates": 1}, "pair_candidates: 1 is not valid"),
     ({"screen": 0}, "screen: 0 is not valid"),
     ({"floor_check": -1}, "floor_check: -1 is not valid"),
+    ({"probe_leads": -1}, "probe_leads: -1 is not valid"),
+    ({"probe_leads": 1.5}, "probe_leads: 1.5 is not valid"),
 ])
 def test_options_that_cannot_work_are_refused(options, message):
     with pytest.raises(ValueError, match=message):
@@ -342,3 +344,56 @@ def test_a_pair_that_displaces_the_steps_is_recorded_as_joined():
     (probe,) = search(world, 5, m=3, m_abs=0).probes
     assert probe["joined"] is True and probe["steps_drop"] == pytest.approx(0.25)
     assert probe["drop"] == pytest.approx(0.8 + world.effect[[20, 45]].sum())
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_head_that_shows_only_beside_much_damage_is_listed_by_the_probes_halves(seed):
+    """Head 22 costs 0.5 once head 5 is ablated, but its gradient shows only beside many other
+    ablated heads: beside the probe's half that does not hold it (as L1H0's on SmolLM2's
+    comparative: 89th beside greedy's two heads, 2nd beside one of the probe's halves). Heads 50-53
+    raise the score and have the largest estimates of either sign, so 22 is none of the probe's pair
+    candidates; that half's leads list it (not the chosen 5), and the step beside 5 chooses it.
+    Without leads no step lists it."""
+    world = World(effects(h5=0.9, h40=0.3, h12=0.2, h50=-0.4, h51=-0.35, h52=-0.45, h53=-0.5),
+                  backup={(5, 22): 0.5})
+
+    def estimate(background):
+        guess = world.estimate(background)
+        guess[22] = 0.3 if len(background) >= N // 4 and 22 not in background else 0.0
+        return guess
+
+    method = methods.get("screened_greedy")
+
+    def found_with(**options):
+        params = GuidedParams(method.name, 3, method.options_of({"m": 3, "m_abs": 0, **options}), seed=seed)
+        return method.algorithm(estimate, world.score_sets, N, params)
+
+    found = found_with()  # probe_leads: 2, the default
+    assert found.heads == [5, 22, 40] and found.drops[1] == pytest.approx(0.5 + world.effect[22])
+    (probe,) = found.probes
+    assert 22 in probe["leads"] and 5 not in probe["leads"] and 22 not in probe["pair"]
+    names = [f"L{h // 8}H{h % 8}" for h in range(N)]
+    assert "L2H6" in guided_fields(found, 3.0, names)["details"]["probes"][0]["leads"]
+    without = found_with(probe_leads=0)
+    assert without.heads == [5, 40, 12] and without.probes[0]["leads"] == []
+
+
+def test_every_step_after_a_probe_lists_the_leads_of_every_probe_before_it():
+    """The probe's leads stay on the lists: head 63's gradient is large beside the early probe's
+    halves only (its ablation changes nothing), and after the late probe the steps still measure
+    it, beside each step's heads."""
+    world = World(effects(h5=0.9, h40=0.5, h12=0.4), redundant=(20, 45, 0.6))
+
+    def estimate(background):
+        guess = world.estimate(background)
+        guess[63] = 0.8 if len(background) >= N // 4 and 40 not in background else 0.0
+        return guess
+
+    method = methods.get("screened_greedy")
+    found = method.algorithm(estimate, world.score_sets, N, GuidedParams(method.name, 7, method.options_of(
+        {"m": 3, "m_abs": 0})))
+    early, late = found.probes
+    assert 63 in early["leads"] and 63 not in late["leads"] and 63 not in found.heads
+    after_late = [i for i, background in enumerate(found.backgrounds) if set(late["beside"]) < set(background)]
+    assert after_late  # a step ran beside the pair the late probe found
+    assert all(63 in found.lists[i] for i in after_late)

@@ -135,8 +135,8 @@ def guided_fields(chosen, gradient_equivalent: float, names) -> dict:
              for head, found, listed in zip(chosen.picked, chosen.measured, chosen.lists)]
     found = {key: [names[h] for h in heads] for key, heads in chosen.details.items()}
     if chosen.probes:
-        found["probes"] = [{**probe, "beside": [names[h] for h in probe["beside"]],
-                            "pair": [names[h] for h in probe["pair"]]} for probe in chosen.probes]
+        found["probes"] = [{**probe, **{key: [names[h] for h in probe[key]] for key in ("beside", "pair", "leads")}}
+                           for probe in chosen.probes]
     return {
         "n_evals": int(chosen.evaluations + math.ceil(gradient_equivalent - 1e-9)), "alpha": None, "r2": None,
         "intercept": float(chosen.baseline), "ranking": [names[h] for h in ranking],
