@@ -61,8 +61,8 @@ docs/results/screened-greedy.md and docs/results/five-percent.md.
 ...     drop[20] = 0.5 if 33 in background or 20 in background and 33 not in background else 0.0
 ...     drop[33] = 0.5 if 20 in background or 33 in background and 20 not in background else 0.0
 ...     return drop
->>> found = screened_greedy(estimate, score, 64, 5, seed=0, m=2, m_abs=0, screen=3, pair_candidates=4, probe_leads=2,
-...                         floor_check=3)
+>>> found = screened_greedy(estimate, score, 64, 5, seed=0, m=2, m_abs=0, screen=3, pair_candidates=4,
+...                         probe_leads=2, floor_check=3)
 >>> found.heads, found.details["set_aside"], found.details["pair"], found.details["displaced"]
 ([9, 5, 20, 33, 40], [9], [20, 33], [40])
 """
