@@ -64,8 +64,8 @@ def test_a_rerun_skips_the_searches_already_validated_and_runs_the_rest(tmp_path
 
 def test_a_record_names_what_the_search_found_each_head_by(tmp_path, tokenizer):
     """A screened greedy search's record keeps the labels of its top k, the head lists of its
-    details (the pair, the heads displaced, set aside, screened) and its pair probes, not its steps'
-    measurements."""
+    details (the pair, the heads displaced, set aside, screened, filled below the noise) and its pair
+    probes, not its steps' measurements."""
     import re
 
     from conftest import tiny_llama
@@ -77,7 +77,7 @@ def test_a_record_names_what_the_search_found_each_head_by(tmp_path, tokenizer):
                            log=lambda line: None)
     (record,) = vs_greedy.read_records([tmp_path])
     probes = record["details"].pop("probes")
-    assert set(record["details"]) == {"set_aside", "screened", "displaced", "pair"}
+    assert set(record["details"]) == {"set_aside", "screened", "displaced", "pair", "below_noise"}
     assert all(re.fullmatch(r"L\d+H\d+", head) for heads in record["details"].values() for head in heads)
     assert probes and all(len(probe["pair"]) == 2 and re.fullmatch(r"L\d+H\d+", probe["pair"][0]) for probe in probes)
     assert len(record["top_labels"]) == 3 and record["top_labels"][0].startswith(("chosen 1", "alone"))

@@ -172,32 +172,40 @@ def test_a_redundant_pair_is_found_by_the_probe_whatever_the_halves(seed):
     assert sets[20] == ([5, 20, 45], [5]) and sets[45] == ([5, 45, 20], [5])
 
 
-def test_it_stops_when_nothing_more_lowers_the_score_and_fills_no_place():
+def test_it_stops_when_nothing_more_lowers_the_score_and_finds_no_more_heads():
     """One head matters, nothing else moves: after it, a step and the pair probe find nothing, so
-    the search stops at one head of the five asked (recovery.json then ranks the rest unchosen)."""
+    the search finds one head of the five asked; the steps that fill the top 5 below the noise are
+    ranked after it and not confirmed."""
     effect = np.zeros(N)
     effect[5] = 0.6
     world = World(effect)
     found = search(world, 5, m=3, m_abs=0)
     assert found.heads == [5] and found.details["pair"] == [] and found.picked[-1] is None
+    assert len(found.details["below_noise"]) == 4 and 5 not in found.details["below_noise"]
     names = [f"L{h // 8}H{h % 8}" for h in range(N)]
     fields = guided_fields(found, 0.0, names)
     assert fields["confirmed"] == ["L0H5"] and len(fields["ranking"]) == N
+    assert fields["ranking"][1:5] == [names[h] for h in found.details["below_noise"]]
+    assert all(fields["labels"][names[h]].startswith("below the noise") for h in found.details["below_noise"])
 
 
-def test_after_a_stop_the_top_k_is_filled_with_heads_measured_beside_every_chosen_one():
-    """Head 12 lowers the score beside head 5 (a runner-up of the step that chose 40) but raises it
-    beside 5 and 40 together; nothing lowers it further, so the search stops at two heads. The
-    places after them go to heads measured beside both, not to 12, whose drop beside one head
-    no longer holds (SmolLM2's antonyms, seed 1: L2H1 beside L0H4, then beside L0H4 and L0H7)."""
-    world = World(effects(h5=0.6, h40=0.3, h12=0.25), backup={(40, 12): -0.5})
-    found = search(world, 5, m=3, m_abs=0, screen=2)
-    assert found.heads == [5, 40] and len(found.lists) == 2  # the step that found nothing is not taken again
+def test_after_a_stop_greedys_steps_fill_the_top_k_below_the_noise():
+    """Heads 5 and 40 matter; beside them 12, 7 and 30 each lower the score by less than 5 % of the
+    span, so the search finds two heads. Once 12 is ablated, 7 raises the score (the runners-up of
+    one step can restore it beside each other: SmolLM2's language, seed 1). The stopped step's
+    runners-up (12, 7, 30) would cost the top 5 that; steps that go on beside the heads found take
+    12, then 30 beside 12 (7 now raises the score), each the largest drop measured in its step."""
+    world = World(effects(h5=0.6, h40=0.3, h12=0.025, h7=0.02, h30=0.015), backup={(12, 7): -0.1})
+    found = search(world, 5, m=3, m_abs=0, screen=2, pair_candidates=0)  # no probe: 12 and 30 as a pair
+    below = found.details["below_noise"]
+    assert found.heads == [5, 40] and below[:2] == [12, 30] and len(below) == 3
+    for head in below:  # each the best of the step beside the heads found and the fills before it
+        step = next(i for i, b in enumerate(found.backgrounds) if set(b) == {5, 40, *below[:below.index(head)]})
+        assert found.measured[step][head] == max(found.measured[step].values())
     ranking = guided_fields(found, 0.0, list(range(N)))["ranking"]
-    last = found.lists[-1]
-    assert 12 not in ranking[2:5] and ranking[2:5] == sorted(last, key=lambda h: (-found.measured[-1][h], h))[:3]
-    top, chosen = world.score_sets([ranking[:5], [5, 40]])
-    assert top <= chosen + 0.02  # the fill costs no more than noise; 12 would give back 0.25
+    assert ranking[:5] == [5, 40, *below] and 7 not in ranking[:5]
+    filled, runners_up, chosen = world.score_sets([ranking[:5], [5, 40, 12, 7, 30], [5, 40]])
+    assert filled < chosen < runners_up  # below the noise, but damage; the runners-up give back
 
 
 def test_a_search_that_chose_k_heads_ranks_the_rest_by_their_drop_wherever_measured():
@@ -312,11 +320,12 @@ def test_the_probe_after_a_stop_runs_once():
     """With room for seven heads the steps stop twice (beside 5, 40 and 12, then beside the pair as
     well); the probe runs after the first stop only. Gradients: beside 5 (the first probe's and
     step's), its two halves, beside 5 and 40, beside the three, the late probe's two halves, beside
-    all five: 8."""
+    all five: 8; then the top 7 is filled below the noise: the stopped step's best, and a step beside
+    the six: 9."""
     world = World(effects(h5=0.9, h40=0.5, h12=0.4), redundant=(20, 45, 0.6))
     found = search(world, 7, m=3, m_abs=0)
     assert found.heads[:3] == [5, 40, 12] and sorted(found.heads[3:]) == [20, 45]
-    assert found.gradient_passes == 8
+    assert len(found.probes) == 2 and len(found.details["below_noise"]) == 2 and found.gradient_passes == 9
 
 
 def test_each_probe_is_recorded_with_what_it_was_weighed_against():

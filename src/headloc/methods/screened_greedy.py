@@ -3,7 +3,8 @@ that take the score to its floor are set aside, the most damaging other head sta
 background), gradient-guided greedy steps beside the background, and a pair probe (gradients
 beside two random halves of the heads) for pairs that act only together, right after the first
 head (weighed against the steps it would replace) and when a step finds nothing; stops at
-``validation.top_k`` heads or when nothing lowers the score. Options: section ``screened_greedy``
+``validation.top_k`` heads or when nothing lowers the score, then fills the top k with greedy steps
+below the noise (not found). Options: section ``screened_greedy``
 (``m``, ``m_abs``: each step's short list, as guided greedy's; ``screen``: heads group testing
 confirms alone; ``pair_candidates``: heads the pair probe ablates two by two, 0: no probe;
 ``probe_leads``: heads each of the probe's halves lists for every later step, 0: none;
@@ -26,7 +27,8 @@ class ScreenedGreedyOptions(MethodOptions, section="screened_greedy"):
     joins the background), then greedy steps over short lists a gradient beside the background
     draws up, and a pair probe (gradients beside two random halves of the heads) for pairs that
     act only together, right after the first head and when a step finds nothing; stops at
-    validation.top_k heads or when nothing lowers the score."""
+    validation.top_k heads or when nothing lowers the score, then fills the top k with greedy steps
+    below the noise (not found)."""
 
     # guided greedy's lists (docs/results/vs-greedy-smollm2.md)
     m: int = setting(10, integer(0), doc="Heads of largest estimated drop on each greedy step's short list.")
@@ -74,8 +76,10 @@ head set aside at the score's floor and for the screen's first head, beside the 
 for a greedy step's head, with its partner beside them for a pair's. A head listed at some step but not
 chosen shows the change measured for it beside that step's heads; a head never listed is 0 and ranked
 by the last gradient. ``labels`` in recovery.json says which; ``details`` names the heads set aside,
-the screen's, the pair and the heads a pair displaced (chosen by a step, then replaced by the pair),
-and holds each pair probe (its best pair, that pair's drop, the steps' it was weighed against).
+the screen's, the pair, the heads a pair displaced (chosen by a step, then replaced by the pair) and
+the heads taken below the noise after the search stopped short of its top k (ranked after the heads
+found, never among them), and holds each pair probe (its best pair, that pair's drop, the steps' it
+was weighed against).
 
 """ + SCALE
 

@@ -48,7 +48,8 @@ of alone effect but answers greedy's question (beside the heads chosen) poorly. 
    comparative greedy's third head, L1H0, ranked 89th there and 2nd beside a half).
 
 It stops at ``k`` heads (the set-aside heads count), or when neither a step nor the pair probe
-finds a head that lowers the score. Measured on the planted interaction models and SmolLM2 in
+finds a head that lowers the score; then greedy's steps go on without the threshold until the top
+``k`` is full (``below_noise``: ranked after the heads found, never among them). Measured on the planted interaction models and SmolLM2 in
 docs/results/screened-greedy.md and docs/results/five-percent.md.
 
 >>> import numpy as np
@@ -75,7 +76,7 @@ import numpy as np
 
 from headloc.search.group_testing import GroupTesting
 from headloc.search.guided import GuidedSteps, SetScores, check_lists
-from headloc.search.screened_steps import Steps, greedy_step, pair_or_steps, pair_probe
+from headloc.search.screened_steps import Steps, below_noise, greedy_step, pair_or_steps, pair_probe
 from headloc.search.sequential import check_positive_int
 
 FLOOR = 0.8  # beside a head at the floor, another head keeps less than 1 - FLOOR of its drop alone
@@ -127,8 +128,9 @@ def screened_greedy(estimate: Callable[[list[int]], np.ndarray], score_sets: Cal
             break
         background += joined
         others = [h for h in others if h not in joined]
+    below = below_noise(steps, estimate, background, set_aside, others, m, m_abs, k)
     details = {"set_aside": set_aside, "screened": list(alone), "displaced": steps.displaced,
-               "pair": [h for h, extra in zip(steps.heads, steps.together) if extra]}
+               "pair": [h for h, extra in zip(steps.heads, steps.together) if extra], "below_noise": below}
     return steps.result(details)
 
 

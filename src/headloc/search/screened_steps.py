@@ -4,6 +4,7 @@ against."""
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import numpy as np
@@ -68,6 +69,25 @@ def greedy_step(steps: Steps, estimate, background: list[int], set_aside: list[i
         steps.choose(chosen, measured[chosen], background, f"chosen {len(background) + 1}, beside "
                                                           f"{len(background)} heads")
     return chosen
+
+
+def below_noise(steps: Steps, estimate, background: list[int], set_aside: list[int], extra: list[int], m: int,
+                m_abs: int, k: int) -> list[int]:
+    """After the search stops short of ``k`` heads: greedy's steps go on beside the heads found, each
+    taking the listed head that lowers the score most however little, until the top k is full.
+    These heads are ranked after the heads found and never counted among them. Why not the stopped
+    step's runners-up: beside each other they may restore the score (on SmolLM2's language, seed 1,
+    a top 5 of three heads and two runners-up cost 16.1 nats, three heads and two such steps 18.4)."""
+    filled: list[int] = []
+    while len(steps.heads) + len(filled) < k:
+        here = background + filled
+        if not steps.stopped(here):  # the stopped step's list is measured beside the heads found already
+            greedy_step(steps, estimate, here, set_aside, extra, m, m_abs, math.inf)
+        if not steps.backgrounds or steps.backgrounds[-1] != here:  # nothing left to list
+            break
+        measured = steps.measured[-1]
+        filled.append(max(measured, key=lambda h: (measured[h], -h)))
+    return filled
 
 
 def best_pair(steps: Steps, estimate, background: list[int], set_aside: list[int], n_heads: int, candidates: int,

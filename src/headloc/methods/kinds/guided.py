@@ -111,7 +111,8 @@ def guided_fields(chosen, gradient_equivalent: float, names) -> dict:
     """recovery.json's ranking fields of a :class:`headloc.search.guided.GuidedSteps`: the chosen heads
     in their order, each one's value the score change measured when it joined (beside its
     background); every other head's value the change measured for it at the last step that listed
-    it, or 0 where it was never listed. Heads after the chosen ones: the measured ones by their
+    it, or 0 where it was never listed. Heads after the chosen ones: those a search that stopped short
+    took below the noise (``details["below_noise"]``, in their order), the measured ones by their
     change (where the last step chose nothing, the heads it measured first), then the rest in the
     last gradient's order. ``n_evals``: the masked evaluations (the
     unablated one included) and the gradient passes' worth in masked evaluations, rounded up."""
@@ -122,14 +123,18 @@ def guided_fields(chosen, gradient_equivalent: float, names) -> dict:
             labels[head] = f"measured beside {len(background)} heads"
     for head, drop, label in zip(chosen.heads, chosen.drops, chosen.labels):
         coef[head], labels[head] = -drop, label
+    below = list(chosen.details.get("below_noise", ()))  # screened greedy's steps after it stopped
+    for head in below:
+        labels[head] = f"below the noise (not found), {labels[head]}"
+    first = list(chosen.heads) + below
     # a search that stopped (its last step chose nothing) fills its top k with what that step measured
     # beside every chosen head: a head that hurt beside fewer may restore the score beside them all
     # (antonyms, seed 1: L2H1 lowers it 1.4 nats beside L0H4, raises it 1.2 beside L0H4 and L0H7)
     last = set(chosen.lists[-1]) if chosen.picked and chosen.picked[-1] is None else set()
-    measured = sorted({h for listed in chosen.lists for h in listed} - set(chosen.heads),
+    measured = sorted({h for listed in chosen.lists for h in listed} - set(first),
                       key=lambda h: (h not in last, coef[h], h))
-    rest = [h for h in chosen.last_order if h not in set(chosen.heads) | set(measured)]
-    ranking = list(chosen.heads) + measured + rest
+    rest = [h for h in chosen.last_order if h not in set(first) | set(measured)]
+    ranking = first + measured + rest
     steps = [{"chosen": None if head is None else names[head],
               "drop": float(max(found.values()) if head is None else found[head]), "list": [names[h] for h in listed]}
              for head, found, listed in zip(chosen.picked, chosen.measured, chosen.lists)]
