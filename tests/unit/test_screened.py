@@ -202,10 +202,19 @@ def test_after_a_stop_greedys_steps_fill_the_top_k_below_the_noise():
     for head in below:  # each the best of the step beside the heads found and the fills before it
         step = next(i for i, b in enumerate(found.backgrounds) if set(b) == {5, 40, *below[:below.index(head)]})
         assert found.measured[step][head] == max(found.measured[step].values())
+    assert len({frozenset(b) for b in found.backgrounds}) == len(found.backgrounds)  # no step taken twice
     ranking = guided_fields(found, 0.0, list(range(N)))["ranking"]
     assert ranking[:5] == [5, 40, *below] and 7 not in ranking[:5]
     filled, runners_up, chosen = world.score_sets([ranking[:5], [5, 40, 12, 7, 30], [5, 40]])
     assert filled < chosen < runners_up  # below the noise, but damage; the runners-up give back
+
+
+def test_asked_for_every_head_a_search_that_stops_fills_the_rest_each_head_once():
+    effect = np.zeros(N)
+    effect[5] = 0.6
+    found = search(World(effect), N, m=3, m_abs=0, pair_candidates=0)
+    below = found.details["below_noise"]
+    assert found.heads == [5] and sorted(below) == [h for h in range(N) if h != 5]
 
 
 def test_a_search_that_chose_k_heads_ranks_the_rest_by_their_drop_wherever_measured():

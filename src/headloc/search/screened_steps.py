@@ -82,9 +82,7 @@ def below_noise(steps: Steps, estimate, background: list[int], set_aside: list[i
     while len(steps.heads) + len(filled) < k:
         here = background + filled
         if not steps.stopped(here):  # the stopped step's list is measured beside the heads found already
-            greedy_step(steps, estimate, here, set_aside, extra, m, m_abs, math.inf)
-        if not steps.backgrounds or steps.backgrounds[-1] != here:  # nothing left to list
-            break
+            greedy_step(steps, estimate, here, set_aside, extra, m, m_abs, math.inf)  # lists a head: k <= heads
         measured = steps.measured[-1]
         filled.append(max(measured, key=lambda h: (measured[h], -h)))
     return filled
