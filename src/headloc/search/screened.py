@@ -49,8 +49,9 @@ of alone effect but answers greedy's question (beside the heads chosen) poorly. 
 
 It stops at ``k`` heads (the set-aside heads count), or when neither a step nor the pair probe
 finds a head that lowers the score; then greedy's steps go on without the threshold until the top
-``k`` is full (``below_noise``: ranked after the heads found, never among them). Measured on the planted interaction models and SmolLM2 in
-docs/results/screened-greedy.md and docs/results/five-percent.md.
+``k`` is full (``below_noise``: ranked after the heads found, never among them). Measured on the
+planted interaction models and SmolLM2 in docs/results/screened-greedy.md, docs/results/five-percent.md
+and docs/results/below-noise.md.
 
 >>> import numpy as np
 >>> effect = np.zeros(64); effect[[5, 40]] = [0.6, 0.3]

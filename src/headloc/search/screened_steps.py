@@ -81,8 +81,10 @@ def below_noise(steps: Steps, estimate, background: list[int], set_aside: list[i
     filled: list[int] = []
     while len(steps.heads) + len(filled) < k:
         here = background + filled
-        if not steps.stopped(here):  # the stopped step's list is measured beside the heads found already
-            greedy_step(steps, estimate, here, set_aside, extra, m, m_abs, math.inf)  # lists a head: k <= heads
+        if not steps.stopped(here):  # the stopped step measured its list beside the heads found already
+            # an infinite threshold: the step is recorded as choosing nothing above the noise, and
+            # its list is never empty while fewer than k <= n_heads heads are taken
+            greedy_step(steps, estimate, here, set_aside, extra, m, m_abs, math.inf)
         measured = steps.measured[-1]
         filled.append(max(measured, key=lambda h: (measured[h], -h)))
     return filled

@@ -127,8 +127,8 @@ def guided_fields(chosen, gradient_equivalent: float, names) -> dict:
     for head in below:
         labels[head] = f"below the noise (not found), {labels[head]}"
     first = list(chosen.heads) + below
-    # a search that stopped (its last step chose nothing) fills its top k with what that step measured
-    # beside every chosen head: a head that hurt beside fewer may restore the score beside them all
+    # where the last step chose nothing, the heads it measured beside every chosen head come first
+    # among the rest: a head that hurt beside fewer may restore the score beside them all
     # (antonyms, seed 1: L2H1 lowers it 1.4 nats beside L0H4, raises it 1.2 beside L0H4 and L0H7)
     last = set(chosen.lists[-1]) if chosen.picked and chosen.picked[-1] is None else set()
     measured = sorted({h for listed in chosen.lists for h in listed} - set(first),
