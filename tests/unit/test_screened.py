@@ -396,6 +396,32 @@ def test_a_head_that_shows_only_beside_much_damage_is_listed_by_the_probes_halve
     assert without.heads == [5, 40, 12] and without.probes[0]["leads"] == []
 
 
+@pytest.mark.parametrize("seed", [4, 6, 11])  # seeds whose first probe's halves do not lead to head 22
+def test_a_head_the_probe_after_a_stop_leads_to_is_measured_and_found(seed):
+    """Head 22 costs 0.3 once head 40 is ablated, but its gradient shows only beside half the heads
+    ablated with 40: beside 5 and 40 the step lists it not and finds nothing. The probe after that
+    stop leads to it (its pair candidates are the heads 50-53 that raise the score, so no pair
+    joins); the step is taken again with 22 on its list, measuring only the heads it did not list
+    before, and 22 is found (no later step would list it: the search stopped there)."""
+    world = World(effects(h5=0.9, h40=0.5, h50=-0.4, h51=-0.35, h52=-0.45, h53=-0.5), backup={(40, 22): 0.3})
+
+    def estimate(background):
+        guess = world.estimate(background)
+        guess[22] = 0.3 if len(background) >= N // 4 and 40 in background and 22 not in background else 0.0
+        return guess
+
+    method = methods.get("screened_greedy")
+    params = GuidedParams(method.name, 5, method.options_of({"m": 3, "m_abs": 0}), seed=seed)
+    found = method.algorithm(estimate, world.score_sets, N, params)
+    early, late = found.probes
+    assert 22 not in early["leads"] and 22 in late["leads"] and late["joined"] is False
+    stopped, again = [i for i, b in enumerate(found.backgrounds) if b == [5, 40]]
+    assert found.picked[stopped] is None and 22 not in found.lists[stopped] and found.picked[again] == 22
+    assert found.heads[:3] == [5, 40, 22] and found.drops[2] == pytest.approx(0.3 + world.effect[22])
+    beside = [s for s in world.scored if len(s) == 3 and {5, 40} < s]
+    assert len(beside) == len(set(beside))  # the step again measured only the heads new on its list
+
+
 def test_every_step_after_a_probe_lists_the_leads_of_every_probe_before_it():
     """The probe's leads stay on the lists: head 63's gradient is large beside the early probe's
     halves only (its ablation changes nothing), and after the late probe the steps still measure

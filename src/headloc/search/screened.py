@@ -45,7 +45,9 @@ of alone effect but answers greedy's question (beside the heads chosen) poorly. 
    of the span, and the greedy steps go on. Each half's ``probe_leads`` heads of largest estimated
    drop join every later step's short list: beside half the heads ablated a head shows that hurts
    only beside much damage, which the gradient beside the background ranks far down (on SmolLM2's
-   comparative greedy's third head, L1H0, ranked 89th there and 2nd beside a half).
+   comparative greedy's third head, L1H0, ranked 89th there and 2nd beside a half). Where that
+   probe's pair does not join, the step that found nothing is taken again with the leads it did
+   not list (only they are measured): no later step would list them.
 
 It stops at ``k`` heads (the set-aside heads count), or when neither a step nor the pair probe
 finds a head that lowers the score; then greedy's steps go on without the threshold until the top
@@ -77,7 +79,7 @@ import numpy as np
 
 from headloc.search.group_testing import GroupTesting
 from headloc.search.guided import GuidedSteps, SetScores, check_lists
-from headloc.search.screened_steps import Steps, below_noise, greedy_step, pair_or_steps, pair_probe
+from headloc.search.screened_steps import Steps, below_noise, greedy_step, pair_or_steps, probe_after_stop
 from headloc.search.sequential import check_positive_int
 
 FLOOR = 0.8  # beside a head at the floor, another head keeps less than 1 - FLOOR of its drop alone
@@ -123,8 +125,8 @@ def screened_greedy(estimate: Callable[[list[int]], np.ndarray], score_sets: Cal
             joined = [] if head is None else [head]
             if not joined and late and len(steps.heads) + 2 <= k:
                 late = False
-                joined = pair_probe(steps, estimate, background, set_aside, n_heads, pair_candidates, probe_leads,
-                                    NOISE * span, seed)
+                joined = probe_after_stop(steps, estimate, background, set_aside, others, m, m_abs, NOISE * span,
+                                          n_heads, pair_candidates, probe_leads, seed)
         if not joined:  # neither a step nor a pair lowers the score
             break
         background += joined

@@ -132,6 +132,19 @@ def pair_probe(steps: Steps, estimate, background: list[int], set_aside: list[in
     return choose_pair(steps, pair, drop, background) if drop >= least else []
 
 
+def probe_after_stop(steps: Steps, estimate, background: list[int], set_aside: list[int], extra: list[int], m: int,
+                     m_abs: int, least: float, n_heads: int, candidates: int, leads: int, seed: int) -> list[int]:
+    """Stage 3 after a step found nothing: the pair probe; where no pair joins and its halves led to
+    heads the stopped step did not list, the step is taken again with them on its list (its other
+    heads' scores are kept: only the new ones are measured), since no later step would measure them."""
+    joined = pair_probe(steps, estimate, background, set_aside, n_heads, candidates, leads, least, seed)
+    unlisted = set(steps.leads) - set(steps.lists[-1]) - set(background) - set(set_aside)
+    if joined or not unlisted:
+        return joined
+    head = greedy_step(steps, estimate, background, set_aside, extra, m, m_abs, least)
+    return [] if head is None else [head]
+
+
 def probe_record(background: list[int], pair: tuple[int, int], drop: float, stepped: float | None,
                  joined: bool, leads: list[int]) -> dict:
     return {"beside": list(background), "pair": list(pair), "drop": float(drop), "leads": list(leads),
