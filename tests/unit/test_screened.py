@@ -396,23 +396,31 @@ def test_a_head_that_shows_only_beside_much_damage_is_listed_by_the_probes_halve
     assert without.heads == [5, 40, 12] and without.probes[0]["leads"] == []
 
 
-@pytest.mark.parametrize("seed", [4, 6, 11])  # seeds whose first probe's halves do not lead to head 22
-def test_a_head_the_probe_after_a_stop_leads_to_is_measured_and_found(seed):
-    """Head 22 costs 0.3 once head 40 is ablated, but its gradient shows only beside half the heads
-    ablated with 40: beside 5 and 40 the step lists it not and finds nothing. The probe after that
-    stop leads to it (its pair candidates are the heads 50-53 that raise the score, so no pair
-    joins); the step is taken again with 22 on its list, measuring only the heads it did not list
-    before, and 22 is found (no later step would list it: the search stopped there)."""
-    world = World(effects(h5=0.9, h40=0.5, h50=-0.4, h51=-0.35, h52=-0.45, h53=-0.5), backup={(40, 22): 0.3})
+def hidden_backup(drop: float, seed: int, **options):
+    """Head 22 costs ``drop`` once head 40 is ablated, but its gradient shows only beside half the
+    heads ablated with 40; the heads 50-53 raise the score and are the probes' pair candidates (no
+    pair joins). Heads 5 and 40 are found first. Head 12 costs 0.1 alone, 0.03 beside 40, and its
+    gradient is 0: a step lists it only where the screen confirmed it. The world and the search."""
+    world = World(effects(h5=0.9, h40=0.5, h50=-0.4, h51=-0.35, h52=-0.45, h53=-0.5, h12=0.1),
+                  backup={(40, 22): drop, (40, 12): -0.07})
 
     def estimate(background):
         guess = world.estimate(background)
         guess[22] = 0.3 if len(background) >= N // 4 and 40 in background and 22 not in background else 0.0
+        guess[12] = 0.0
         return guess
 
     method = methods.get("screened_greedy")
-    params = GuidedParams(method.name, 5, method.options_of({"m": 3, "m_abs": 0}), seed=seed)
-    found = method.algorithm(estimate, world.score_sets, N, params)
+    params = GuidedParams(method.name, 5, method.options_of({"m": 3, "m_abs": 0, **options}), seed=seed)
+    return world, method.algorithm(estimate, world.score_sets, N, params)
+
+
+@pytest.mark.parametrize("seed", [4, 6, 11])  # seeds whose first probe's halves do not lead to head 22
+def test_a_head_the_probe_after_a_stop_leads_to_is_measured_and_found(seed):
+    """Beside 5 and 40 the step does not list head 22 and finds nothing. The probe after that stop
+    leads to it; the step is taken again with 22 on its list, measuring only the heads it did not
+    list before, and 22 is found (no later step would list it: the search stopped there)."""
+    world, found = hidden_backup(0.3, seed)
     early, late = found.probes
     assert 22 not in early["leads"] and 22 in late["leads"] and late["joined"] is False
     stopped, again = [i for i, b in enumerate(found.backgrounds) if b == [5, 40]]
@@ -420,6 +428,25 @@ def test_a_head_the_probe_after_a_stop_leads_to_is_measured_and_found(seed):
     assert found.heads[:3] == [5, 40, 22] and found.drops[2] == pytest.approx(0.3 + world.effect[22])
     beside = [s for s in world.scored if len(s) == 3 and {5, 40} < s]
     assert len(beside) == len(set(beside))  # the step again measured only the heads new on its list
+
+
+def test_a_head_the_probe_after_a_stop_leads_to_below_the_noise_fills_the_top_k_not_found():
+    """As above, but head 22 costs 0.02 beside 40, under 5 % of the span: the step again does not
+    choose it. The steps below the noise start from that step: 12, which the screen confirmed
+    (0.03), then 22 beside it."""
+    _, found = hidden_backup(0.02, 6)
+    assert 12 in found.details["screened"] and found.heads == [5, 40] and 22 in found.probes[-1]["leads"]
+    assert found.details["below_noise"][:2] == [12, 22] and found.backgrounds.count([5, 40]) == 2
+
+
+def test_the_step_is_not_taken_again_where_it_listed_the_probes_leads():
+    """With seed 0 the first probe's halves lead to 22, so the step beside 5 and 40 lists it and
+    chooses it; the step after it finds nothing and the probe's leads are on its list (23 on no
+    earlier one) or already chosen: no step is taken twice beside the same heads."""
+    _, found = hidden_backup(0.3, 0, probe_leads=3)
+    assert 22 in found.probes[0]["leads"] and found.heads[:3] == [5, 40, 22]
+    assert len(found.probes) == 2 and found.probes[1]["beside"] == [5, 40, 22] and 23 in found.probes[1]["leads"]
+    assert len({frozenset(b) for b in found.backgrounds}) == len(found.backgrounds)
 
 
 def test_every_step_after_a_probe_lists_the_leads_of_every_probe_before_it():

@@ -138,7 +138,7 @@ def probe_after_stop(steps: Steps, estimate, background: list[int], set_aside: l
     heads the stopped step did not list, the step is taken again with them on its list (its other
     heads' scores are kept: only the new ones are measured), since no later step would measure them."""
     joined = pair_probe(steps, estimate, background, set_aside, n_heads, candidates, leads, least, seed)
-    unlisted = set(steps.leads) - set(steps.lists[-1]) - set(background) - set(set_aside)
+    unlisted = set(steps.leads) - set(steps.lists[-1]) - set(background)  # a lead is never set aside
     if joined or not unlisted:
         return joined
     head = greedy_step(steps, estimate, background, set_aside, extra, m, m_abs, least)
