@@ -244,6 +244,7 @@ def test_recovery_fields_name_the_set_aside_heads_and_value_each_chosen_head_by_
     ({"pair_candidates": 1}, "pair_candidates: 1 is not valid"),
     ({"screen": 0}, "screen: 0 is not valid"),
     ({"floor_check": -1}, "floor_check: -1 is not valid"),
+    ({"deepen": -1}, "deepen: -1 is not valid"),
     ({"probe_leads": -1}, "probe_leads: -1 is not valid"),
     ({"probe_leads": 1.5}, "probe_leads: 1.5 is not valid"),
 ])
@@ -447,6 +448,74 @@ def test_the_step_is_not_taken_again_where_it_listed_the_probes_leads():
     assert 22 in found.probes[0]["leads"] and found.heads[:3] == [5, 40, 22]
     assert len(found.probes) == 2 and found.probes[1]["beside"] == [5, 40, 22] and 23 in found.probes[1]["leads"]
     assert len({frozenset(b) for b in found.backgrounds}) == len(found.backgrounds)
+
+
+def misleading(deepen: int, near: float = -0.1):
+    """Beside head 5 the estimate misleads: heads 50-55 have the largest estimated drops (0.6) and
+    each raises the score (by 0.1; head 50 by ``-near``), as on SmolLM2's continent beside three
+    heads. Head 40 costs 0.5 (the screen confirms it: it is on every list), head 22 costs 0.6
+    beside 5 (a backup head) and its estimate ranks it 8th (0.05). The search: k = 2, lists of 3,
+    no estimate of either sign."""
+    world = World(effects(h5=0.9, h40=0.5, h50=near, **{f"h{h}": -0.1 for h in range(51, 56)}),
+                  backup={(5, 22): 0.6})
+
+    def estimate(background):
+        guess = world.estimate(background)
+        guess[50:56], guess[22] = 0.6, 0.05
+        return guess
+
+    method = methods.get("screened_greedy")
+    params = GuidedParams(method.name, 2, method.options_of({"m": 3, "m_abs": 0, "deepen": deepen}))
+    return method.algorithm(estimate, world.score_sets, N, params)
+
+
+@pytest.mark.parametrize("deepen, near", [(3, -0.1), (2, -0.1), (3, 0.0)])
+def test_where_the_estimates_first_heads_all_raise_the_score_the_step_measures_further_down(deepen, near):
+    """The step beside 5 measures 50-52 (and the screen's 40), which raise the score (or, head 50,
+    change nothing), then 53-55, which raise it too, then 22 and the head after it (40, 7th, is
+    measured already): 22 is chosen (two batches further down are enough). With one batch fewer
+    22 is never measured and 40 is chosen."""
+    found = misleading(deepen, near)
+    (measured,) = found.measured
+    assert found.heads == [5, 22] and found.drops[1] == measured[22] > measured[40]
+    assert found.lists[0][:7] == [50, 51, 52, 40, 53, 54, 55] and found.lists[0][7] == 22
+    assert len(found.lists[0]) == 9 and all(measured[h] <= 0 for h in range(50, 56))
+    for deepen in (1, 0):
+        fewer = misleading(deepen)
+        assert fewer.heads == [5, 40] and all(22 not in step for step in fewer.measured)
+
+
+def test_a_step_goes_no_further_down_where_one_of_its_first_heads_lowers_the_score():
+    """Head 50 lowers the score (by 0.01, under the noise): the estimate's first three heads do not
+    all raise it, so the step stops at them (and 40) and 22 is never measured."""
+    found = misleading(3, near=0.01)
+    assert found.heads == [5, 40] and found.lists[0] == [50, 51, 52, 40]
+
+
+def test_lists_of_estimates_of_either_sign_alone_go_no_further_down():
+    """With m = 0 there is no order of estimated drops to go down: the step measures its m_abs
+    heads (40, and 50 and 51, which raise the score) and no more."""
+    world = World(effects(h5=0.9, h40=0.5, h50=-0.1, h51=-0.1, h52=-0.1))
+    found = search(world, 2, m=0, m_abs=3)
+    assert found.heads == [5, 40] and found.lists[0] == [40, 50, 51]
+
+
+def test_the_floor_check_measures_only_its_heads_though_they_all_raise_the_score():
+    """Beside head 9 (at the floor) heads 5 and 50-52 have the largest estimates and change nothing:
+    the check measures three of them and goes no further down (it asks whether a partner hurts
+    beside the head, not what hurts most), and 9 is set aside."""
+    world = World(effects(h5=0.6, h40=0.3, h50=-0.1, h51=-0.1, h52=-0.1), cliff=[9])
+
+    def estimate(background):
+        guess = world.estimate(background)
+        guess[50:53] = 0.6
+        return guess
+
+    method = methods.get("screened_greedy")
+    found = method.algorithm(estimate, world.score_sets, N, GuidedParams(method.name, 3, method.options_of(
+        {"m": 3, "m_abs": 0})))
+    assert found.details["set_aside"] == [9] and found.backgrounds[0] == [9] and len(found.lists[0]) == 3
+    assert all(found.measured[0][h] <= 0 for h in found.lists[0])
 
 
 def test_every_step_after_a_probe_lists_the_leads_of_every_probe_before_it():

@@ -17,7 +17,7 @@ METHODS = Plan(validated("config/methods.yaml"))
 
 def test_a_method_with_its_defaults_reads_as_its_name():
     assert [search_label(DEMO.main_search(task)) for task in DEMO.localized] == ["screened_greedy"] * 3
-    assert DEMO.main_search("ioi") == "screened_greedy_k5_l10_a10_g3_p4_h2_f3_n20_s0_yheadloc_ioi_margin-margin"
+    assert DEMO.main_search("ioi") == "screened_greedy_k5_l10_a10_g3_p4_h2_f3_d3_n20_s0_yheadloc_ioi_margin-margin"
 
 
 def test_every_search_of_make_methods_has_a_label_of_its_own():

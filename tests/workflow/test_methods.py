@@ -73,7 +73,7 @@ SEQUENTIAL = {f"{method}_m{budget}{middle}_n{ID_DOCS}_s0{f'_r{repeat}' if repeat
               for method, middle in (("group_testing", f"_k{TOP_K}_g2_per1_x2"), ("thompson", "_p0.25_score"))
               for budget in (BUDGET, N_MASKS) for repeat in range(REPEATS)}
 GUIDED = f"guided_greedy_k{TOP_K}_l10_a10_c0_n{ID_DOCS}_s0"
-SCREENED = f"screened_greedy_k{TOP_K}_l10_a10_g3_p4_h2_f3_n{ID_DOCS}_s0"
+SCREENED = f"screened_greedy_k{TOP_K}_l10_a10_g3_p4_h2_f3_d3_n{ID_DOCS}_s0"
 SCREENED_RUNS = {SCREENED + (f"_r{repeat}" if repeat else "") for repeat in range(REPEATS)}  # drawn again per repeat
 SEARCHES = {"cs_stratified": f"cs_stratified_m{N_MASKS}_p0.25_n{ID_DOCS}_s0",
             "attribution": f"attribution_n{ID_DOCS}_s0",

@@ -8,7 +8,8 @@ below the noise (not found). Options: section ``screened_greedy``
 (``m``, ``m_abs``: each step's short list, as guided greedy's; ``screen``: heads group testing
 confirms alone; ``pair_candidates``: heads the pair probe ablates two by two, 0: no probe;
 ``probe_leads``: heads each of the probe's halves lists for every later step, 0: none;
-``floor_check``: heads measured beside a head at the floor to check it sits there, 0: no check). Kind
+``floor_check``: heads measured beside a head at the floor to check it sits there, 0: no check;
+``deepen``: batches of ``m`` more heads a step measures where its first ``m`` all raise the score). Kind
 ``guided``: it scores masks on the identification subset's scoring task and differentiates the same
 documents' gold continuations, so it needs an lm-eval task with gold continuations."""
 
@@ -49,6 +50,11 @@ class ScreenedGreedyOptions(MethodOptions, section="screened_greedy"):
                                screen finds at the score's floor: if one lowers the score by a fifth of the
                                head's own drop, the head is not at the floor and the two start the greedy
                                steps; 0 runs no check.""")
+    # continent's greedy fourth head was 27th by estimated drop beside its first three (screened-greedy
+    # deepening in docs/results/deeper-lists.md)
+    deepen: int = setting(3, integer(0), doc="""Batches of m heads a greedy step measures further down the
+                          estimate's order where the m heads of largest estimated drop all raise the score
+                          (there the estimate misleads), until one lowers it; 0 measures none.""")
 
     def __post_init__(self):
         super().__post_init__()
@@ -61,13 +67,13 @@ def choose_heads(estimate, score_sets, n_heads, params):
     o = params.options
     return screened_greedy(estimate, score_sets, n_heads, params.top_k, seed=params.seed, m=o.m, m_abs=o.m_abs,
                            screen=o.screen, pair_candidates=o.pair_candidates, probe_leads=o.probe_leads,
-                           floor_check=o.floor_check)
+                           floor_check=o.floor_check, deepen=o.deepen)
 
 
 def search_id(parts) -> str:
     o = parts.options
     return (f"screened_greedy_k{parts.top_k}_l{o.m}_a{o.m_abs}_g{o.screen}_p{o.pair_candidates}"
-            f"_h{o.probe_leads}_f{o.floor_check}_{parts.tail}{parts.repeat_suffix}")
+            f"_h{o.probe_leads}_f{o.floor_check}_d{o.deepen}_{parts.tail}{parts.repeat_suffix}")
 
 
 # how to read its heatmap (the caption in Snakemake's report)

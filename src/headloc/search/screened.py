@@ -26,7 +26,10 @@ of alone effect but answers greedy's question (beside the heads chosen) poorly. 
    of largest estimated drop, the ``m_abs`` of largest estimate of either sign and the screen's
    other confirmed heads; each is ablated beside the background and the one that lowers the score
    most joins it, while its drop is at least ``NOISE`` (0.05) of the span (the unablated score
-   less the lowest score seen).
+   less the lowest score seen). Where the ``m`` heads of largest estimated drop all raise the score
+   the estimate misleads there (far from the unablated model a first-order estimate can rank the
+   heads that raise the score most first): the next ``m`` down its order are measured, up to
+   ``deepen`` times, until one lowers the score.
 3. **Pairs**: a pair that acts only together (a redundant pair: either head alone changes
    nothing) shows in no step beside chosen heads, however many steps find. So right after the
    first head, and again when a step finds no head, a pair probe: the heads not yet chosen or set
@@ -66,7 +69,7 @@ and docs/results/below-noise.md.
 ...     drop[33] = 0.5 if 20 in background or 33 in background and 20 not in background else 0.0
 ...     return drop
 >>> found = screened_greedy(estimate, score, 64, 5, seed=0, m=2, m_abs=0, screen=3, pair_candidates=4,
-...                         probe_leads=2, floor_check=3)
+...                         probe_leads=2, floor_check=3, deepen=3)
 >>> found.heads, found.details["set_aside"], found.details["pair"], found.details["displaced"]
 ([9, 5, 20, 33, 40], [9], [20, 33], [40])
 """
@@ -88,7 +91,7 @@ NOISE = 0.05  # a head (or pair) joins only if its drop is at least this share o
 
 def screened_greedy(estimate: Callable[[list[int]], np.ndarray], score_sets: Callable[[list], list], n_heads: int,
                     k: int, *, seed: int, m: int, m_abs: int, screen: int, pair_candidates: int,
-                    probe_leads: int, floor_check: int) -> GuidedSteps:
+                    probe_leads: int, floor_check: int, deepen: int) -> GuidedSteps:
     """Up to ``k`` heads by the stages of the module docstring. ``estimate(background)``: every
     head's estimated drop beside ``background`` (larger = more damage); ``score_sets(head_sets)``:
     each set's score when ablated (higher is better); ``seed``: the partition and the halves. No
@@ -101,8 +104,9 @@ def screened_greedy(estimate: Callable[[list[int]], np.ndarray], score_sets: Cal
     check_positive_int("pair_candidates", pair_candidates, least=0, meaning="heads the pair probe tries two by two")
     check_positive_int("probe_leads", probe_leads, least=0, meaning="heads each half of the pair probe lists")
     check_positive_int("floor_check", floor_check, least=0, meaning="heads measured beside a head at the floor")
+    check_positive_int("deepen", deepen, least=0, meaning="batches of m heads a step measures further down")
     scores = SetScores(score_sets)
-    steps = Steps(scores)
+    steps = Steps(scores, deepen)
     alone, span, steps.last_order = screen_alone(scores, n_heads, min(k, screen), seed)
     floor = [h for h in alone if at_floor(scores, alone, h, span)]
     for head in floor:
@@ -176,7 +180,8 @@ def check_floor(steps: Steps, estimate, floor: list[int], alone: dict[int, float
         return []
     first = floor[0]
     index = steps.heads.index(first)
-    found = greedy_step(steps, estimate, [first], floor[1:], [], heads, 0, max(noise, (1 - FLOOR) * alone[first]))
+    found = greedy_step(steps, estimate, [first], floor[1:], [], heads, 0, max(noise, (1 - FLOOR) * alone[first]),
+                        deepen=False)
     if found is None:
         return []
     steps.labels[index] = "chosen 1, alone (the screen); not at the floor: a head lowers the score beside it"

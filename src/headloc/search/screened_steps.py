@@ -15,8 +15,8 @@ from headloc.search.guided import GuidedSteps, SetScores, short_list
 class Steps:
     """What the search has measured and chosen, in the order it happened (becomes a GuidedSteps)."""
 
-    def __init__(self, scores: SetScores):
-        self.scores, self.gradients = scores, set()
+    def __init__(self, scores: SetScores, deepen: int):
+        self.scores, self.gradients, self.deepen = scores, set(), deepen
         self.heads, self.drops, self.beside, self.together, self.labels = [], [], [], [], []
         self.lists, self.measured, self.backgrounds, self.picked = [], [], [], []
         self.last_order: list[int] = []
@@ -51,9 +51,10 @@ class Steps:
 
 
 def greedy_step(steps: Steps, estimate, background: list[int], set_aside: list[int], extra: list[int], m: int,
-                m_abs: int, least: float) -> int | None:
+                m_abs: int, least: float, deepen: bool = True) -> int | None:
     """Stage 2, one step: the listed head that lowers the score most beside ``background``, chosen
-    if its drop is at least ``least``; None otherwise."""
+    if its drop is at least ``least``; None otherwise. ``deepen``: the list goes on down the
+    estimate's order where its first ``m`` heads all raise the score (:func:`deeper`)."""
     excluded = set(background) | set(set_aside)
     short, steps.last_order = short_list(steps.estimate(estimate, background), excluded, m, m_abs,
                                          list(extra) + steps.leads)
@@ -61,6 +62,8 @@ def greedy_step(steps: Steps, estimate, background: list[int], set_aside: list[i
         return None
     base, *scored = steps.scores([background] + [background + [h] for h in short])
     measured = {h: base - s for h, s in zip(short, scored)}
+    if deepen and m:
+        short = deeper(steps, background, excluded, short, measured, m)
     best = max(short, key=lambda h: (measured[h], -h))
     chosen = best if measured[best] >= least else None
     steps.lists.append(short), steps.measured.append(measured), steps.backgrounds.append(list(background))
@@ -69,6 +72,24 @@ def greedy_step(steps: Steps, estimate, background: list[int], set_aside: list[i
         steps.choose(chosen, measured[chosen], background, f"chosen {len(background) + 1}, beside "
                                                           f"{len(background)} heads")
     return chosen
+
+
+def deeper(steps: Steps, background: list[int], excluded: set[int], short: list[int], measured: dict[int, float],
+           m: int) -> list[int]:
+    """Where the ``m`` heads of largest estimated drop all raise the score, the estimate's order
+    misleads beside this background (on SmolLM2's continent, beside greedy's first three heads, the
+    26 largest estimated drops all raise it, by 1.7 to 12 nats; greedy's fourth head is 27th): the
+    next ``m`` down the order are measured (into ``measured``), up to ``steps.deepen`` times, until
+    one lowers it. Returns the list with them."""
+    order = [h for h in steps.last_order if h not in excluded]
+    for start in range(m, m * (steps.deepen + 1), m):
+        if any(measured[h] > 0 for h in order[start - m:start]):
+            break
+        batch = [h for h in order[start:start + m] if h not in measured]
+        base, *scored = steps.scores([background] + [background + [h] for h in batch])
+        measured.update({h: base - s for h, s in zip(batch, scored)})
+        short = short + batch
+    return short
 
 
 def below_noise(steps: Steps, estimate, background: list[int], set_aside: list[int], extra: list[int], m: int,
