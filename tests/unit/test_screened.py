@@ -58,11 +58,12 @@ class World:
         return guess
 
 
-def search(world: World, k: int, seed: int = 0, **options):
-    """The registered method's algorithm, as the guided kind calls it (options as a config gives them)."""
+def search(world: World, k: int, seed: int = 0, estimate=None, **options):
+    """The registered method's algorithm, as the guided kind calls it (options as a config gives
+    them); ``estimate``: one that reads the world differently (the world's own by default)."""
     method = methods.get("screened_greedy")
     params = GuidedParams(method.name, k, method.options_of(options), seed=seed)
-    return method.algorithm(world.estimate, world.score_sets, N, params)
+    return method.algorithm(estimate or world.estimate, world.score_sets, N, params)
 
 
 def effects(**heads) -> np.ndarray:
@@ -411,9 +412,7 @@ def hidden_backup(drop: float, seed: int, **options):
         guess[12] = 0.0
         return guess
 
-    method = methods.get("screened_greedy")
-    params = GuidedParams(method.name, 5, method.options_of({"m": 3, "m_abs": 0, **options}), seed=seed)
-    return world, method.algorithm(estimate, world.score_sets, N, params)
+    return world, search(world, 5, seed, estimate, m=3, m_abs=0, **options)
 
 
 @pytest.mark.parametrize("seed", [4, 6, 11])  # seeds whose first probe's halves do not lead to head 22
@@ -464,9 +463,7 @@ def misleading(deepen: int, near: float = -0.1):
         guess[50:56], guess[22] = 0.6, 0.05
         return guess
 
-    method = methods.get("screened_greedy")
-    params = GuidedParams(method.name, 2, method.options_of({"m": 3, "m_abs": 0, "deepen": deepen}))
-    return method.algorithm(estimate, world.score_sets, N, params)
+    return search(world, 2, estimate=estimate, m=3, m_abs=0, deepen=deepen)
 
 
 @pytest.mark.parametrize("deepen, near", [(3, -0.1), (2, -0.1), (3, 0.0)])
@@ -511,9 +508,7 @@ def test_the_floor_check_measures_only_its_heads_though_they_all_raise_the_score
         guess[50:53] = 0.6
         return guess
 
-    method = methods.get("screened_greedy")
-    found = method.algorithm(estimate, world.score_sets, N, GuidedParams(method.name, 3, method.options_of(
-        {"m": 3, "m_abs": 0})))
+    found = search(world, 3, estimate=estimate, m=3, m_abs=0)
     assert found.details["set_aside"] == [9] and found.backgrounds[0] == [9] and len(found.lists[0]) == 3
     assert all(found.measured[0][h] <= 0 for h in found.lists[0])
 

@@ -50,10 +50,11 @@ class ScreenedGreedyOptions(MethodOptions, section="screened_greedy"):
                                screen finds at the score's floor: if one lowers the score by a fifth of the
                                head's own drop, the head is not at the floor and the two start the greedy
                                steps; 0 runs no check.""")
-    # beside continent's first three heads greedy's fourth was 27th by estimated drop (deeper-lists.md)
+    # beside continent's first three heads (seed 0) greedy's fourth was 27th by estimated drop (deeper-lists.md)
     deepen: int = setting(3, integer(0), doc="""Batches of m heads a greedy step measures further down the
                           estimate's order where the m heads of largest estimated drop all raise the score
-                          (there the estimate misleads), until one lowers it; 0 measures none.""")
+                          (there the estimate misleads), until one lowers it; 0 measures none, and with
+                          m = 0 (no order of estimated drops) it does nothing.""")
 
     def __post_init__(self):
         super().__post_init__()

@@ -181,7 +181,7 @@ def check_floor(steps: Steps, estimate, floor: list[int], alone: dict[int, float
     first = floor[0]
     index = steps.heads.index(first)
     found = greedy_step(steps, estimate, [first], floor[1:], [], heads, 0, max(noise, (1 - FLOOR) * alone[first]),
-                        deepen=False)
+                        go_deeper=False)
     if found is None:
         return []
     steps.labels[index] = "chosen 1, alone (the screen); not at the floor: a head lowers the score beside it"

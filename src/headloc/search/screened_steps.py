@@ -24,6 +24,11 @@ class Steps:
         self.probes: list[dict] = []  # each pair probe: what it measured and whether the pair joined
         self.leads: list[int] = []  # heads the probes' halves rank highest: on every later step's list
 
+    def measure(self, background: list[int], heads: list[int]) -> dict[int, float]:
+        """Each head's drop ablated beside ``background`` (the score beside it less the score with it)."""
+        base, *scored = self.scores([background] + [background + [h] for h in heads])
+        return {h: base - s for h, s in zip(heads, scored)}
+
     def estimate(self, estimate: Callable, background: list[int]) -> np.ndarray:
         self.gradients.add(frozenset(background))
         return np.asarray(estimate(list(background)), dtype=float)
@@ -51,18 +56,17 @@ class Steps:
 
 
 def greedy_step(steps: Steps, estimate, background: list[int], set_aside: list[int], extra: list[int], m: int,
-                m_abs: int, least: float, deepen: bool = True) -> int | None:
+                m_abs: int, least: float, go_deeper: bool = True) -> int | None:
     """Stage 2, one step: the listed head that lowers the score most beside ``background``, chosen
-    if its drop is at least ``least``; None otherwise. ``deepen``: the list goes on down the
+    if its drop is at least ``least``; None otherwise. ``go_deeper``: the list goes on down the
     estimate's order where its first ``m`` heads all raise the score (:func:`deeper`)."""
     excluded = set(background) | set(set_aside)
     short, steps.last_order = short_list(steps.estimate(estimate, background), excluded, m, m_abs,
                                          list(extra) + steps.leads)
     if not short:
         return None
-    base, *scored = steps.scores([background] + [background + [h] for h in short])
-    measured = {h: base - s for h, s in zip(short, scored)}
-    if deepen and m:
+    measured = steps.measure(background, short)
+    if go_deeper and m:
         short = deeper(steps, background, excluded, short, measured, m)
     best = max(short, key=lambda h: (measured[h], -h))
     chosen = best if measured[best] >= least else None
@@ -77,17 +81,16 @@ def greedy_step(steps: Steps, estimate, background: list[int], set_aside: list[i
 def deeper(steps: Steps, background: list[int], excluded: set[int], short: list[int], measured: dict[int, float],
            m: int) -> list[int]:
     """Where the ``m`` heads of largest estimated drop all raise the score, the estimate's order
-    misleads beside this background (on SmolLM2's continent, beside greedy's first three heads, the
-    26 largest estimated drops all raise it, by 1.7 to 12 nats; greedy's fourth head is 27th): the
-    next ``m`` down the order are measured (into ``measured``), up to ``steps.deepen`` times, until
-    one lowers it. Returns the list with them."""
+    misleads beside this background (on SmolLM2's continent, seed 0, beside greedy's first three
+    heads, the 26 largest estimated drops all raise it, by 1.7 to 12 nats; greedy's fourth is
+    27th): the next ``m`` down the order are measured (into ``measured``), up to ``steps.deepen``
+    times, until one lowers it. Returns the list with them."""
     order = [h for h in steps.last_order if h not in excluded]
     for start in range(m, m * (steps.deepen + 1), m):
         if any(measured[h] > 0 for h in order[start - m:start]):
             break
         batch = [h for h in order[start:start + m] if h not in measured]
-        base, *scored = steps.scores([background] + [background + [h] for h in batch])
-        measured.update({h: base - s for h, s in zip(batch, scored)})
+        measured.update(steps.measure(background, batch))
         short = short + batch
     return short
 
